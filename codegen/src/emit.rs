@@ -1,0 +1,806 @@
+//! Emission: CUDA C text for one scheduled, placed kernel. The only place CUDA is written.
+//!
+//! Layout in global memory: for each parameter and output, instance `i` occupies the words
+//! `[i * W, (i + 1) * W)`, where W is the number of 64-bit limbs of a big integer (or of elements
+//! of an array), 1 for a scalar. Each thread holds Q consecutive elements of every array in
+//! registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
+//! block of code says which IR value it computes.
+
+use crate::error::{CgResult, CodegenError};
+use crate::place::{is_carry_scan, Place, Placement};
+use crate::schedule::Schedule;
+use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
+
+/// How a parameter or output is laid out per instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferLayout {
+    pub name: String,
+    pub ty: Type,
+    /// 64-bit words per instance.
+    pub words: u64,
+}
+
+pub fn layout_of(name: &str, ty: &Type) -> CgResult<BufferLayout> {
+    let words = match ty {
+        Type::Big(s) => s.as_const().unwrap_or(0) / 64,
+        Type::Array(e, n) if e.is_scalar() => n.as_const().unwrap_or(0),
+        t if t.is_scalar() => 1,
+        other => {
+            return Err(CodegenError::Unsupported(format!(
+                "`{name}` has type {other}: kernel parameters and results are big integers, scalars or arrays of scalars"
+            )))
+        }
+    };
+    Ok(BufferLayout {
+        name: name.to_string(),
+        ty: ty.clone(),
+        words,
+    })
+}
+
+fn ctype(t: &Type) -> &'static str {
+    match t {
+        Type::Bool => "bool",
+        Type::U32 => "u32",
+        Type::U64 => "u64",
+        _ => unreachable!("only scalar leaves have C types"),
+    }
+}
+
+fn literal(l: &Literal) -> Vec<String> {
+    l.leaves()
+        .iter()
+        .map(|x| match x {
+            Literal::Bool(b) => b.to_string(),
+            Literal::U32(v) => format!("{v}u"),
+            Literal::U64(v) if *v > 0xffff => format!("0x{v:x}ull"),
+            Literal::U64(v) => format!("{v}ull"),
+            Literal::Tuple(_) => unreachable!(),
+        })
+        .collect()
+}
+
+/// Leaf range of field `i` of a tuple type.
+fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
+    let Type::Tuple(ts) = t else { unreachable!("extract from a non-tuple") };
+    let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
+    start..start + ts[i as usize].leaf_count()
+}
+
+fn unary_expr(t: &Type, a: &str) -> String {
+    match t {
+        Type::Bool => format!("(!{a})"),
+        t => format!("(({})~{a})", ctype(t)),
+    }
+}
+
+fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
+    let c = if *t == Type::Bool { "bool" } else { ctype(t) };
+    let width = if *t == Type::U32 { 32 } else { 64 };
+    match (op, t) {
+        (BinOp::And, Type::Bool) => format!("({a} && {b})"),
+        (BinOp::Or, Type::Bool) => format!("({a} || {b})"),
+        (BinOp::Xor, Type::Bool) => format!("({a} != {b})"),
+        (BinOp::Add, _) => format!("(({c})({a} + {b}))"),
+        (BinOp::Sub, _) => format!("(({c})({a} - {b}))"),
+        (BinOp::Mul, _) => format!("(({c})({a} * {b}))"),
+        (BinOp::MulHi, Type::U32) => format!("__umulhi({a}, {b})"),
+        (BinOp::MulHi, _) => format!("__umul64hi({a}, {b})"),
+        (BinOp::And, _) => format!("({a} & {b})"),
+        (BinOp::Or, _) => format!("({a} | {b})"),
+        (BinOp::Xor, _) => format!("({a} ^ {b})"),
+        (BinOp::Shl, _) => format!("(({c})({a} << ({b} & {}u)))", width - 1),
+        (BinOp::Shr, _) => format!("({a} >> ({b} & {}u))", width - 1),
+        (BinOp::Lt, _) => format!("({a} < {b})"),
+        (BinOp::Le, _) => format!("({a} <= {b})"),
+        (BinOp::Eq, _) => format!("({a} == {b})"),
+        (BinOp::Ne, _) => format!("({a} != {b})"),
+    }
+}
+
+/// A value as the kernel holds it.
+#[derive(Clone, Debug)]
+enum Val {
+    /// Leaves are C expressions (names or literals), one per scalar leaf.
+    Scalar(Vec<String>),
+    /// Leaves are names of register arrays of `q` elements; `len` elements are real.
+    Array { leaves: Vec<String>, q: u32, len: u64 },
+    /// A big-integer parameter, still in global memory.
+    Global(u32),
+}
+
+struct Emitter<'a> {
+    func: &'a Func,
+    sched: &'a Schedule,
+    placement: &'a Placement,
+    out: String,
+    depth: usize,
+    vals: Vec<Option<Val>>,
+    temps: u32,
+}
+
+const FULL: &str = "0xffffffffu";
+
+impl<'a> Emitter<'a> {
+    fn line(&mut self, s: impl AsRef<str>) {
+        for _ in 0..self.depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+
+    fn open(&mut self, s: impl AsRef<str>) {
+        self.line(s);
+        self.depth += 1;
+    }
+
+    fn close(&mut self, s: &str) {
+        self.depth -= 1;
+        self.line(s);
+    }
+
+    fn temp(&mut self) -> String {
+        self.temps += 1;
+        format!("x{}", self.temps)
+    }
+
+    fn val(&self, id: ValueId) -> &Val {
+        self.vals[id.index()].as_ref().expect("values are emitted before use")
+    }
+
+    fn leaf_types(&self, id: ValueId) -> Vec<Type> {
+        self.func.ty(id).leaves()
+    }
+
+    /// Declares temporaries for `exprs` (leaves of type `ty`) and returns their names.
+    fn bind(&mut self, ty: &[Type], exprs: Vec<String>) -> Vec<String> {
+        ty.iter()
+            .zip(exprs)
+            .map(|(t, e)| {
+                let n = self.temp();
+                self.line(format!("const {} {n} = {e};", ctype(t)));
+                n
+            })
+            .collect()
+    }
+
+    /// Emits lambda `f` applied to `args` (leaves per parameter); assigns its result leaves to `dest`.
+    fn apply(&mut self, f: &Func, args: &[Vec<String>], dest: &[String]) {
+        self.open("{");
+        let mut vals: Vec<Vec<String>> = Vec::with_capacity(f.nodes.len());
+        for node in &f.nodes {
+            let leaves = node.ty.leaves();
+            let arg = |v: ValueId| vals[v.index()].clone();
+            let new = match &node.op {
+                Op::Param(i) => args[*i as usize].clone(),
+                Op::Const(l) => literal(l),
+                Op::Unary(UnOp::Not, a) => {
+                    let e = unary_expr(&node.ty, &arg(*a)[0]);
+                    self.bind(&leaves, vec![e])
+                }
+                Op::Binary(op, a, b) => {
+                    let e = binary_expr(*op, f.ty(*a), &arg(*a)[0], &arg(*b)[0]);
+                    self.bind(&leaves, vec![e])
+                }
+                Op::Cast(a) => {
+                    let e = format!("(({})({}))", ctype(&node.ty), arg(*a)[0]);
+                    self.bind(&leaves, vec![e])
+                }
+                Op::Select(c, a, b) => {
+                    let c = arg(*c)[0].clone();
+                    let exprs = arg(*a)
+                        .iter()
+                        .zip(arg(*b))
+                        .map(|(x, y)| format!("({c} ? {x} : {y})"))
+                        .collect();
+                    self.bind(&leaves, exprs)
+                }
+                Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
+                Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
+                other => unreachable!("validated lambdas hold only scalar operations, not {other:?}"),
+            };
+            vals.push(new);
+        }
+        let result = vals[f.outputs[0].index()].clone();
+        for (d, r) in dest.iter().zip(result) {
+            if *d != r {
+                self.line(format!("{d} = {r};"));
+            }
+        }
+        self.close("}");
+    }
+
+    fn declare_array(&mut self, id: ValueId, q: u32) -> Vec<String> {
+        let leaves = self.leaf_types(id);
+        let single = leaves.len() == 1;
+        leaves
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let n = if single { format!("v{}", id.0) } else { format!("v{}_{k}", id.0) };
+                self.line(format!("{} {n}[{q}];", ctype(t)));
+                n
+            })
+            .collect()
+    }
+
+    fn declare_scalar(&mut self, id: ValueId, init: Option<Vec<String>>) -> Vec<String> {
+        let leaves = self.leaf_types(id);
+        let single = leaves.len() == 1;
+        leaves
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let n = if single { format!("v{}", id.0) } else { format!("v{}_{k}", id.0) };
+                match &init {
+                    Some(i) => self.line(format!("{} {n} = {};", ctype(t), i[k])),
+                    None => self.line(format!("{} {n};", ctype(t))),
+                }
+                n
+            })
+            .collect()
+    }
+
+    fn array_parts(&self, id: ValueId) -> (Vec<String>, u32, u64) {
+        match self.val(id) {
+            Val::Array { leaves, q, len } => (leaves.clone(), *q, *len),
+            other => unreachable!("expected an array, found {other:?}"),
+        }
+    }
+
+    /// Element `q` of every leaf of an argument (arrays) or the argument itself (scalars).
+    fn element(&self, id: ValueId, q: &str) -> Vec<String> {
+        match self.val(id) {
+            Val::Array { leaves, .. } => leaves.iter().map(|l| format!("{l}[{q}]")).collect(),
+            Val::Scalar(leaves) => leaves.clone(),
+            Val::Global(_) => unreachable!("big parameters are read through limbs"),
+        }
+    }
+
+    fn emit_node(&mut self, id: ValueId) -> CgResult<()> {
+        let node = &self.func.nodes[id.index()];
+        let ty = node.ty.clone();
+        let comment = node_comment(self.func, id);
+        let val = match &node.op {
+            Op::Param(i) => match &ty {
+                Type::Big(_) | Type::Array(..) => Val::Global(*i),
+                t => {
+                    self.line(format!("// {comment}"));
+                    let e = match t {
+                        Type::Bool => format!("(live && in{i}[inst] != 0ull)"),
+                        t => format!("(live ? ({})in{i}[inst] : 0)", ctype(t)),
+                    };
+                    Val::Scalar(self.declare_scalar(id, Some(vec![e])))
+                }
+            },
+            Op::Const(l) => Val::Scalar(literal(l)),
+            Op::Unary(UnOp::Not, a) => self.scalar_op(id, &comment, |s| vec![unary_expr(&ty, &s[0][0])], &[*a])?,
+            Op::Binary(op, a, b) => {
+                let t = self.func.ty(*a).clone();
+                self.scalar_op(id, &comment, |s| vec![binary_expr(*op, &t, &s[0][0], &s[1][0])], &[*a, *b])?
+            }
+            Op::Cast(a) => self.scalar_op(id, &comment, |s| vec![format!("(({})({}))", ctype(&ty), s[0][0])], &[*a])?,
+            Op::Select(c, a, b) => {
+                if let Type::Array(..) = ty {
+                    self.map_like(id, &comment, |e, args, dest| {
+                        for (k, d) in dest.iter().enumerate() {
+                            e.line(format!("{d} = {} ? {} : {};", args[0][0], args[1][k], args[2][k]));
+                        }
+                    }, &[*c, *a, *b])?
+                } else {
+                    self.scalar_op(
+                        id,
+                        &comment,
+                        |s| s[1].iter().zip(&s[2]).map(|(x, y)| format!("({} ? {x} : {y})", s[0][0])).collect(),
+                        &[*c, *a, *b],
+                    )?
+                }
+            }
+            Op::Tuple(xs) => {
+                let mut leaves = Vec::new();
+                for x in xs {
+                    match self.val(*x) {
+                        Val::Scalar(l) => leaves.extend(l.clone()),
+                        _ => return Err(unsupported_tuple()),
+                    }
+                }
+                Val::Scalar(leaves)
+            }
+            Op::Extract(t, i) => match self.val(*t) {
+                Val::Scalar(l) => Val::Scalar(l[field_range(self.func.ty(*t), *i)].to_vec()),
+                _ => return Err(unsupported_tuple()),
+            },
+            Op::Limbs(p) => {
+                let Val::Global(pi) = *self.val(*p) else {
+                    return Err(CodegenError::Unsupported("limbs of a computed big integer".into()));
+                };
+                self.load(id, pi, &comment)
+            }
+            Op::FromLimbs(a) => self.val(*a).clone(),
+            Op::Iota(_) => {
+                let (q, len) = self.array_shape(&ty);
+                self.line(format!("// {comment}"));
+                let leaves = self.declare_array(id, q);
+                self.line("#pragma unroll");
+                self.line(format!("for (int q = 0; q < {q}; ++q) {}[q] = (u64)(t * {q}u + q);", leaves[0]));
+                Val::Array { leaves, q, len }
+            }
+            Op::Map { f, args } => {
+                let f = (**f).clone();
+                self.map_like(id, &comment, move |e, a, dest| e.apply(&f, a, dest), args)?
+            }
+            Op::Zip(xs) => {
+                let mut leaves = Vec::new();
+                let (mut q, mut len) = (0, 0);
+                for x in xs {
+                    let (l, xq, xlen) = self.array_parts(*x);
+                    leaves.extend(l);
+                    q = xq;
+                    len = xlen;
+                }
+                Val::Array { leaves, q, len }
+            }
+            Op::Scan { op, init, exclusive, input, flags } => {
+                if flags.is_some() {
+                    return Err(CodegenError::Unsupported("segmented scans must be lowered first".into()));
+                }
+                let carry = is_carry_scan(&node.op);
+                self.scan(id, &comment, op, init, *exclusive, *input, carry)
+            }
+            Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
+            Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) => {
+                return Err(CodegenError::Unsupported("big-integer operations must be lowered first".into()))
+            }
+        };
+        self.vals[id.index()] = Some(val);
+        Ok(())
+    }
+
+    fn array_shape(&self, ty: &Type) -> (u32, u64) {
+        let Type::Array(_, n) = ty else { unreachable!() };
+        let len = n.as_const().unwrap_or(0);
+        (self.sched.q_of(len), len)
+    }
+
+    fn scalar_op(
+        &mut self,
+        id: ValueId,
+        comment: &str,
+        make: impl FnOnce(&[Vec<String>]) -> Vec<String>,
+        args: &[ValueId],
+    ) -> CgResult<Val> {
+        let mut leaves = Vec::new();
+        for a in args {
+            match self.val(*a) {
+                Val::Scalar(l) => leaves.push(l.clone()),
+                _ => {
+                    return Err(CodegenError::Unsupported(format!(
+                        "{comment}: this operation applies to scalars only; use map over arrays"
+                    )))
+                }
+            }
+        }
+        self.line(format!("// {comment}"));
+        let exprs = make(&leaves);
+        Ok(Val::Scalar(self.declare_scalar(id, Some(exprs))))
+    }
+
+    fn map_like(
+        &mut self,
+        id: ValueId,
+        comment: &str,
+        body: impl Fn(&mut Self, &[Vec<String>], &[String]),
+        args: &[ValueId],
+    ) -> CgResult<Val> {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        self.line(format!("// {comment}"));
+        let leaves = self.declare_array(id, q);
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
+        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
+        body(self, &a, &dest);
+        self.close("}");
+        Ok(Val::Array { leaves, q, len })
+    }
+
+    /// True when a thread's elements `[t*q, t*q+q)` may run past `len`.
+    fn padded(&self, q: u32, len: u64) -> bool {
+        self.sched.threads_per_instance as u64 * q as u64 > len
+    }
+
+    fn load(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        self.line(format!("// {comment}: {q} consecutive limbs per thread"));
+        let leaves = self.declare_array(id, q);
+        let v = &leaves[0];
+        let pad = self.padded(q, len);
+        self.open("{");
+        self.line(format!("const u64* src = in{param} + inst * {len}ull + t * {q}u;"));
+        if q % 2 == 0 && len % 2 == 0 {
+            // 16-byte loads: instance bases and thread offsets are both even, so aligned.
+            self.line("#pragma unroll");
+            self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
+            let guard = if pad { format!("live && t * {q}u + 2u * k < {len}u") } else { "live".into() };
+            self.line(format!(
+                "const ulonglong2 w = ({guard}) ? reinterpret_cast<const ulonglong2*>(src)[k] : make_ulonglong2(0ull, 0ull);"
+            ));
+            self.line(format!("{v}[2 * k] = w.x;"));
+            self.line(format!("{v}[2 * k + 1] = w.y;"));
+            self.close("}");
+        } else {
+            let guard = if pad { format!("live && t * {q}u + q < {len}u") } else { "live".into() };
+            self.line("#pragma unroll");
+            self.line(format!("for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? src[q] : 0ull;"));
+        }
+        self.close("}");
+        Val::Array { leaves: leaves.clone(), q, len }
+    }
+
+    fn store(&mut self, k: usize, id: ValueId) {
+        let comment = format!("result {k} = {}", ValueId(id.0));
+        match self.val(id).clone() {
+            Val::Array { leaves, q, len } => {
+                let v = &leaves[0];
+                let elem = match self.func.ty(id) {
+                    Type::Big(_) => Type::U64,
+                    other => other.leaves()[0].clone(),
+                };
+                let pad = self.padded(q, len);
+                self.line(format!("// {comment}"));
+                self.open("if (live) {");
+                self.line(format!("u64* dst = out{k} + inst * {len}ull + t * {q}u;"));
+                if q % 2 == 0 && len % 2 == 0 && elem == Type::U64 {
+                    self.line("#pragma unroll");
+                    self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
+                    let st = format!(
+                        "reinterpret_cast<ulonglong2*>(dst)[k] = make_ulonglong2({v}[2 * k], {v}[2 * k + 1]);"
+                    );
+                    if pad {
+                        self.line(format!("if (t * {q}u + 2u * k < {len}u) {st}"));
+                    } else {
+                        self.line(st);
+                    }
+                    self.close("}");
+                } else {
+                    self.line("#pragma unroll");
+                    let guard = if pad { format!("if (t * {q}u + q < {len}u) ") } else { String::new() };
+                    self.line(format!("for (int q = 0; q < {q}; ++q) {guard}dst[q] = (u64)({v}[q]);"));
+                }
+                self.close("}");
+            }
+            Val::Scalar(l) => {
+                self.line(format!("// {comment}"));
+                self.line(format!("if (live && t == 0u) out{k}[inst] = (u64)({});", l[0]));
+            }
+            Val::Global(_) => unreachable!("outputs are computed values"),
+        }
+    }
+
+    // ---- cross-thread steps -------------------------------------------------------------------
+
+    /// A warp shuffle of one leaf; `kind` is "up", "xor" or "idx" (read lane `arg`).
+    fn shfl(&self, kind: &str, t: &Type, x: &str, arg: &str, width: u32) -> String {
+        let f = if kind == "idx" { "__shfl_sync".to_string() } else { format!("__shfl_{kind}_sync") };
+        match t {
+            Type::Bool => format!("({f}({FULL}, (int){x}, {arg}, {width}) != 0)"),
+            _ => format!("{f}({FULL}, {x}, {arg}, {width})"),
+        }
+    }
+
+    /// Declares `leaves` temporaries of the given types, initialised with `init`.
+    fn vars(&mut self, types: &[Type], init: &[String]) -> Vec<String> {
+        types
+            .iter()
+            .zip(init)
+            .map(|(t, i)| {
+                let n = self.temp();
+                self.line(format!("{} {n} = {i};", ctype(t)));
+                n
+            })
+            .collect()
+    }
+
+    /// Inclusive scan across the lanes of `width` (a power of two <= 32), in place on `x`.
+    fn lane_scan(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, lane: &str) {
+        let mut d = 1;
+        while d < width {
+            let y: Vec<String> = types.iter().zip(x).map(|(t, v)| self.shfl("up", t, v, &d.to_string(), width)).collect();
+            let y = self.bind(types, y);
+            self.open(format!("if ({lane} >= {d}u) {{"));
+            self.apply(op, &[y, x.to_vec()], x);
+            self.close("}");
+            d *= 2;
+        }
+    }
+
+    /// Ordered butterfly reduction across aligned groups of `width` lanes; every lane ends with
+    /// its group's total. `pos` is the lane's position in its group.
+    fn lane_reduce(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, pos: &str) {
+        let mut d = 1;
+        while d < width {
+            let y: Vec<String> = types.iter().zip(x).map(|(t, v)| self.shfl("xor", t, v, &d.to_string(), width)).collect();
+            let y = self.bind(types, y);
+            let upper = self.temp();
+            self.line(format!("const bool {upper} = ({pos} & {d}u) != 0u;"));
+            let lo: Vec<String> = x.iter().zip(&y).map(|(a, b)| format!("({upper} ? {b} : {a})")).collect();
+            let hi: Vec<String> = x.iter().zip(&y).map(|(a, b)| format!("({upper} ? {a} : {b})")).collect();
+            let lo = self.bind(types, lo);
+            let hi = self.bind(types, hi);
+            self.apply(op, &[lo, hi], x);
+            d *= 2;
+        }
+    }
+
+    fn staging(&self, id: ValueId, elem: &str) -> String {
+        let s = self.placement.staging_of(id).expect("placement gives every cross-warp step a buffer");
+        format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
+    }
+
+    /// Exclusive prefix, over the threads of this thread's instance, of `agg` (generic operator).
+    fn thread_prefix(&mut self, id: ValueId, op: &Func, init: &[String], types: &[Type], agg: &[String]) -> Vec<String> {
+        let t_count = self.sched.threads_per_instance;
+        let x = self.vars(types, agg);
+        if t_count <= 32 {
+            self.lane_scan(op, types, &x, t_count, "t");
+            let pre: Vec<String> = types.iter().zip(&x).map(|(t, v)| self.shfl("up", t, v, "1", t_count)).collect();
+            let pre = self.bind(types, pre);
+            let sel = pre.iter().zip(init).map(|(p, i)| format!("(t == 0u ? {i} : {p})")).collect();
+            return self.bind(types, sel);
+        }
+        let w = self.sched.warps_per_instance();
+        self.lane_scan(op, types, &x, 32, "lane");
+        let st = self.staging(id, "u64");
+        let n = types.len();
+        self.open("if (lane == 31u) {");
+        for (k, v) in x.iter().enumerate() {
+            self.line(format!("{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"));
+        }
+        self.close("}");
+        self.line("__syncthreads();");
+        let wv: Vec<String> = types
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
+                let v = if *t == Type::Bool { format!("({raw} != 0ull)") } else { format!("({})({raw})", ctype(t)) };
+                format!("(lane < {w}u ? {v} : {})", init[k])
+            })
+            .collect();
+        let wv = self.vars(types, &wv);
+        self.lane_scan(op, types, &wv, w.next_power_of_two(), "lane");
+        let wp: Vec<String> = types.iter().zip(&wv).map(|(t, v)| self.shfl("idx", t, v, "(warp + 31u) & 31u", 32)).collect();
+        let wp = self.bind(types, wp);
+        let wp: Vec<String> = wp.iter().zip(init).map(|(p, i)| format!("(warp == 0u ? {i} : {p})")).collect();
+        let wp = self.bind(types, wp);
+        let lp: Vec<String> = types.iter().zip(&x).map(|(t, v)| self.shfl("up", t, v, "1", 32)).collect();
+        let lp = self.bind(types, lp);
+        let lp: Vec<String> = lp.iter().zip(init).map(|(p, i)| format!("(lane == 0u ? {i} : {p})")).collect();
+        let lp = self.bind(types, lp);
+        let pre = self.vars(types, init);
+        self.apply(op, &[wp, lp], &pre);
+        pre
+    }
+
+    /// Exclusive prefix of carry flags over the threads of the instance, resolved with ballots: the
+    /// lanes' (generate, propagate) bits become two 32-bit masks whose integer sum carries exactly
+    /// as the limbs do, so one addition resolves 32 threads (and one more, 32 warps).
+    fn carry_prefix(&mut self, id: ValueId, agg: &str) -> String {
+        let t_count = self.sched.threads_per_instance;
+        let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
+        self.line(format!("const u32 {g} = {agg} & 1u, {p} = ({agg} >> 1) & 1u;"));
+        self.line(format!("u32 {gm} = __ballot_sync({FULL}, {g}), {pm} = __ballot_sync({FULL}, {p});"));
+        if t_count < 32 {
+            // Kill each instance's top lane so that no carry crosses into the next instance.
+            let mut top = 0u32;
+            let mut lane = t_count - 1;
+            while lane < 32 {
+                top |= 1 << lane;
+                lane += t_count;
+            }
+            self.line(format!("{gm} &= ~0x{top:08x}u; {pm} &= ~0x{top:08x}u;"));
+        }
+        // With several warps per instance, the warps' own (generate, propagate) bits go through
+        // shared memory and are resolved the same way, giving each warp its carry-in.
+        let warp_in = if t_count > 32 {
+            let w = self.sched.warps_per_instance();
+            let st = self.staging(id, "u32");
+            let s0 = self.temp();
+            self.line(format!("const u64 {s0} = (u64)({gm} | {pm}) + (u64){gm};"));
+            self.line(format!(
+                "if (lane == 0u) {st}[slot * {w}u + warp] = (u32)({s0} >> 32) | ({pm} == {FULL} ? 2u : 0u);"
+            ));
+            self.line("__syncthreads();");
+            let (f, gw, pw, sw, cw, ow) = (self.temp(), self.temp(), self.temp(), self.temp(), self.temp(), self.temp());
+            self.line(format!("const u32 {f} = lane < {w}u ? {st}[slot * {w}u + lane] : 0u;"));
+            self.line(format!(
+                "const u32 {gw} = __ballot_sync({FULL}, {f} & 1u), {pw} = __ballot_sync({FULL}, ({f} >> 1) & 1u);"
+            ));
+            self.line(format!("const u64 {sw} = (u64)({gw} | {pw}) + (u64){gw};"));
+            self.line(format!("const u32 {cw} = (u32)(({sw} ^ (u64){pw}) >> warp) & 1u;"));
+            self.line(format!("const u32 {ow} = (({pw} | ~((1u << warp) - 1u)) == {FULL}) ? 1u : 0u;"));
+            Some((cw, ow))
+        } else {
+            None
+        };
+        let (s, c, ones, pre) = (self.temp(), self.temp(), self.temp(), self.temp());
+        let plus_cin = warp_in.as_ref().map(|(c, _)| format!(" + (u64){c}")).unwrap_or_default();
+        self.line(format!("const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"));
+        self.line(format!("const u32 {c} = (u32)(({s} ^ (u64){pm}) >> lane) & 1u;"));
+        let below = if t_count < 32 {
+            format!("(((1u << lane) - 1u) & ~((1u << (lane & ~{}u)) - 1u))", t_count - 1)
+        } else {
+            "((1u << lane) - 1u)".to_string()
+        };
+        let warp_ones = warp_in.as_ref().map(|(_, o)| format!("{o} & ")).unwrap_or_default();
+        self.line(format!("const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"));
+        self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
+        pre
+    }
+
+    fn scan(&mut self, id: ValueId, comment: &str, op: &Func, init: &Literal, exclusive: bool, input: ValueId, carry: bool) -> Val {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        let types = self.leaf_types(id);
+        let init = literal(init);
+        self.line(format!("// {comment}"));
+        let leaves = self.declare_array(id, q);
+        self.open("{");
+        self.line("// this thread's elements, sequentially");
+        let acc = self.vars(&types, &init);
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        let x = self.element(input, "q");
+        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
+        if exclusive {
+            for (d, a) in dest.iter().zip(&acc) {
+                self.line(format!("{d} = {a};"));
+            }
+            self.apply(op, &[acc.clone(), x], &acc);
+        } else {
+            self.apply(op, &[acc.clone(), x], &acc);
+            for (d, a) in dest.iter().zip(&acc) {
+                self.line(format!("{d} = {a};"));
+            }
+        }
+        self.close("}");
+        if self.sched.threads_per_instance > 1 {
+            self.line("// combine with the threads before this one");
+            let pre = if carry {
+                vec![self.carry_prefix(id, &acc[0])]
+            } else {
+                self.thread_prefix(id, op, &init, &types, &acc)
+            };
+            self.line("#pragma unroll");
+            self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+            let cur: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
+            self.apply(op, &[pre, cur.clone()], &cur);
+            self.close("}");
+        }
+        self.close("}");
+        Val::Array { leaves, q, len }
+    }
+
+    fn reduce(&mut self, id: ValueId, comment: &str, op: &Func, init: &Literal, input: ValueId) -> Val {
+        let (_, q, len) = self.array_parts(input);
+        let types = self.leaf_types(id);
+        let init = literal(init);
+        self.line(format!("// {comment}"));
+        let result = self.declare_scalar(id, Some(init.clone()));
+        self.open("{");
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        if self.padded(q, len) {
+            self.line(format!("if (t * {q}u + q >= {len}u) continue; // padding"));
+        }
+        let x = self.element(input, "q");
+        self.apply(op, &[result.clone(), x], &result);
+        self.close("}");
+        let t_count = self.sched.threads_per_instance;
+        if t_count > 1 && t_count <= 32 {
+            self.lane_reduce(op, &types, &result, t_count, "t");
+        } else if t_count > 32 {
+            let w = self.sched.warps_per_instance();
+            let n = types.len();
+            self.lane_reduce(op, &types, &result, 32, "lane");
+            let st = self.staging(id, "u64");
+            self.open("if (lane == 0u) {");
+            for (k, v) in result.iter().enumerate() {
+                self.line(format!("{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"));
+            }
+            self.close("}");
+            self.line("__syncthreads();");
+            for (k, (t, v)) in types.iter().zip(&result).enumerate() {
+                let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
+                let val = if *t == Type::Bool { format!("({raw} != 0ull)") } else { format!("({})({raw})", ctype(t)) };
+                self.line(format!("{v} = lane < {w}u ? {val} : {};", init[k]));
+            }
+            let width = w.next_power_of_two();
+            self.lane_reduce(op, &types, &result, width, "lane");
+            for (t, v) in types.iter().zip(&result) {
+                let b = self.shfl("idx", t, v, "0", 32);
+                self.line(format!("{v} = {b};"));
+            }
+        }
+        self.close("}");
+        Val::Scalar(result)
+    }
+}
+
+fn unsupported_tuple() -> CodegenError {
+    CodegenError::Unsupported("tuples of arrays inside a kernel (zip the arrays instead)".into())
+}
+
+fn node_comment(func: &Func, id: ValueId) -> String {
+    bigfuse_core::node_text(func, id)
+}
+
+/// The CUDA C source of one kernel.
+pub fn emit(func: &Func, sched: &Schedule, placement: &Placement, kernel_name: &str, header: &str) -> CgResult<String> {
+    let inputs: Vec<BufferLayout> = func.params.iter().map(|p| layout_of(&p.name, &p.ty)).collect::<CgResult<_>>()?;
+    for (k, o) in func.outputs.iter().enumerate() {
+        layout_of(&format!("result {k}"), func.ty(*o))?;
+    }
+    let mut e = Emitter {
+        func,
+        sched,
+        placement,
+        out: String::new(),
+        depth: 0,
+        vals: vec![None; func.nodes.len()],
+        temps: 0,
+    };
+    for line in header.lines() {
+        e.line(format!("// {line}"));
+    }
+    e.line("typedef unsigned int u32;");
+    e.line("typedef unsigned long long u64;");
+    e.line("");
+    let t = sched.threads_per_instance;
+    let mut params: Vec<String> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("const u64* __restrict__ in{i} /* {} */", l.name))
+        .collect();
+    params.extend((0..func.outputs.len()).map(|k| format!("u64* __restrict__ out{k}")));
+    params.push("const u64 n".into());
+    e.line(format!(
+        "extern \"C\" __global__ void __launch_bounds__({}) {kernel_name}(",
+        sched.block_threads
+    ));
+    e.line(format!("    {}) {{", params.join(",\n    ")));
+    e.depth = 1;
+    e.line(format!("// {t} thread(s) per instance, {} instance(s) per block", sched.instances_per_block));
+    e.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
+    e.line(format!("const u32 slot = threadIdx.x / {t}u;"));
+    e.line(format!("const u64 inst = (u64)blockIdx.x * {}ull + slot;", sched.instances_per_block));
+    e.line("const bool live = inst < n;");
+    e.line("const u32 lane = threadIdx.x & 31u;");
+    if t > 32 {
+        e.line(format!("const u32 warp = (threadIdx.x >> 5) & {}u;", sched.warps_per_instance() - 1));
+    }
+    if placement.shared_bytes > 0 {
+        e.line(format!("__shared__ __align__(16) unsigned char bf_smem[{}];", placement.shared_bytes));
+    }
+    e.line("(void)t; (void)slot; (void)live; (void)lane;");
+    for id in func.ids() {
+        e.emit_node(id)?;
+        for (k, o) in func.outputs.iter().enumerate() {
+            if *o == id {
+                e.store(k, id);
+            }
+        }
+    }
+    e.depth = 0;
+    e.line("}");
+    // Placement facts the emitter relies on.
+    debug_assert!(placement
+        .places
+        .iter()
+        .all(|p| matches!(p, Place::Global | Place::Registers { .. } | Place::Scalar)));
+    let mut out = e.out;
+    while out.contains("\n\n\n") {
+        out = out.replace("\n\n\n", "\n\n");
+    }
+    Ok(out)
+}

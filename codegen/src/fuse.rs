@@ -1,0 +1,204 @@
+//! Fusion: removes dead code, merges chains of element-wise maps into single maps (producer-consumer
+//! fusion), and groups the program into kernels.
+//!
+//! Every value of a program is per-instance and every cross-thread step of a scan or reduction stays
+//! inside the block that holds the instance, so a program that fits one block per instance is one
+//! kernel: its intermediates never leave registers.
+
+use crate::error::CgResult;
+use crate::lower::inline;
+use bigfuse_core::{validate, Builder, Func, Op, Type, ValueId};
+
+/// A kernel: a contiguous range of the fused function's nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelGroup {
+    pub nodes: std::ops::Range<usize>,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Fused {
+    pub func: Func,
+    pub kernels: Vec<KernelGroup>,
+    /// What fusion did, one line each, for `explain`.
+    pub notes: Vec<String>,
+}
+
+pub fn fuse(func: &Func) -> CgResult<Fused> {
+    let mut notes = Vec::new();
+    let mut f = dead_code(func)?;
+    let before = f.nodes.len();
+    let mut merged = 0;
+    while let Some(next) = fuse_one_map_chain(&f)? {
+        f = next;
+        merged += 1;
+    }
+    if merged > 0 {
+        notes.push(format!(
+            "merged {merged} element-wise map(s) into their consumers ({} -> {} nodes)",
+            before,
+            f.nodes.len()
+        ));
+    }
+    f = dead_code(&f)?;
+    if cfg!(debug_assertions) {
+        validate(&f)?;
+    }
+    let kernels = vec![KernelGroup {
+        nodes: 0..f.nodes.len(),
+        reason: "one kernel: every value is per instance and every cross-thread step stays in the instance's block"
+            .into(),
+    }];
+    Ok(Fused { func: f, kernels, notes })
+}
+
+/// Drops nodes that no output depends on (parameters always stay: they are the signature).
+pub fn dead_code(func: &Func) -> CgResult<Func> {
+    let mut live = vec![false; func.nodes.len()];
+    for o in &func.outputs {
+        live[o.index()] = true;
+    }
+    for i in (0..func.nodes.len()).rev() {
+        if matches!(func.nodes[i].op, Op::Param(_)) {
+            live[i] = true;
+        }
+        if live[i] {
+            for a in func.nodes[i].op.args() {
+                live[a.index()] = true;
+            }
+        }
+    }
+    rebuild(func, |i, _| if live[i] { Keep::Yes } else { Keep::No })
+}
+
+enum Keep {
+    Yes,
+    No,
+    /// Replace this node by another operation (already in terms of new ids).
+    With(Op),
+}
+
+fn rebuild(func: &Func, mut decide: impl FnMut(usize, &dyn Fn(ValueId) -> ValueId) -> Keep) -> CgResult<Func> {
+    let mut b = Builder::like(func);
+    let mut map: Vec<Option<ValueId>> = vec![None; func.nodes.len()];
+    let mut params: Vec<Option<ValueId>> = vec![None; func.params.len()];
+    for (i, p) in func.params.iter().enumerate() {
+        params[i] = Some(b.param(&p.name, p.ty.clone()));
+    }
+    for (i, node) in func.nodes.iter().enumerate() {
+        let lookup = |v: ValueId| map[v.index()].expect("fusion keeps every value a kept node reads");
+        let decision = decide(i, &lookup);
+        let new = match decision {
+            Keep::No => None,
+            Keep::Yes => Some(match &node.op {
+                Op::Param(k) => params[*k as usize].unwrap(),
+                other => {
+                    let mut op = other.clone();
+                    op.map_args(lookup);
+                    match op {
+                        Op::Cast(a) => b.cast(a, node.ty.clone())?,
+                        op => b.push(op)?,
+                    }
+                }
+            }),
+            Keep::With(op) => Some(b.push(op)?),
+        };
+        map[i] = new;
+    }
+    let outputs: Vec<ValueId> = func.outputs.iter().map(|o| map[o.index()].unwrap()).collect();
+    Ok(b.finish(&outputs)?)
+}
+
+/// Finds one map whose every use is one consumer map and merges it into that consumer.
+fn fuse_one_map_chain(func: &Func) -> CgResult<Option<Func>> {
+    let uses = func.use_counts();
+    let outputs: Vec<usize> = func.outputs.iter().map(|o| o.index()).collect();
+    for (ci, consumer) in func.nodes.iter().enumerate() {
+        let Op::Map { args: cargs, .. } = &consumer.op else { continue };
+        for a in cargs {
+            let pi = a.index();
+            let Op::Map { .. } = &func.nodes[pi].op else { continue };
+            let in_consumer = cargs.iter().filter(|x| x.index() == pi).count() as u32;
+            if uses[pi] != in_consumer || outputs.contains(&pi) {
+                continue;
+            }
+            return Ok(Some(merge(func, pi, ci)?));
+        }
+    }
+    Ok(None)
+}
+
+fn elem_type(t: &Type) -> Type {
+    match t {
+        Type::Array(e, _) => (**e).clone(),
+        other => other.clone(),
+    }
+}
+
+fn merge(func: &Func, pi: usize, ci: usize) -> CgResult<Func> {
+    let Op::Map { f: pf, args: pargs } = &func.nodes[pi].op else { unreachable!() };
+    let Op::Map { f: cf, args: cargs } = &func.nodes[ci].op else { unreachable!() };
+    let mut args: Vec<ValueId> = Vec::new();
+    for a in cargs.iter().filter(|a| a.index() != pi).chain(pargs.iter()) {
+        if !args.contains(a) {
+            args.push(*a);
+        }
+    }
+    let mut l = Builder::lambda();
+    let params: Vec<ValueId> = args
+        .iter()
+        .enumerate()
+        .map(|(k, a)| l.param(&format!("a{k}"), elem_type(func.ty(*a))))
+        .collect();
+    let slot = |v: &ValueId| params[args.iter().position(|a| a == v).unwrap()];
+    let pin: Vec<ValueId> = pargs.iter().map(slot).collect();
+    let produced = inline(&mut l, pf, &pin)?;
+    let cin: Vec<ValueId> = cargs
+        .iter()
+        .map(|a| if a.index() == pi { produced } else { slot(a) })
+        .collect();
+    let r = inline(&mut l, cf, &cin)?;
+    let merged = l.finish(&[r])?;
+    rebuild(func, |i, lookup| {
+        if i == pi {
+            Keep::No
+        } else if i == ci {
+            Keep::With(Op::Map {
+                f: Box::new(merged.clone()),
+                args: args.iter().map(|a| lookup(*a)).collect(),
+            })
+        } else {
+            Keep::Yes
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::lower;
+    use bigfuse_core::{eval, specialize, Size, Value};
+    use num_bigint::BigUint;
+
+    #[test]
+    fn fusion_preserves_meaning_and_merges_maps() {
+        // r = select(a < b, a + b, a - b): the add's last map and the select merge.
+        let mut b = Builder::new("f", &["BITS"]);
+        let t = Type::Big(Size::param(0));
+        let x = b.param("a", t.clone());
+        let y = b.param("b", t);
+        let c = b.lt(x, y).unwrap();
+        let s = b.add(x, y).unwrap();
+        let d = b.sub(x, y).unwrap();
+        let r = b.select(c, s, d).unwrap();
+        let f = specialize(&b.finish(&[r]).unwrap(), &[128]).unwrap();
+        let l = lower(&f).unwrap();
+        let fused = fuse(&l).unwrap();
+        assert!(fused.func.nodes.len() < l.nodes.len());
+        assert!(!fused.notes.is_empty());
+        for (a, c) in [(3u64, 5u64), (5, 3), (u64::MAX, 1)] {
+            let inputs = [Value::Big(BigUint::from(a) << 64u32), Value::Big(BigUint::from(c))];
+            assert_eq!(eval(&fused.func, &inputs).unwrap(), eval(&f, &inputs).unwrap());
+        }
+    }
+}

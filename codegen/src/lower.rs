@@ -1,0 +1,319 @@
+//! Lowering: big-integer operations become array primitives over 64-bit limbs.
+//!
+//! - `a + b`  = map (limb sums, packed carry flags) ; exclusive scan with the carry operator ; map (add the carry in)
+//! - `a - b`  = the same with borrows
+//! - `a < b`, `a <= b` = map (per-limb less/equal flags) ; reduce with the lexicographic operator
+//! - `a == b` = map (limb equality) ; reduce with `and`
+//! - `select(c, a, b)` on big integers = map with the condition broadcast
+//!
+//! Segmented scans are rewritten into unsegmented scans over (flag, value) pairs with the lifted
+//! operator, so later passes only ever see unsegmented scans.
+
+use crate::error::{CgResult, CodegenError};
+use bigfuse_core::ops;
+use bigfuse_core::{BinOp, Builder, CmpOp, Func, Literal, Op, Type, ValueId};
+
+/// Lowers a concrete (specialized) program. The result has the same parameters and outputs, and no
+/// high-level node.
+pub fn lower(func: &Func) -> CgResult<Func> {
+    if !func.is_concrete() {
+        return Err(CodegenError::Unsupported(format!(
+            "`{}` must be specialized before lowering",
+            func.name
+        )));
+    }
+    let mut b = Builder::like(func);
+    let params: Vec<ValueId> = func.params.iter().map(|p| b.param(&p.name, p.ty.clone())).collect();
+    let mut map: Vec<ValueId> = Vec::with_capacity(func.nodes.len());
+    for node in &func.nodes {
+        let m = |v: ValueId| map[v.index()];
+        let new = match &node.op {
+            Op::Param(i) => {
+                let p = params[*i as usize];
+                if matches!(node.ty, Type::Big(_)) {
+                    b.limbs(p)?
+                } else {
+                    p
+                }
+            }
+            Op::BigAdd(x, y) => add_or_sub(&mut b, m(*x), m(*y), false)?,
+            Op::BigSub(x, y) => add_or_sub(&mut b, m(*x), m(*y), true)?,
+            Op::BigCmp(CmpOp::Eq, x, y) => {
+                let eqs = b.map(limb_eq(), &[m(*x), m(*y)])?;
+                b.reduce(bool_and(), Literal::Bool(true), eqs)?
+            }
+            Op::BigCmp(c, x, y) => {
+                let flags = b.map(limb_compare(), &[m(*x), m(*y)])?;
+                let r = b.reduce(ops::lex_compare(), ops::lex_identity(), flags)?;
+                let mask = b.u32(if *c == CmpOp::Lt { ops::CMP_LESS } else { ops::CMP_LESS | ops::CMP_EQUAL });
+                let bits = b.binary(BinOp::And, r, mask)?;
+                let zero = b.u32(0);
+                b.binary(BinOp::Ne, bits, zero)?
+            }
+            Op::Select(c, x, y) if matches!(node.ty, Type::Big(_)) => {
+                b.map(select_limb(), &[m(*c), m(*x), m(*y)])?
+            }
+            Op::Scan {
+                op,
+                init,
+                exclusive,
+                input,
+                flags: Some(flags),
+            } => segmented_scan(&mut b, op, init, *exclusive, m(*input), m(*flags))?,
+            other => {
+                let mut op = other.clone();
+                op.map_args(m);
+                match op {
+                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
+                    op => b.push(op)?,
+                }
+            }
+        };
+        map.push(new);
+    }
+    let mut outputs = Vec::new();
+    for o in &func.outputs {
+        let v = map[o.index()];
+        outputs.push(if matches!(func.ty(*o), Type::Big(_)) {
+            b.from_limbs(v)?
+        } else {
+            v
+        });
+    }
+    Ok(b.finish(&outputs)?)
+}
+
+fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<ValueId> {
+    let partial = b.map(limb_partial(sub), &[x, y])?;
+    let flags = b.map(extract(Type::Tuple(vec![Type::U64, Type::U32]), 1), &[partial])?;
+    let carries = b.scan(ops::carry(), ops::carry_identity(), true, flags, None)?;
+    Ok(b.map(apply_carry(sub), &[partial, carries])?)
+}
+
+/// `(x, y) -> (x ± y, generate | propagate << 1)` for one limb, carry-in 0.
+fn limb_partial(sub: bool) -> Func {
+    let mut b = Builder::lambda();
+    let x = b.param("x", Type::U64);
+    let y = b.param("y", Type::U64);
+    let (s, generate, propagate) = if sub {
+        let d = b.sub(x, y).unwrap();
+        let borrow = b.lt(x, y).unwrap();
+        let equal = b.eq(x, y).unwrap();
+        (d, borrow, equal)
+    } else {
+        let s = b.add(x, y).unwrap();
+        let carry = b.lt(s, x).unwrap();
+        let ones = b.u64(u64::MAX);
+        let all_ones = b.eq(s, ones).unwrap();
+        (s, carry, all_ones)
+    };
+    let g = b.cast(generate, Type::U32).unwrap();
+    let p = b.cast(propagate, Type::U32).unwrap();
+    let one = b.u32(1);
+    let p = b.binary(BinOp::Shl, p, one).unwrap();
+    let flags = b.binary(BinOp::Or, g, p).unwrap();
+    let t = b.tuple(&[s, flags]).unwrap();
+    b.finish(&[t]).unwrap()
+}
+
+/// `((s, _), c) -> s ± (c & 1)`: the carry (borrow) into this limb.
+fn apply_carry(sub: bool) -> Func {
+    let mut b = Builder::lambda();
+    let t = b.param("t", Type::Tuple(vec![Type::U64, Type::U32]));
+    let c = b.param("c", Type::U32);
+    let s = b.extract(t, 0).unwrap();
+    let one = b.u32(1);
+    let cin = b.binary(BinOp::And, c, one).unwrap();
+    let cin = b.cast(cin, Type::U64).unwrap();
+    let r = if sub { b.sub(s, cin).unwrap() } else { b.add(s, cin).unwrap() };
+    b.finish(&[r]).unwrap()
+}
+
+fn extract(ty: Type, i: u32) -> Func {
+    let mut b = Builder::lambda();
+    let t = b.param("t", ty);
+    let r = b.extract(t, i).unwrap();
+    b.finish(&[r]).unwrap()
+}
+
+/// `(x, y) -> (x < y) | (x == y) << 1` for one limb.
+fn limb_compare() -> Func {
+    let mut b = Builder::lambda();
+    let x = b.param("x", Type::U64);
+    let y = b.param("y", Type::U64);
+    let lt = b.lt(x, y).unwrap();
+    let eq = b.eq(x, y).unwrap();
+    let lt = b.cast(lt, Type::U32).unwrap();
+    let eq = b.cast(eq, Type::U32).unwrap();
+    let one = b.u32(1);
+    let eq = b.binary(BinOp::Shl, eq, one).unwrap();
+    let r = b.binary(BinOp::Or, lt, eq).unwrap();
+    b.finish(&[r]).unwrap()
+}
+
+fn limb_eq() -> Func {
+    let mut b = Builder::lambda();
+    let x = b.param("x", Type::U64);
+    let y = b.param("y", Type::U64);
+    let r = b.eq(x, y).unwrap();
+    b.finish(&[r]).unwrap()
+}
+
+fn bool_and() -> Func {
+    let mut b = Builder::lambda();
+    let x = b.param("x", Type::Bool);
+    let y = b.param("y", Type::Bool);
+    let r = b.and(x, y).unwrap();
+    b.finish(&[r]).unwrap()
+}
+
+fn select_limb() -> Func {
+    let mut b = Builder::lambda();
+    let c = b.param("c", Type::Bool);
+    let x = b.param("x", Type::U64);
+    let y = b.param("y", Type::U64);
+    let r = b.select(c, x, y).unwrap();
+    b.finish(&[r]).unwrap()
+}
+
+/// A segmented scan as an unsegmented one: scan (flag, value) pairs with the lifted operator
+/// `((fa, a), (fb, b)) -> (fa | fb, fb ? b : op(a, b))`, identity `(false, init)`. For an exclusive
+/// scan, an element that starts a segment gets `init`.
+fn segmented_scan(
+    b: &mut Builder,
+    op: &Func,
+    init: &Literal,
+    exclusive: bool,
+    input: ValueId,
+    flags: ValueId,
+) -> CgResult<ValueId> {
+    let elem = init.ty();
+    let pair = Type::Tuple(vec![Type::Bool, elem.clone()]);
+    let lifted = {
+        let mut l = Builder::lambda();
+        let a = l.param("a", pair.clone());
+        let bb = l.param("b", pair.clone());
+        let fa = l.extract(a, 0)?;
+        let va = l.extract(a, 1)?;
+        let fb = l.extract(bb, 0)?;
+        let vb = l.extract(bb, 1)?;
+        let f = l.or(fa, fb)?;
+        let combined = inline(&mut l, op, &[va, vb])?;
+        let v = l.select(fb, vb, combined)?;
+        let r = l.tuple(&[f, v])?;
+        l.finish(&[r])?
+    };
+    let pairs = b.zip(&[flags, input])?;
+    let lifted_init = Literal::Tuple(vec![Literal::Bool(false), init.clone()]);
+    let scanned = b.scan(lifted, lifted_init, exclusive, pairs, None)?;
+    if exclusive {
+        let fix = {
+            let mut l = Builder::lambda();
+            let p = l.param("p", pair);
+            let start = l.param("start", Type::Bool);
+            let v = l.extract(p, 1)?;
+            let i = l.constant(init.clone());
+            let r = l.select(start, i, v)?;
+            l.finish(&[r])?
+        };
+        Ok(b.map(fix, &[scanned, flags])?)
+    } else {
+        Ok(b.map(extract(pair, 1), &[scanned])?)
+    }
+}
+
+/// Copies the nodes of lambda `f` into the function being built, with `args` for its parameters;
+/// returns the value of its output.
+pub fn inline(b: &mut Builder, f: &Func, args: &[ValueId]) -> CgResult<ValueId> {
+    let mut map: Vec<ValueId> = Vec::with_capacity(f.nodes.len());
+    for node in &f.nodes {
+        let new = match &node.op {
+            Op::Param(i) => args[*i as usize],
+            other => {
+                let mut op = other.clone();
+                op.map_args(|v| map[v.index()]);
+                match op {
+                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
+                    op => b.push(op)?,
+                }
+            }
+        };
+        map.push(new);
+    }
+    Ok(map[f.outputs[0].index()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bigfuse_core::{eval, specialize, Value};
+    use num_bigint::BigUint;
+
+    fn program(op: &str) -> Func {
+        let mut b = Builder::new(op, &["BITS"]);
+        let ty = Type::Big(bigfuse_core::Size::param(0));
+        let x = b.param("a", ty.clone());
+        let y = b.param("b", ty);
+        let r = match op {
+            "add" => b.add(x, y),
+            "sub" => b.sub(x, y),
+            "lt" => b.lt(x, y),
+            "le" => b.le(x, y),
+            "eq" => b.eq(x, y),
+            _ => unreachable!(),
+        }
+        .unwrap();
+        b.finish(&[r]).unwrap()
+    }
+
+    #[test]
+    fn lowered_programs_agree_with_the_reference() {
+        let bits = 192u64;
+        let max = (BigUint::from(1u8) << bits) - 1u8;
+        let values = [
+            BigUint::from(0u8),
+            BigUint::from(1u8),
+            max.clone(),
+            BigUint::from(u64::MAX),
+            BigUint::from(1u8) << 64u32,
+            max.clone() - 5u8,
+        ];
+        for op in ["add", "sub", "lt", "le", "eq"] {
+            let f = specialize(&program(op), &[bits]).unwrap();
+            let l = lower(&f).unwrap();
+            assert!(l.is_lowered(), "{op}");
+            for a in &values {
+                for c in &values {
+                    let inputs = [Value::Big(a.clone()), Value::Big(c.clone())];
+                    assert_eq!(eval(&f, &inputs).unwrap(), eval(&l, &inputs).unwrap(), "{op} {a} {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn segmented_scans_lower_to_unsegmented_ones() {
+        let mut b = Builder::new("seg", &[]);
+        let xs = b.param("xs", Type::array(Type::U64, bigfuse_core::Size::lit(6)));
+        let fl = b.param("fl", Type::array(Type::Bool, bigfuse_core::Size::lit(6)));
+        let plus = {
+            let mut l = Builder::lambda();
+            let x = l.param("x", Type::U64);
+            let y = l.param("y", Type::U64);
+            let r = l.add(x, y).unwrap();
+            l.finish(&[r]).unwrap()
+        };
+        let inc = b.scan(plus.clone(), Literal::U64(0), false, xs, Some(fl)).unwrap();
+        let exc = b.scan(plus, Literal::U64(0), true, xs, Some(fl)).unwrap();
+        let f = b.finish(&[inc, exc]).unwrap();
+        let l = lower(&f).unwrap();
+        assert!(l.nodes.iter().all(|n| !matches!(n.op, Op::Scan { flags: Some(_), .. })));
+        let arr = |v: &[u64]| Value::Array(v.iter().map(|x| Value::U64(*x)).collect());
+        let barr = |v: &[bool]| Value::Array(v.iter().map(|x| Value::Bool(*x)).collect());
+        let inputs = [arr(&[1, 2, 3, 4, 5, 6]), barr(&[true, false, true, false, false, true])];
+        let want = eval(&f, &inputs).unwrap();
+        assert_eq!(want[0], arr(&[1, 3, 3, 7, 12, 6]));
+        assert_eq!(want[1], arr(&[0, 1, 0, 3, 7, 0]));
+        assert_eq!(eval(&l, &inputs).unwrap(), want);
+    }
+}

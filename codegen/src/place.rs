@@ -1,0 +1,145 @@
+//! Placement: each logical array goes to registers unless another thread reads it; cross-thread
+//! steps (the block-level part of a scan or reduction) get short-lived shared staging buffers,
+//! which are reused by liveness.
+
+use crate::error::{CgResult, CodegenError};
+use crate::schedule::Schedule;
+use crate::target::Target;
+use bigfuse_core::ops;
+use bigfuse_core::{Func, Op, Type, ValueId};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Stays where it is in global memory (big-integer parameters, loaded by `limbs`).
+    Global,
+    /// Each thread keeps its own `q` elements in registers.
+    Registers { q: u32 },
+    /// One value per instance, held by every thread of the instance.
+    Scalar,
+}
+
+/// A shared staging buffer of one scan or reduction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Staging {
+    pub node: ValueId,
+    pub offset: u32,
+    pub bytes: u32,
+    /// Which buffer (colour) it shares with other staging uses.
+    pub buffer: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub places: Vec<Place>,
+    pub staging: Vec<Staging>,
+    pub shared_bytes: u32,
+    pub notes: Vec<String>,
+}
+
+impl Placement {
+    pub fn staging_of(&self, node: ValueId) -> Option<&Staging> {
+        self.staging.iter().find(|s| s.node == node)
+    }
+}
+
+/// Whether a scan is the carry scan that code generation resolves with warp ballots.
+pub fn is_carry_scan(op: &Op) -> bool {
+    matches!(op, Op::Scan { op, init, .. } if **op == ops::carry() && *init == ops::carry_identity())
+}
+
+/// Bytes of staging a cross-warp step needs: one word (u32 for carry flags, u64 per leaf otherwise)
+/// per warp of each instance in the block.
+fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
+    let node = func.node(id);
+    if sched.threads_per_instance <= 32 {
+        return None; // warp shuffles and ballots need no shared memory
+    }
+    let slots = sched.instances_per_block * sched.warps_per_instance();
+    match &node.op {
+        op if is_carry_scan(op) => Some(slots * 4),
+        Op::Scan { init, .. } | Op::Reduce { init, .. } => Some(slots * 8 * init.leaves().len() as u32),
+        _ => None,
+    }
+}
+
+pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placement> {
+    let places = func
+        .nodes
+        .iter()
+        .map(|n| match &n.ty {
+            Type::Big(_) => Place::Global,
+            Type::Array(_, len) => Place::Registers {
+                q: sched.q_of(len.as_const().unwrap_or(0)),
+            },
+            _ => Place::Scalar,
+        })
+        .collect();
+
+    // Every staging use writes, passes a barrier, then reads. A buffer may take a new occupant once
+    // another staging use (and so another barrier) lies between: all threads have finished reading
+    // the old occupant by then. Greedy colouring under that rule.
+    struct Buffer {
+        bytes: u32,
+        last_use: usize,
+    }
+    let mut buffers: Vec<Buffer> = Vec::new();
+    let mut uses: Vec<(ValueId, u32, u32)> = Vec::new();
+    for id in func.ids() {
+        let Some(bytes) = staging_bytes(func, id, sched) else { continue };
+        let k = uses.len();
+        let free = buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.last_use + 2 <= k)
+            .max_by_key(|(_, b)| b.bytes)
+            .map(|(i, _)| i);
+        let colour = match free {
+            Some(i) => {
+                buffers[i].bytes = buffers[i].bytes.max(bytes);
+                buffers[i].last_use = k;
+                i
+            }
+            None => {
+                buffers.push(Buffer { bytes, last_use: k });
+                buffers.len() - 1
+            }
+        };
+        uses.push((id, bytes, colour as u32));
+    }
+    let mut offsets = Vec::new();
+    let mut total = 0u32;
+    for b in &buffers {
+        offsets.push(total);
+        total += b.bytes.div_ceil(16) * 16;
+    }
+    let staging: Vec<Staging> = uses
+        .iter()
+        .map(|(node, bytes, colour)| Staging {
+            node: *node,
+            offset: offsets[*colour as usize],
+            bytes: *bytes,
+            buffer: *colour,
+        })
+        .collect();
+    if total > target.max_shared_per_block {
+        return Err(CodegenError::TooBig(format!(
+            "`{}` needs {total} bytes of shared staging per block; the limit is {}",
+            func.name, target.max_shared_per_block
+        )));
+    }
+    let mut notes = vec![format!(
+        "all arrays in registers (no array is read by another thread); {} staging use(s) in {} shared buffer(s), {} bytes",
+        staging.len(),
+        buffers.len(),
+        total
+    )];
+    if sched.threads_per_instance <= 32 {
+        notes.push("cross-thread steps inside one warp: shuffles and ballots, no shared memory".into());
+    }
+    Ok(Placement {
+        places,
+        staging,
+        shared_bytes: total,
+        notes,
+    })
+}

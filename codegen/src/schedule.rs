@@ -1,0 +1,125 @@
+//! Scheduling: how many threads serve one instance (T, a power of two), how many elements of each
+//! array a thread keeps in registers (Q = ceil(len / T)), how many instances share a block (IPB),
+//! and the block size. The schedule decorates the program; it does not rewrite it.
+
+use crate::analysis::register_estimate;
+use crate::error::{CgResult, CodegenError};
+use crate::target::Target;
+use bigfuse_core::{Func, Type};
+
+/// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Hints {
+    /// Elements per thread of the longest arrays.
+    pub q: Option<u32>,
+    /// Threads per block.
+    pub block_threads: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Threads per instance (a power of two; 1 ..= 1024).
+    pub threads_per_instance: u32,
+    /// Instances per block.
+    pub instances_per_block: u32,
+    pub block_threads: u32,
+    /// Length of the longest array (limbs of the widest big integer).
+    pub max_len: u64,
+    /// Elements per thread of the longest arrays.
+    pub q: u32,
+    pub est_registers: u32,
+    /// Why each choice was made, for `explain`.
+    pub decisions: Vec<String>,
+}
+
+impl Schedule {
+    /// Elements per thread of an array of `len` elements.
+    pub fn q_of(&self, len: u64) -> u32 {
+        len.div_ceil(self.threads_per_instance as u64).max(1) as u32
+    }
+
+    pub fn warps_per_instance(&self) -> u32 {
+        self.threads_per_instance.div_ceil(32)
+    }
+}
+
+/// 64-bit limbs per thread preferred when the model is free to choose: 32 bytes of each operand
+/// per thread keeps enough loads in flight to saturate memory while leaving threads to spare.
+pub const PREFERRED_Q: u32 = 4;
+/// Threads per block when several instances share one.
+pub const PREFERRED_BLOCK: u32 = 256;
+
+fn array_lengths(func: &Func, out: &mut Vec<u64>) {
+    for n in &func.nodes {
+        if let Type::Array(_, len) = &n.ty {
+            out.push(len.as_const().unwrap_or(0));
+        }
+    }
+}
+
+pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedule> {
+    let mut lens = Vec::new();
+    array_lengths(func, &mut lens);
+    let max_len = lens.iter().copied().max().unwrap_or(1).max(1);
+    let max_t = target.max_threads_per_block.min(1024);
+    let mut decisions = Vec::new();
+
+    let want_q = hints.q.unwrap_or(PREFERRED_Q).max(1) as u64;
+    let mut t = max_len.div_ceil(want_q).next_power_of_two().min(max_t as u64) as u32;
+    let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;
+    let regs_at = |t: u32| {
+        register_estimate(func, &|len: u64| len.div_ceil(t as u64).max(1) as u32)
+    };
+    if let Some(q) = hints.q {
+        decisions.push(format!("Q={q} requested"));
+    }
+    // More threads per instance lower the registers each thread needs.
+    while regs_at(t) > target.max_regs_per_thread && t < max_t {
+        t *= 2;
+        decisions.push(format!("T doubled to {t}: too many registers at Q={}", q_at(t / 2)));
+    }
+    let est = regs_at(t);
+    if est > target.max_regs_per_thread {
+        return Err(CodegenError::TooBig(format!(
+            "`{}` needs about {est} registers per thread with {t} threads per instance \
+             ({} elements each); a thread has {}. Use a smaller size or fewer simultaneous values.",
+            func.name,
+            q_at(t),
+            target.max_regs_per_thread
+        )));
+    }
+    let q = q_at(t);
+    decisions.push(format!(
+        "T={t} threads per instance, Q={q} elements per thread for {max_len}-element arrays{}",
+        if t as u64 * q as u64 > max_len {
+            format!(" ({} padding elements)", t as u64 * q as u64 - max_len)
+        } else {
+            String::new()
+        }
+    ));
+
+    let block = match hints.block_threads {
+        Some(b) => {
+            if b % 32 != 0 || b < t || b > max_t || b % t != 0 {
+                return Err(CodegenError::Unsupported(format!(
+                    "block size {b}: it must be a multiple of 32 and of the {t} threads per instance, at most {max_t}"
+                )));
+            }
+            decisions.push(format!("block of {b} threads requested"));
+            b
+        }
+        None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
+    };
+    let ipb = block / t;
+    decisions.push(format!("{ipb} instance(s) per block of {block} threads"));
+    decisions.push(format!("about {est} registers per thread (estimate)"));
+    Ok(Schedule {
+        threads_per_instance: t,
+        instances_per_block: ipb,
+        block_threads: block,
+        max_len,
+        q,
+        est_registers: est,
+        decisions,
+    })
+}

@@ -1,0 +1,260 @@
+//! Building IR with type inference. The `#[bigfuse::kernel]` macro expands to calls of this builder;
+//! passes use it too, so every node they make is type-checked when it is made.
+
+use crate::error::{IrError, IrResult};
+use crate::ir::{BinOp, CmpOp, Func, Literal, Node, Op, Param, UnOp, ValueId};
+use crate::typeck::{check_cast, infer};
+use crate::types::{Size, Type};
+use crate::validate::validate;
+
+pub struct Builder {
+    func: Func,
+}
+
+impl Builder {
+    /// A kernel program with the given size parameters (e.g. `["BITS"]`).
+    pub fn new(name: &str, size_params: &[&str]) -> Builder {
+        Builder {
+            func: Func {
+                name: name.to_string(),
+                size_params: size_params.iter().map(|s| s.to_string()).collect(),
+                params: vec![],
+                nodes: vec![],
+                outputs: vec![],
+            },
+        }
+    }
+
+    /// An empty function with the name and size parameters of `like` (for passes that rebuild one).
+    pub fn like(like: &Func) -> Builder {
+        Builder {
+            func: Func {
+                name: like.name.clone(),
+                size_params: like.size_params.clone(),
+                params: vec![],
+                nodes: vec![],
+                outputs: vec![],
+            },
+        }
+    }
+
+    /// An operator (lambda) over scalars and tuples.
+    pub fn lambda() -> Builder {
+        Builder::new("op", &[])
+    }
+
+    /// The function built so far (for inspecting types while building).
+    pub fn func(&self) -> &Func {
+        &self.func
+    }
+
+    pub fn ty(&self, v: ValueId) -> &Type {
+        self.func.ty(v)
+    }
+
+    fn err(&self, message: String) -> IrError {
+        IrError::Type {
+            func: self.func.name.clone(),
+            message,
+        }
+    }
+
+    /// Adds a node whose type the operation determines.
+    pub fn push(&mut self, op: Op) -> IrResult<ValueId> {
+        let ty = infer(&self.func, &op)?;
+        Ok(self.push_typed(op, ty))
+    }
+
+    fn push_typed(&mut self, op: Op, ty: Type) -> ValueId {
+        let id = ValueId(self.func.nodes.len() as u32);
+        self.func.nodes.push(Node { op, ty });
+        id
+    }
+
+    pub fn param(&mut self, name: &str, ty: Type) -> ValueId {
+        let index = self.func.params.len() as u32;
+        self.func.params.push(Param {
+            name: name.to_string(),
+            ty: ty.clone(),
+        });
+        self.push_typed(Op::Param(index), ty)
+    }
+
+    pub fn constant(&mut self, lit: Literal) -> ValueId {
+        let ty = lit.ty();
+        self.push_typed(Op::Const(lit), ty)
+    }
+
+    pub fn u32(&mut self, v: u32) -> ValueId {
+        self.constant(Literal::U32(v))
+    }
+
+    pub fn u64(&mut self, v: u64) -> ValueId {
+        self.constant(Literal::U64(v))
+    }
+
+    pub fn bool(&mut self, v: bool) -> ValueId {
+        self.constant(Literal::Bool(v))
+    }
+
+    pub fn binary(&mut self, op: BinOp, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.push(Op::Binary(op, a, b))
+    }
+
+    fn is_big(&self, v: ValueId) -> bool {
+        matches!(self.ty(v), Type::Big(_))
+    }
+
+    /// `a + b`: wrapping, for big integers and integer scalars alike.
+    pub fn add(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigAdd(a, b))
+        } else {
+            self.binary(BinOp::Add, a, b)
+        }
+    }
+
+    /// `a - b`: wrapping, for big integers and integer scalars alike.
+    pub fn sub(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigSub(a, b))
+        } else {
+            self.binary(BinOp::Sub, a, b)
+        }
+    }
+
+    fn compare(&mut self, op: CmpOp, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigCmp(op, a, b))
+        } else {
+            let bin = match op {
+                CmpOp::Lt => BinOp::Lt,
+                CmpOp::Le => BinOp::Le,
+                CmpOp::Eq => BinOp::Eq,
+            };
+            self.binary(bin, a, b)
+        }
+    }
+
+    pub fn lt(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.compare(CmpOp::Lt, a, b)
+    }
+
+    pub fn le(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.compare(CmpOp::Le, a, b)
+    }
+
+    pub fn gt(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.compare(CmpOp::Lt, b, a)
+    }
+
+    pub fn ge(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.compare(CmpOp::Le, b, a)
+    }
+
+    pub fn eq(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.compare(CmpOp::Eq, a, b)
+    }
+
+    pub fn ne(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            let e = self.compare(CmpOp::Eq, a, b)?;
+            self.not(e)
+        } else {
+            self.binary(BinOp::Ne, a, b)
+        }
+    }
+
+    pub fn and(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.binary(BinOp::And, a, b)
+    }
+
+    pub fn or(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.binary(BinOp::Or, a, b)
+    }
+
+    pub fn xor(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.binary(BinOp::Xor, a, b)
+    }
+
+    pub fn not(&mut self, a: ValueId) -> IrResult<ValueId> {
+        self.push(Op::Unary(UnOp::Not, a))
+    }
+
+    pub fn select(&mut self, c: ValueId, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.push(Op::Select(c, a, b))
+    }
+
+    pub fn cast(&mut self, a: ValueId, to: Type) -> IrResult<ValueId> {
+        check_cast(&self.func, self.ty(a), &to)?;
+        Ok(self.push_typed(Op::Cast(a), to))
+    }
+
+    pub fn tuple(&mut self, xs: &[ValueId]) -> IrResult<ValueId> {
+        self.push(Op::Tuple(xs.to_vec()))
+    }
+
+    pub fn extract(&mut self, t: ValueId, i: u32) -> IrResult<ValueId> {
+        self.push(Op::Extract(t, i))
+    }
+
+    pub fn limbs(&mut self, a: ValueId) -> IrResult<ValueId> {
+        self.push(Op::Limbs(a))
+    }
+
+    pub fn from_limbs(&mut self, a: ValueId) -> IrResult<ValueId> {
+        self.push(Op::FromLimbs(a))
+    }
+
+    pub fn iota(&mut self, n: Size) -> IrResult<ValueId> {
+        self.push(Op::Iota(n))
+    }
+
+    pub fn map(&mut self, f: Func, args: &[ValueId]) -> IrResult<ValueId> {
+        self.push(Op::Map {
+            f: Box::new(f),
+            args: args.to_vec(),
+        })
+    }
+
+    pub fn zip(&mut self, xs: &[ValueId]) -> IrResult<ValueId> {
+        self.push(Op::Zip(xs.to_vec()))
+    }
+
+    pub fn scan(
+        &mut self,
+        op: Func,
+        init: Literal,
+        exclusive: bool,
+        input: ValueId,
+        flags: Option<ValueId>,
+    ) -> IrResult<ValueId> {
+        self.push(Op::Scan {
+            op: Box::new(op),
+            init,
+            exclusive,
+            input,
+            flags,
+        })
+    }
+
+    pub fn reduce(&mut self, op: Func, init: Literal, input: ValueId) -> IrResult<ValueId> {
+        self.push(Op::Reduce {
+            op: Box::new(op),
+            init,
+            input,
+        })
+    }
+
+    /// Finishes with the given outputs and validates the whole function.
+    pub fn finish(mut self, outputs: &[ValueId]) -> IrResult<Func> {
+        for o in outputs {
+            if o.index() >= self.func.nodes.len() {
+                return Err(self.err(format!("output {o} does not exist")));
+            }
+        }
+        self.func.outputs = outputs.to_vec();
+        validate(&self.func)?;
+        Ok(self.func)
+    }
+}

@@ -1,0 +1,272 @@
+//! The evaluator: the oracle every backend is tested against.
+//!
+//! It runs high-level programs (big-integer nodes, through num-bigint) and lowered programs (array
+//! primitives over limbs) alike, so a test can show that a pass preserves meaning without a GPU.
+
+use crate::error::{IrError, IrResult};
+use crate::ir::{BinOp, CmpOp, Func, Op, UnOp};
+use crate::types::Type;
+use crate::value::Value;
+use num_bigint::BigUint;
+use num_traits::One;
+
+fn fail<T>(message: impl Into<String>) -> IrResult<T> {
+    Err(IrError::Eval(message.into()))
+}
+
+/// Runs `func` (concrete: specialize it first) on one instance.
+pub fn eval(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
+    if !func.is_concrete() {
+        return fail(format!(
+            "`{}` has symbolic sizes ({}): specialize it before evaluating",
+            func.name,
+            func.size_params.join(", ")
+        ));
+    }
+    if inputs.len() != func.params.len() {
+        return fail(format!(
+            "`{}` takes {} inputs, {} were given",
+            func.name,
+            func.params.len(),
+            inputs.len()
+        ));
+    }
+    for (p, v) in func.params.iter().zip(inputs) {
+        if !v.has_type(&p.ty) {
+            return fail(format!("input `{}` is not a valid {}", p.name, p.ty));
+        }
+    }
+    let vals = run(func, inputs)?;
+    Ok(func.outputs.iter().map(|o| vals[o.index()].clone()).collect())
+}
+
+/// Applies a one-output lambda to its arguments.
+pub fn apply_lambda(f: &Func, args: &[Value]) -> IrResult<Value> {
+    let vals = run(f, args)?;
+    Ok(vals[f.outputs[0].index()].clone())
+}
+
+fn run(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
+    let mut vals: Vec<Value> = Vec::with_capacity(func.nodes.len());
+    for node in &func.nodes {
+        let v = eval_node(func, &node.op, &node.ty, &vals, inputs)?;
+        vals.push(v);
+    }
+    Ok(vals)
+}
+
+fn bits_of(ty: &Type) -> IrResult<u64> {
+    match ty {
+        Type::Big(s) => s.as_const().map_or_else(|| fail("symbolic width"), Ok),
+        _ => fail("not a big integer"),
+    }
+}
+
+fn big<'a>(v: &'a Value) -> IrResult<&'a BigUint> {
+    v.as_big().map_or_else(|| fail("expected a big integer"), Ok)
+}
+
+fn scalar_int(v: &Value) -> IrResult<u64> {
+    v.as_u64().map_or_else(|| fail("expected a scalar"), Ok)
+}
+
+fn array(v: &Value) -> IrResult<&[Value]> {
+    match v {
+        Value::Array(xs) => Ok(xs),
+        _ => fail("expected an array"),
+    }
+}
+
+fn eval_binary(op: BinOp, a: &Value, b: &Value) -> IrResult<Value> {
+    Ok(match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => Value::Bool(match op {
+            BinOp::And => *x & *y,
+            BinOp::Or => *x | *y,
+            BinOp::Xor => *x ^ *y,
+            BinOp::Eq => x == y,
+            BinOp::Ne => x != y,
+            _ => return fail(format!("{} on bools", op.mnemonic())),
+        }),
+        (Value::U32(x), Value::U32(y)) => int_op(op, *x as u64, *y as u64, 32, |v| Value::U32(v as u32)),
+        (Value::U64(x), Value::U64(y)) => int_op(op, *x, *y, 64, Value::U64),
+        _ => return fail(format!("{} on mismatched operands", op.mnemonic())),
+    })
+}
+
+fn int_op(op: BinOp, x: u64, y: u64, width: u32, wrap: impl Fn(u64) -> Value) -> Value {
+    let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+    let shift = (y % width as u64) as u32;
+    match op {
+        BinOp::Add => wrap(x.wrapping_add(y) & mask),
+        BinOp::Sub => wrap(x.wrapping_sub(y) & mask),
+        BinOp::Mul => wrap(x.wrapping_mul(y) & mask),
+        BinOp::MulHi => wrap((((x as u128) * (y as u128)) >> width) as u64 & mask),
+        BinOp::And => wrap(x & y),
+        BinOp::Or => wrap(x | y),
+        BinOp::Xor => wrap(x ^ y),
+        BinOp::Shl => wrap((x << shift) & mask),
+        BinOp::Shr => wrap(x >> shift),
+        BinOp::Lt => Value::Bool(x < y),
+        BinOp::Le => Value::Bool(x <= y),
+        BinOp::Eq => Value::Bool(x == y),
+        BinOp::Ne => Value::Bool(x != y),
+    }
+}
+
+fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) -> IrResult<Value> {
+    let v = |id: crate::ir::ValueId| &vals[id.index()];
+    Ok(match op {
+        Op::Param(i) => inputs
+            .get(*i as usize)
+            .cloned()
+            .map_or_else(|| fail(format!("missing input {i}")), Ok)?,
+        Op::Const(l) => Value::from_literal(l),
+        Op::Unary(UnOp::Not, a) => match v(*a) {
+            Value::Bool(b) => Value::Bool(!b),
+            Value::U32(x) => Value::U32(!x),
+            Value::U64(x) => Value::U64(!x),
+            _ => return fail("! on a non-scalar"),
+        },
+        Op::Binary(b, x, y) => eval_binary(*b, v(*x), v(*y))?,
+        Op::Cast(a) => {
+            let x = scalar_int(v(*a))?;
+            match ty {
+                Type::U32 => Value::U32(x as u32),
+                Type::U64 => Value::U64(x),
+                _ => return fail("cast to a non-integer"),
+            }
+        }
+        Op::Select(c, a, b) => match v(*c) {
+            Value::Bool(true) => v(*a).clone(),
+            Value::Bool(false) => v(*b).clone(),
+            _ => return fail("select on a non-bool"),
+        },
+        Op::Tuple(xs) => Value::Tuple(xs.iter().map(|x| v(*x).clone()).collect()),
+        Op::Extract(t, i) => match v(*t) {
+            Value::Tuple(xs) => xs[*i as usize].clone(),
+            _ => return fail("extract from a non-tuple"),
+        },
+        Op::BigAdd(a, b) => {
+            let bits = bits_of(ty)?;
+            let m = BigUint::one() << bits;
+            Value::Big((big(v(*a))? + big(v(*b))?) % m)
+        }
+        Op::BigSub(a, b) => {
+            let bits = bits_of(ty)?;
+            let m = BigUint::one() << bits;
+            Value::Big((big(v(*a))? + &m - big(v(*b))?) % m)
+        }
+        Op::BigCmp(c, a, b) => {
+            let (x, y) = (big(v(*a))?, big(v(*b))?);
+            Value::Bool(match c {
+                CmpOp::Lt => x < y,
+                CmpOp::Le => x <= y,
+                CmpOp::Eq => x == y,
+            })
+        }
+        Op::Limbs(a) => {
+            let Type::Array(_, n) = ty else { return fail("limbs type") };
+            let n = n.as_const().unwrap_or(0) as usize;
+            let mut digits = big(v(*a))?.to_u64_digits();
+            if digits.len() > n {
+                return fail("value wider than its type");
+            }
+            digits.resize(n, 0);
+            Value::Array(digits.into_iter().map(Value::U64).collect())
+        }
+        Op::FromLimbs(a) => {
+            let digits = array(v(*a))?
+                .iter()
+                .map(scalar_int)
+                .collect::<IrResult<Vec<u64>>>()?;
+            let mut halves = Vec::with_capacity(digits.len() * 2);
+            for d in digits {
+                halves.push(d as u32);
+                halves.push((d >> 32) as u32);
+            }
+            Value::Big(BigUint::new(halves))
+        }
+        Op::Iota(n) => {
+            let n = n.as_const().unwrap_or(0);
+            Value::Array((0..n).map(Value::U64).collect())
+        }
+        Op::Map { f, args } => {
+            let len = args
+                .iter()
+                .find_map(|a| array(v(*a)).ok().map(|xs| xs.len()))
+                .unwrap_or(0);
+            let mut out = Vec::with_capacity(len);
+            let mut call_args = Vec::with_capacity(args.len());
+            for i in 0..len {
+                call_args.clear();
+                for a in args {
+                    call_args.push(match v(*a) {
+                        Value::Array(xs) => xs[i].clone(),
+                        scalar => scalar.clone(),
+                    });
+                }
+                out.push(apply_lambda(f, &call_args)?);
+            }
+            Value::Array(out)
+        }
+        Op::Zip(xs) => {
+            let arrays = xs.iter().map(|x| array(v(*x))).collect::<IrResult<Vec<_>>>()?;
+            let len = arrays[0].len();
+            Value::Array(
+                (0..len)
+                    .map(|i| Value::Tuple(arrays.iter().map(|a| a[i].clone()).collect()))
+                    .collect(),
+            )
+        }
+        Op::Scan {
+            op,
+            init,
+            exclusive,
+            input,
+            flags,
+        } => {
+            let xs = array(v(*input))?;
+            let flags = match flags {
+                Some(f) => Some(
+                    array(v(*f))?
+                        .iter()
+                        .map(|b| b.as_bool().map_or_else(|| fail("flag"), Ok))
+                        .collect::<IrResult<Vec<bool>>>()?,
+                ),
+                None => None,
+            };
+            let identity = Value::from_literal(init);
+            let mut acc = identity.clone();
+            let mut out = Vec::with_capacity(xs.len());
+            for (i, x) in xs.iter().enumerate() {
+                if flags.as_ref().is_some_and(|f| f[i]) {
+                    acc = identity.clone();
+                }
+                if *exclusive {
+                    out.push(acc.clone());
+                    acc = apply_lambda(op, &[acc, x.clone()])?;
+                } else {
+                    acc = apply_lambda(op, &[acc, x.clone()])?;
+                    out.push(acc.clone());
+                }
+            }
+            Value::Array(out)
+        }
+        Op::Reduce { op, init, input } => {
+            let mut acc = Value::from_literal(init);
+            for x in array(v(*input))? {
+                acc = apply_lambda(op, &[acc, x.clone()])?;
+            }
+            acc
+        }
+    })
+    .and_then(|val| {
+        if !val.has_type(ty) {
+            return fail(format!(
+                "`{}`: a node of type {} produced a value of another type",
+                func.name, ty
+            ));
+        }
+        Ok(val)
+    })
+}

@@ -1,0 +1,338 @@
+//! The IR: a function is an arena of SSA nodes addressed by [`ValueId`]s, in definition order.
+//!
+//! One IR serves two levels. High-level programs use the big-integer nodes (`BigAdd`, `BigSub`,
+//! `BigCmp`, `Select` on big values); lowering rewrites those into array primitives (`Map`, `Scan`,
+//! `Reduce`, `Zip`) over limb arrays, with `Limbs` / `FromLimbs` at the boundary, so that fusion,
+//! scheduling and placement only reason about arrays. Operators of `Map`, `Scan` and `Reduce` are
+//! lambdas: nested [`Func`]s over scalars and tuples of scalars.
+
+use crate::types::{Size, Type};
+
+/// A handle to a node of one [`Func`]. Handles of a lambda refer to the lambda's own nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+impl ValueId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for ValueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// A constant scalar or tuple of scalars (initial values of scans and reductions, lambda constants).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Literal {
+    Bool(bool),
+    U32(u32),
+    U64(u64),
+    Tuple(Vec<Literal>),
+}
+
+impl Literal {
+    pub fn ty(&self) -> Type {
+        match self {
+            Literal::Bool(_) => Type::Bool,
+            Literal::U32(_) => Type::U32,
+            Literal::U64(_) => Type::U64,
+            Literal::Tuple(ls) => Type::Tuple(ls.iter().map(Literal::ty).collect()),
+        }
+    }
+
+    /// The scalars of a (nested) tuple, left to right.
+    pub fn leaves(&self) -> Vec<Literal> {
+        match self {
+            Literal::Tuple(ls) => ls.iter().flat_map(Literal::leaves).collect(),
+            other => vec![other.clone()],
+        }
+    }
+}
+
+impl std::fmt::Display for Literal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Literal::Bool(b) => write!(f, "{b}"),
+            Literal::U32(v) => write!(f, "{v}u32"),
+            Literal::U64(v) => write!(f, "{v}u64"),
+            Literal::Tuple(ls) => {
+                write!(f, "(")?;
+                for (i, l) in ls.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{l}")?;
+                }
+                write!(f, ")")
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    /// Logical not on bool, bitwise not on integers.
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// Wrapping addition.
+    Add,
+    /// Wrapping subtraction.
+    Sub,
+    /// Low word of the product.
+    Mul,
+    /// High word of the product.
+    MulHi,
+    And,
+    Or,
+    Xor,
+    /// Shift left; the amount is taken modulo the bit width, as in PTX `shl` with a masked amount.
+    Shl,
+    /// Logical shift right; amount modulo the bit width.
+    Shr,
+    Lt,
+    Le,
+    Eq,
+    Ne,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Lt | BinOp::Le | BinOp::Eq | BinOp::Ne)
+    }
+
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::MulHi => "mulhi",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+            BinOp::Lt => "lt",
+            BinOp::Le => "le",
+            BinOp::Eq => "eq",
+            BinOp::Ne => "ne",
+        }
+    }
+}
+
+/// Comparisons of big integers. `>` and `>=` are built by swapping operands; `!=` as `!(==)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Eq,
+}
+
+impl CmpOp {
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Eq => "eq",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// The function's parameter with this index.
+    Param(u32),
+    Const(Literal),
+    Unary(UnOp, ValueId),
+    Binary(BinOp, ValueId, ValueId),
+    /// Integer/bool conversion: bool -> 0/1, zero-extension, truncation.
+    Cast(ValueId),
+    /// `cond ? a : b` for values of any one type; `cond` is a bool.
+    Select(ValueId, ValueId, ValueId),
+    Tuple(Vec<ValueId>),
+    Extract(ValueId, u32),
+
+    /// Big-integer addition modulo 2^bits.
+    BigAdd(ValueId, ValueId),
+    /// Big-integer subtraction modulo 2^bits.
+    BigSub(ValueId, ValueId),
+    BigCmp(CmpOp, ValueId, ValueId),
+
+    /// The little-endian 64-bit limbs of a big integer.
+    Limbs(ValueId),
+    /// The big integer whose little-endian 64-bit limbs these are.
+    FromLimbs(ValueId),
+    /// `[0, 1, .., len-1]` as u64.
+    Iota(Size),
+    /// Element-wise application; arguments are arrays of one length or scalars (broadcast).
+    Map { f: Box<Func>, args: Vec<ValueId> },
+    /// Arrays of one length, zipped into an array of tuples.
+    Zip(Vec<ValueId>),
+    /// Scan with an associative operator and its identity `init`. With `flags` (an array of bool),
+    /// a segmented scan: a set flag starts a new segment at that element.
+    Scan {
+        op: Box<Func>,
+        init: Literal,
+        exclusive: bool,
+        input: ValueId,
+        flags: Option<ValueId>,
+    },
+    /// Reduction, in index order, with an associative operator and its identity.
+    Reduce {
+        op: Box<Func>,
+        init: Literal,
+        input: ValueId,
+    },
+}
+
+impl Op {
+    /// The values this operation reads, in order.
+    pub fn args(&self) -> Vec<ValueId> {
+        match self {
+            Op::Param(_) | Op::Const(_) | Op::Iota(_) => vec![],
+            Op::Unary(_, a) | Op::Cast(a) | Op::Extract(a, _) | Op::Limbs(a) | Op::FromLimbs(a) => {
+                vec![*a]
+            }
+            Op::Binary(_, a, b) | Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
+                vec![*a, *b]
+            }
+            Op::Select(c, a, b) => vec![*c, *a, *b],
+            Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
+            Op::Map { args, .. } => args.clone(),
+            Op::Scan { input, flags, .. } => {
+                let mut v = vec![*input];
+                v.extend(flags.iter().copied());
+                v
+            }
+            Op::Reduce { input, .. } => vec![*input],
+        }
+    }
+
+    /// Rewrites every value this operation reads.
+    pub fn map_args(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
+        match self {
+            Op::Param(_) | Op::Const(_) | Op::Iota(_) => {}
+            Op::Unary(_, a) | Op::Cast(a) | Op::Extract(a, _) | Op::Limbs(a) | Op::FromLimbs(a) => {
+                *a = f(*a)
+            }
+            Op::Binary(_, a, b) | Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Op::Select(c, a, b) => {
+                *c = f(*c);
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Op::Tuple(xs) | Op::Zip(xs) => xs.iter_mut().for_each(|x| *x = f(*x)),
+            Op::Map { args, .. } => args.iter_mut().for_each(|x| *x = f(*x)),
+            Op::Scan { input, flags, .. } => {
+                *input = f(*input);
+                if let Some(fl) = flags {
+                    *fl = f(*fl);
+                }
+            }
+            Op::Reduce { input, .. } => *input = f(*input),
+        }
+    }
+
+    /// True for the big-integer operations that lowering removes.
+    pub fn is_high_level(&self) -> bool {
+        matches!(self, Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..))
+    }
+
+    /// True for operations that carry a lambda.
+    pub fn lambdas(&self) -> Vec<&Func> {
+        match self {
+            Op::Map { f, .. } => vec![f],
+            Op::Scan { op, .. } | Op::Reduce { op, .. } => vec![op],
+            _ => vec![],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub op: Op,
+    pub ty: Type,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    pub name: String,
+    pub ty: Type,
+}
+
+/// A function: a kernel program (over one instance) or a lambda (over scalars).
+///
+/// Nodes are in definition order: every argument of a node refers to an earlier node. `Param(i)`
+/// nodes introduce the parameters; `outputs` are the returned values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Func {
+    pub name: String,
+    /// Names of the size parameters (`BITS`), indexed by `Size::param`.
+    pub size_params: Vec<String>,
+    pub params: Vec<Param>,
+    pub nodes: Vec<Node>,
+    pub outputs: Vec<ValueId>,
+}
+
+impl Func {
+    pub fn node(&self, id: ValueId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    pub fn ty(&self, id: ValueId) -> &Type {
+        &self.nodes[id.index()].ty
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = ValueId> {
+        (0..self.nodes.len() as u32).map(ValueId)
+    }
+
+    /// The types of the outputs, in order.
+    pub fn output_types(&self) -> Vec<Type> {
+        self.outputs.iter().map(|o| self.ty(*o).clone()).collect()
+    }
+
+    /// True when no size is symbolic any more.
+    pub fn is_concrete(&self) -> bool {
+        self.params.iter().all(|p| p.ty.is_concrete()) && self.nodes.iter().all(node_is_concrete)
+    }
+
+    /// True when no high-level big-integer operation is left (lambdas included).
+    pub fn is_lowered(&self) -> bool {
+        self.nodes.iter().all(|n| {
+            !n.op.is_high_level()
+                && !matches!(n.op, Op::Select(_, a, _) if matches!(self.ty(a), Type::Big(_)))
+                && n.op.lambdas().iter().all(|l| l.is_lowered())
+        })
+    }
+
+    /// Number of uses of each node (outputs count as uses).
+    pub fn use_counts(&self) -> Vec<u32> {
+        let mut uses = vec![0u32; self.nodes.len()];
+        for n in &self.nodes {
+            for a in n.op.args() {
+                uses[a.index()] += 1;
+            }
+        }
+        for o in &self.outputs {
+            uses[o.index()] += 1;
+        }
+        uses
+    }
+}
+
+fn node_is_concrete(n: &Node) -> bool {
+    n.ty.is_concrete()
+        && match &n.op {
+            Op::Iota(s) => s.param.is_none(),
+            other => other.lambdas().iter().all(|l| l.is_concrete()),
+        }
+}

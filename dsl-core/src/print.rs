@@ -1,0 +1,116 @@
+//! A readable text form of the IR, used by `explain` and by snapshot tests.
+
+use crate::ir::{Func, Op, UnOp};
+use crate::ops;
+use std::fmt::Write;
+
+/// The whole function, one node a line.
+pub fn print(func: &Func) -> String {
+    let mut s = String::new();
+    let names = &func.size_params;
+    let generics = if names.is_empty() {
+        String::new()
+    } else {
+        format!("<{}>", names.join(", "))
+    };
+    let params: Vec<String> = func
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ty.display(names)))
+        .collect();
+    let outs: Vec<String> = func
+        .output_types()
+        .iter()
+        .map(|t| t.display(names).to_string())
+        .collect();
+    let _ = writeln!(
+        s,
+        "fn {}{}({}) -> {} {{",
+        func.name,
+        generics,
+        params.join(", "),
+        if outs.len() == 1 {
+            outs[0].clone()
+        } else {
+            format!("({})", outs.join(", "))
+        }
+    );
+    body(func, 1, &mut s);
+    s.push_str("}\n");
+    s
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+fn lambda_name(f: &Func) -> Option<&'static str> {
+    if *f == ops::carry() {
+        Some("carry")
+    } else if *f == ops::lex_compare() {
+        Some("lex_compare")
+    } else {
+        None
+    }
+}
+
+/// The text of one node, e.g. `%7 = map (%4, %6) : [u64; 4]` (lambdas not expanded).
+pub fn node_text(func: &Func, id: crate::ir::ValueId) -> String {
+    let n = func.node(id);
+    format!("{id} = {} : {}", op_text(func, &n.op), n.ty.display(&func.size_params))
+}
+
+fn op_text(func: &Func, op: &Op) -> String {
+    let names = &func.size_params;
+    let list = |xs: &[crate::ir::ValueId]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    match op {
+        Op::Param(p) => format!("param {}", func.params[*p as usize].name),
+        Op::Const(l) => format!("const {l}"),
+        Op::Unary(UnOp::Not, a) => format!("not {a}"),
+        Op::Binary(b, x, y) => format!("{} {x}, {y}", b.mnemonic()),
+        Op::Cast(a) => format!("cast {a}"),
+        Op::Select(c, a, b) => format!("select {c}, {a}, {b}"),
+        Op::Tuple(xs) => format!("tuple {}", list(xs)),
+        Op::Extract(t, k) => format!("extract {t}.{k}"),
+        Op::BigAdd(a, b) => format!("big.add {a}, {b}"),
+        Op::BigSub(a, b) => format!("big.sub {a}, {b}"),
+        Op::BigCmp(c, a, b) => format!("big.{} {a}, {b}", c.mnemonic()),
+        Op::Limbs(a) => format!("limbs {a}"),
+        Op::FromLimbs(a) => format!("from_limbs {a}"),
+        Op::Iota(n) => format!("iota {}", n.display(names)),
+        Op::Map { args, .. } => format!("map ({})", list(args)),
+        Op::Zip(xs) => format!("zip {}", list(xs)),
+        Op::Scan {
+            op,
+            init,
+            exclusive,
+            input,
+            flags,
+        } => format!(
+            "scan.{} {}, init {init}, {input}{}",
+            if *exclusive { "exclusive" } else { "inclusive" },
+            lambda_name(op).unwrap_or("|..|"),
+            flags.map(|f| format!(", segments {f}")).unwrap_or_default()
+        ),
+        Op::Reduce { op, init, input } => {
+            format!("reduce {}, init {init}, {input}", lambda_name(op).unwrap_or("|..|"))
+        }
+    }
+}
+
+fn body(func: &Func, depth: usize, s: &mut String) {
+    for (i, n) in func.nodes.iter().enumerate() {
+        let _ = writeln!(s, "{}{}", indent(depth), node_text(func, crate::ir::ValueId(i as u32)));
+        for l in n.op.lambdas() {
+            if lambda_name(l).is_some() {
+                continue;
+            }
+            let params: Vec<String> = l.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+            let _ = writeln!(s, "{}|{}| {{", indent(depth + 2), params.join(", "));
+            body(l, depth + 3, s);
+            let _ = writeln!(s, "{}}}", indent(depth + 2));
+        }
+    }
+    let outs: Vec<String> = func.outputs.iter().map(|o| o.to_string()).collect();
+    let _ = writeln!(s, "{}return {}", indent(depth), outs.join(", "));
+}

@@ -1,0 +1,74 @@
+//! Specialization: substitutes the run-time sizes of a call into a program, so that every later
+//! stage sees constant lengths.
+
+use crate::error::{IrError, IrResult};
+use crate::ir::{Func, Op};
+use crate::validate::validate;
+
+/// The widest big integer the IR accepts (the evaluator has no limit of its own; the GPU schedule
+/// has tighter ones and says so).
+pub const MAX_BITS: u64 = 1 << 24;
+
+/// Checks that `bits` is a width `U<bits>` can have.
+pub fn check_bits(bits: u64) -> IrResult<()> {
+    if bits == 0 || bits % 64 != 0 {
+        return Err(IrError::Size(format!(
+            "{bits} bits is not a positive multiple of 64 (U<BITS> is made of 64-bit limbs): round up to {}",
+            bits.div_ceil(64).max(1) * 64
+        )));
+    }
+    if bits > MAX_BITS {
+        return Err(IrError::Size(format!("{bits} bits is wider than the largest supported width, {MAX_BITS}")));
+    }
+    Ok(())
+}
+
+/// `func` with its size parameters replaced by `sizes` (one per size parameter, in order).
+pub fn specialize(func: &Func, sizes: &[u64]) -> IrResult<Func> {
+    if sizes.len() != func.size_params.len() {
+        return Err(IrError::Size(format!(
+            "`{}` has {} size parameter(s) ({}), but {} size(s) were given",
+            func.name,
+            func.size_params.len(),
+            func.size_params.join(", "),
+            sizes.len()
+        )));
+    }
+    let out = subst(func, sizes)?;
+    for p in &out.params {
+        check_type_sizes(&p.ty)?;
+    }
+    for n in &out.nodes {
+        check_type_sizes(&n.ty)?;
+    }
+    validate(&out)?;
+    Ok(out)
+}
+
+fn check_type_sizes(t: &crate::types::Type) -> IrResult<()> {
+    use crate::types::Type;
+    match t {
+        Type::Big(s) => check_bits(s.as_const().unwrap_or(0)),
+        Type::Array(e, _) => check_type_sizes(e),
+        Type::Tuple(ts) => ts.iter().try_for_each(check_type_sizes),
+        _ => Ok(()),
+    }
+}
+
+fn subst(func: &Func, sizes: &[u64]) -> IrResult<Func> {
+    let overflow = || IrError::Size(format!("a size of `{}` overflows for sizes {sizes:?}", func.name));
+    let mut out = func.clone();
+    for p in &mut out.params {
+        p.ty = p.ty.specialize(sizes).ok_or_else(overflow)?;
+    }
+    for n in &mut out.nodes {
+        n.ty = n.ty.specialize(sizes).ok_or_else(overflow)?;
+        match &mut n.op {
+            Op::Iota(s) => *s = crate::types::Size::lit(s.eval(sizes).ok_or_else(overflow)?),
+            Op::Map { f, .. } => **f = subst(f, sizes)?,
+            Op::Scan { op, .. } | Op::Reduce { op, .. } => **op = subst(op, sizes)?,
+            _ => {}
+        }
+    }
+    Ok(out)
+}

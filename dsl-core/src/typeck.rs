@@ -1,0 +1,234 @@
+//! Type rules of every operation, shared by the builder (which infers) and the validator (which checks).
+
+use crate::error::{IrError, IrResult};
+use crate::ir::{BinOp, Func, Op, UnOp};
+use crate::types::{Size, Type};
+
+fn err(func: &Func, message: String) -> IrError {
+    IrError::Type {
+        func: func.name.clone(),
+        message,
+    }
+}
+
+/// The type of `op` inside `func`, or why it is ill-typed. Arguments must already exist in `func`.
+pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
+    for a in op.args() {
+        if a.index() >= func.nodes.len() {
+            return Err(IrError::Malformed {
+                func: func.name.clone(),
+                message: format!("{a} is used before it is defined"),
+            });
+        }
+    }
+    let names = &func.size_params;
+    let show = |t: &Type| t.display(names).to_string();
+    let ty = |v| func.ty(v);
+    Ok(match op {
+        Op::Param(i) => func
+            .params
+            .get(*i as usize)
+            .ok_or_else(|| err(func, format!("there is no parameter {i}")))?
+            .ty
+            .clone(),
+        Op::Const(l) => l.ty(),
+        Op::Unary(UnOp::Not, a) => {
+            let t = ty(*a);
+            if !t.is_scalar() {
+                return Err(err(func, format!("`!` needs a bool or an integer, not {}", show(t))));
+            }
+            t.clone()
+        }
+        Op::Binary(b, x, y) => {
+            let (tx, ty_) = (ty(*x), ty(*y));
+            if tx != ty_ {
+                return Err(err(
+                    func,
+                    format!("`{}` needs operands of one type, not {} and {}", b.mnemonic(), show(tx), show(ty_)),
+                ));
+            }
+            match b {
+                BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Eq | BinOp::Ne if *tx == Type::Bool => Type::Bool,
+                _ if !tx.is_integer() => {
+                    return Err(err(func, format!("`{}` needs integers, not {}", b.mnemonic(), show(tx))))
+                }
+                b if b.is_comparison() => Type::Bool,
+                _ => tx.clone(),
+            }
+        }
+        Op::Cast(a) => {
+            // The target type is the node's own; `infer` cannot know it, so casts check in `check_cast`.
+            return Err(err(func, format!("cast of {} needs its target type", show(ty(*a)))));
+        }
+        Op::Select(c, a, b) => {
+            if *ty(*c) != Type::Bool {
+                return Err(err(func, format!("a select condition must be bool, not {}", show(ty(*c)))));
+            }
+            if ty(*a) != ty(*b) {
+                return Err(err(
+                    func,
+                    format!("both branches must have one type, not {} and {}", show(ty(*a)), show(ty(*b))),
+                ));
+            }
+            ty(*a).clone()
+        }
+        Op::Tuple(xs) => Type::Tuple(xs.iter().map(|x| ty(*x).clone()).collect()),
+        Op::Extract(t, i) => match ty(*t) {
+            Type::Tuple(ts) if (*i as usize) < ts.len() => ts[*i as usize].clone(),
+            other => return Err(err(func, format!("cannot take field {i} of {}", show(other)))),
+        },
+        Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
+            let (ta, tb) = (ty(*a), ty(*b));
+            match (ta, tb) {
+                (Type::Big(sa), Type::Big(sb)) if sa == sb => {}
+                _ => {
+                    return Err(err(
+                        func,
+                        format!("big-integer operations need two U<..> of one size, not {} and {}", show(ta), show(tb)),
+                    ))
+                }
+            }
+            if matches!(op, Op::BigCmp(..)) {
+                Type::Bool
+            } else {
+                ta.clone()
+            }
+        }
+        Op::Limbs(a) => match ty(*a) {
+            Type::Big(s) => match s.as_const() {
+                Some(bits) if bits % 64 == 0 && bits > 0 => Type::array(Type::U64, Size::lit(bits / 64)),
+                Some(bits) => return Err(err(func, format!("U<{bits}> is not a whole number of 64-bit limbs"))),
+                None => return Err(err(func, "limbs of a symbolic size: specialize the program first".into())),
+            },
+            other => return Err(err(func, format!("limbs of {}, which is not a big integer", show(other)))),
+        },
+        Op::FromLimbs(a) => match ty(*a) {
+            Type::Array(e, n) if **e == Type::U64 => match n.as_const() {
+                Some(n) => Type::Big(Size::lit(n * 64)),
+                None => return Err(err(func, "from_limbs of a symbolic length".into())),
+            },
+            other => return Err(err(func, format!("from_limbs needs [u64; n], not {}", show(other)))),
+        },
+        Op::Iota(n) => Type::array(Type::U64, *n),
+        Op::Map { f, args } => {
+            check_lambda(func, f)?;
+            if f.params.len() != args.len() {
+                return Err(err(
+                    func,
+                    format!("map: the operator takes {} arguments but is given {}", f.params.len(), args.len()),
+                ));
+            }
+            let mut len: Option<Size> = None;
+            for (p, a) in f.params.iter().zip(args) {
+                let ta = ty(*a);
+                let elem = match ta {
+                    Type::Array(e, n) => {
+                        if let Some(l) = len {
+                            if l != *n {
+                                return Err(err(
+                                    func,
+                                    format!("map over arrays of different lengths {} and {}", l.display(names), n.display(names)),
+                                ));
+                            }
+                        }
+                        len = Some(*n);
+                        &**e
+                    }
+                    other => other,
+                };
+                if *elem != p.ty {
+                    return Err(err(
+                        func,
+                        format!("map: argument `{}` is {} but {} is given", p.name, show(&p.ty), show(ta)),
+                    ));
+                }
+            }
+            let len = len.ok_or_else(|| err(func, "map needs at least one array argument".into()))?;
+            Type::array(f.ty(f.outputs[0]).clone(), len)
+        }
+        Op::Zip(xs) => {
+            if xs.is_empty() {
+                return Err(err(func, "zip of nothing".into()));
+            }
+            let mut elems = Vec::new();
+            let mut len = None;
+            for x in xs {
+                match ty(*x) {
+                    Type::Array(e, n) => {
+                        if len.is_some_and(|l| l != *n) {
+                            return Err(err(func, "zip of arrays of different lengths".into()));
+                        }
+                        len = Some(*n);
+                        elems.push((**e).clone());
+                    }
+                    other => return Err(err(func, format!("zip of {}, which is not an array", show(other)))),
+                }
+            }
+            Type::array(Type::Tuple(elems), len.unwrap())
+        }
+        Op::Scan { op, init, input, flags, .. } => {
+            let elem = check_operator(func, op, init, ty(*input), "scan")?;
+            let Type::Array(_, n) = ty(*input) else { unreachable!() };
+            if let Some(fl) = flags {
+                if *ty(*fl) != Type::array(Type::Bool, *n) {
+                    return Err(err(
+                        func,
+                        format!("segment flags must be [bool; {}], not {}", n.display(names), show(ty(*fl))),
+                    ));
+                }
+            }
+            Type::array(elem, *n)
+        }
+        Op::Reduce { op, init, input } => check_operator(func, op, init, ty(*input), "reduce")?,
+    })
+}
+
+/// Checks a cast node: scalar to integer.
+pub fn check_cast(func: &Func, from: &Type, to: &Type) -> IrResult<()> {
+    if from.is_scalar() && to.is_integer() {
+        Ok(())
+    } else {
+        Err(err(
+            func,
+            format!(
+                "cannot convert {} to {} (casts go from bool/u32/u64 to u32/u64)",
+                from.display(&func.size_params),
+                to.display(&func.size_params)
+            ),
+        ))
+    }
+}
+
+fn check_lambda(func: &Func, f: &Func) -> IrResult<()> {
+    if f.outputs.len() != 1 {
+        return Err(err(func, format!("an operator returns one value, not {}", f.outputs.len())));
+    }
+    for p in &f.params {
+        if !p.ty.is_element() {
+            return Err(err(func, format!("an operator's argument must be a scalar or a tuple, not {}", p.ty)));
+        }
+    }
+    if !f.ty(f.outputs[0]).is_element() {
+        return Err(err(func, format!("an operator must return a scalar or a tuple, not {}", f.ty(f.outputs[0]))));
+    }
+    Ok(())
+}
+
+/// An associative operator `(T, T) -> T` with identity `init` over an array of `T`; returns `T`.
+fn check_operator(func: &Func, op: &Func, init: &crate::ir::Literal, input: &Type, what: &str) -> IrResult<Type> {
+    check_lambda(func, op)?;
+    let Type::Array(elem, _) = input else {
+        return Err(err(func, format!("{what} of {}, which is not an array", input.display(&func.size_params))));
+    };
+    let elem = (**elem).clone();
+    let ok = op.params.len() == 2
+        && op.params.iter().all(|p| p.ty == elem)
+        && *op.ty(op.outputs[0]) == elem;
+    if !ok {
+        return Err(err(func, format!("the {what} operator must have type ({elem}, {elem}) -> {elem}")));
+    }
+    if init.ty() != elem {
+        return Err(err(func, format!("the {what} identity {init} is not a {elem}")));
+    }
+    Ok(elem)
+}

@@ -1,0 +1,125 @@
+//! Kernel types as the macro sees them, parsed from Rust type syntax.
+
+use syn::spanned::Spanned;
+
+/// `factor * size_param` (or the constant `factor`): the width of a `U<..>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Width {
+    pub factor: u64,
+    pub param: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KType {
+    Big(Width),
+    Bool,
+    U32,
+    U64,
+}
+
+impl KType {
+    pub fn is_int(self) -> bool {
+        matches!(self, KType::U32 | KType::U64)
+    }
+
+    pub fn is_scalar(self) -> bool {
+        !matches!(self, KType::Big(_))
+    }
+
+    pub fn describe(self, sizes: &[String]) -> String {
+        match self {
+            KType::Bool => "bool".into(),
+            KType::U32 => "u32".into(),
+            KType::U64 => "u64".into(),
+            KType::Big(w) => match w.param {
+                None => format!("U<{}>", w.factor),
+                Some(p) if w.factor == 1 => format!("U<{}>", sizes[p]),
+                Some(p) => format!("U<{{{} * {}}}>", w.factor, sizes[p]),
+            },
+        }
+    }
+}
+
+const TYPE_HINT: &str = "kernel values have the types U<BITS> (a big unsigned integer of BITS bits; BITS is a \
+                         size chosen per call, or a literal multiple of 64), bool, u32 and u64";
+
+fn size_param(name: &str, sizes: &mut Vec<String>) -> usize {
+    match sizes.iter().position(|s| s == name) {
+        Some(i) => i,
+        None => {
+            sizes.push(name.to_string());
+            sizes.len() - 1
+        }
+    }
+}
+
+fn width_literal(lit: &syn::LitInt) -> syn::Result<u64> {
+    let bits: u64 = lit
+        .base10_parse()
+        .map_err(|_| syn::Error::new(lit.span(), "the width of U<..> must be a positive integer"))?;
+    if bits == 0 || bits % 64 != 0 {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "U<{bits}>: widths are whole 64-bit limbs; use a positive multiple of 64 such as {}",
+                bits.div_ceil(64).max(1) * 64
+            ),
+        ));
+    }
+    Ok(bits)
+}
+
+/// Parses a type; new size parameters are appended to `sizes`.
+pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType> {
+    let unsupported = || syn::Error::new(ty.span(), format!("unsupported type: {TYPE_HINT}"));
+    let syn::Type::Path(tp) = ty else {
+        if let syn::Type::Reference(_) = ty {
+            return Err(syn::Error::new(
+                ty.span(),
+                format!("kernel parameters are values, not references: drop the `&`. {TYPE_HINT}"),
+            ));
+        }
+        return Err(unsupported());
+    };
+    if tp.qself.is_some() || tp.path.segments.len() != 1 {
+        return Err(unsupported());
+    }
+    let seg = &tp.path.segments[0];
+    let name = seg.ident.to_string();
+    match (name.as_str(), &seg.arguments) {
+        ("bool", syn::PathArguments::None) => Ok(KType::Bool),
+        ("u32", syn::PathArguments::None) => Ok(KType::U32),
+        ("u64", syn::PathArguments::None) => Ok(KType::U64),
+        ("U", syn::PathArguments::AngleBracketed(args)) if args.args.len() == 1 => {
+            match &args.args[0] {
+                syn::GenericArgument::Type(syn::Type::Path(p)) if p.path.get_ident().is_some() => {
+                    let ident = p.path.get_ident().unwrap().to_string();
+                    Ok(KType::Big(Width {
+                        factor: 1,
+                        param: Some(size_param(&ident, sizes)),
+                    }))
+                }
+                syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(lit), ..
+                })) => Ok(KType::Big(Width {
+                    factor: width_literal(lit)?,
+                    param: None,
+                })),
+                other => Err(syn::Error::new(
+                    other.span(),
+                    "the width of U<..> is a size name (U<BITS>) or a literal multiple of 64 (U<256>)",
+                )),
+            }
+        }
+        ("U", _) => Err(syn::Error::new(seg.span(), "U needs its width: U<BITS> or U<256>")),
+        ("i8" | "i16" | "i32" | "i64" | "i128" | "isize", _) => Err(syn::Error::new(
+            seg.span(),
+            format!("signed integers are not supported: {TYPE_HINT}"),
+        )),
+        ("BigUint", _) => Err(syn::Error::new(
+            seg.span(),
+            "inside a kernel, write U<BITS> for a big integer (callers pass BigUint values)",
+        )),
+        _ => Err(unsupported()),
+    }
+}

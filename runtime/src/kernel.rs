@@ -1,0 +1,175 @@
+//! A kernel program with its per-size, per-device compiled forms.
+
+use crate::column::{check_args, to_words, Arg, Column};
+use crate::device::{CpuLevel, Device};
+use crate::error::Result;
+use crate::gpu::{GpuDevice, GpuKernel};
+use bigfuse_codegen::{compile, lower, Compiled, Hints, Target};
+use bigfuse_core::{eval, specialize, validate, Func, Type, Value};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A kernel program. Compiled forms are cached per (sizes, schedule hints, GPU).
+pub struct Kernel {
+    func: Func,
+    loaded: Mutex<HashMap<(Vec<u64>, Hints, usize), Arc<GpuKernel>>>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernel({})", self.func.name)
+    }
+}
+
+/// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread) and `BIGFUSE_BLOCK`
+/// (threads per block). Unparsable values are ignored.
+pub fn env_hints() -> Hints {
+    let read = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|v| *v > 0);
+    Hints {
+        q: read("BIGFUSE_Q"),
+        block_threads: read("BIGFUSE_BLOCK"),
+    }
+}
+
+impl Kernel {
+    /// Wraps a program (validated here, so a malformed one is an error, not a later surprise).
+    pub fn new(func: Func) -> Result<Kernel> {
+        validate(&func)?;
+        Ok(Kernel {
+            func,
+            loaded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn func(&self) -> &Func {
+        &self.func
+    }
+
+    pub fn name(&self) -> &str {
+        &self.func.name
+    }
+
+    /// Runs over a batch: one column per parameter, one value per instance in each.
+    pub fn run(&self, dev: &Device, sizes: &[u64], args: &[Arg]) -> Result<Vec<Column>> {
+        self.run_with(dev, sizes, args, &env_hints())
+    }
+
+    /// [`Kernel::run`] with explicit schedule hints (GPU only; the CPU backend ignores them).
+    pub fn run_with(&self, dev: &Device, sizes: &[u64], args: &[Arg], hints: &Hints) -> Result<Vec<Column>> {
+        let concrete = specialize(&self.func, sizes)?;
+        let params: Vec<(String, Type)> = concrete.params.iter().map(|p| (p.name.clone(), p.ty.clone())).collect();
+        let n = check_args(&self.func.name, &params, args)?;
+        match dev {
+            Device::Cpu(c) => run_cpu(&concrete, c.level, args, n),
+            Device::Gpu(g) => {
+                let k = self.prepare_with(g, sizes, hints)?;
+                run_gpu(g, &k, args, n)
+            }
+        }
+    }
+
+    /// Compiles (without a GPU) for a target: the CUDA source and every decision.
+    pub fn compile(&self, sizes: &[u64], target: &Target, hints: &Hints) -> Result<Compiled> {
+        Ok(compile(&self.func, sizes, target, hints)?)
+    }
+
+    /// The generated CUDA C for these sizes and target.
+    pub fn cuda_source(&self, sizes: &[u64], target: &Target) -> Result<String> {
+        Ok(self.compile(sizes, target, &env_hints())?.source)
+    }
+
+    /// Compiled and loaded on `gpu` (cached): for callers that keep data on the device.
+    pub fn prepare(&self, gpu: &GpuDevice, sizes: &[u64]) -> Result<Arc<GpuKernel>> {
+        self.prepare_with(gpu, sizes, &env_hints())
+    }
+
+    pub fn prepare_with(&self, gpu: &GpuDevice, sizes: &[u64], hints: &Hints) -> Result<Arc<GpuKernel>> {
+        let key = (sizes.to_vec(), hints.clone(), gpu.ordinal());
+        if let Some(k) = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(k.clone());
+        }
+        let compiled = self.compile(sizes, gpu.target(), hints)?;
+        let k = Arc::new(gpu.load(compiled)?);
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).insert(key, k.clone());
+        Ok(k)
+    }
+
+    /// Every pass's output and decision for these sizes; on a GPU also the compiled kernel's
+    /// registers, shared memory and spills as the driver reports them.
+    pub fn explain(&self, dev: &Device, sizes: &[u64]) -> Result<String> {
+        match dev {
+            Device::Gpu(g) => {
+                let k = self.prepare(g, sizes)?;
+                let r = k.resources;
+                Ok(format!(
+                    "{}\n== driver ==\n{} registers per thread, {} bytes shared memory, {} bytes local memory per thread{}\n",
+                    k.compiled.explain(),
+                    r.registers,
+                    r.shared_bytes,
+                    r.local_bytes,
+                    if r.local_bytes > 0 { " (spills!)" } else { " (no spills)" }
+                ))
+            }
+            Device::Cpu(_) => {
+                let target = Target::h100();
+                let c = self.compile(sizes, &target, &env_hints())?;
+                Ok(format!(
+                    "(CPU backend: the evaluator runs the program; this is the plan for a {})\n{}",
+                    target.name,
+                    c.explain()
+                ))
+            }
+        }
+    }
+}
+
+fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
+    let program = match level {
+        CpuLevel::Reference => concrete.clone(),
+        CpuLevel::Lowered => lower(concrete)?,
+    };
+    let results: Vec<Vec<Value>> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let inputs: Vec<Value> = args.iter().map(|a| a.value(i)).collect();
+            eval(&program, &inputs)
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    let types = program.output_types();
+    let mut columns: Vec<Vec<Value>> = types.iter().map(|_| Vec::with_capacity(n)).collect();
+    for r in results {
+        for (c, v) in columns.iter_mut().zip(r) {
+            c.push(v);
+        }
+    }
+    types
+        .iter()
+        .zip(columns)
+        .map(|(t, vals)| Column::from_values(t, vals))
+        .collect()
+}
+
+fn run_gpu(g: &GpuDevice, k: &GpuKernel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
+    let c = &k.compiled;
+    if n == 0 {
+        return Ok(c.outputs.iter().map(|o| Column::from_words(&o.ty, &[], 0)).collect());
+    }
+    let mut inputs = Vec::with_capacity(args.len());
+    for (a, l) in args.iter().zip(&c.inputs) {
+        let words = to_words(a, l.words as usize);
+        inputs.push(g.upload(&words, &format!("argument `{}`", l.name))?);
+    }
+    let mut outputs = Vec::with_capacity(c.outputs.len());
+    for l in &c.outputs {
+        outputs.push(g.alloc(n * l.words as usize, &l.name)?);
+    }
+    let refs: Vec<_> = inputs.iter().collect();
+    k.launch(g, n as u64, &refs, &mut outputs)?;
+    let mut cols = Vec::with_capacity(outputs.len());
+    for (buf, l) in outputs.iter().zip(&c.outputs) {
+        let words = g.download(buf, &l.name)?;
+        cols.push(Column::from_words(&l.ty, &words, n));
+    }
+    Ok(cols)
+}

@@ -1,0 +1,16 @@
+//! bigfuse-runtime: compiles generated kernels with NVRTC (cached by hash of source, options and
+//! device), moves batches of big integers to and from the GPU in a coalesced layout, launches; and a
+//! CPU backend that runs the same programs through the evaluator, in parallel, when there is no GPU.
+
+pub mod column;
+pub mod device;
+pub mod error;
+pub mod gpu;
+pub mod kernel;
+pub mod nvrtc;
+
+pub use column::{big_from_limbs, Arg, Column};
+pub use device::{gpu_for_tests, CpuDevice, CpuLevel, Device};
+pub use error::{Error, Result};
+pub use gpu::{GpuDevice, GpuKernel, Resources};
+pub use kernel::{env_hints, Kernel};

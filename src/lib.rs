@@ -1,0 +1,84 @@
+//! # bigfuse
+//!
+//! Write a Rust function over big unsigned integers; get one fused CUDA kernel, compiled at run time
+//! by NVRTC and launched over a batch, with results identical to num-bigint. Without a GPU the same
+//! function runs on the CPU backend.
+//!
+//! ```
+//! use bigfuse::prelude::*;
+//!
+//! #[bigfuse::kernel]
+//! fn add3(a: U<BITS>, b: U<BITS>, c: U<BITS>) -> U<BITS> {
+//!     a + b + c // wrapping modulo 2^BITS
+//! }
+//!
+//! # fn main() -> bigfuse::Result<()> {
+//! let dev = Device::cpu(); // or Device::auto(): the GPU if there is one
+//! let a = vec![BigUint::from(5u8), BigUint::from(7u8)];
+//! let b = vec![BigUint::from(1u8), BigUint::from(2u8)];
+//! let c = vec![BigUint::from(10u8), BigUint::from(20u8)];
+//! let r = add3::run(&dev, 256, &a, &b, &c)?;
+//! assert_eq!(r, vec![BigUint::from(16u8), BigUint::from(29u8)]);
+//! # Ok(()) }
+//! ```
+//!
+//! The pipeline: [`macro@kernel`] turns the function into IR ([`ir`]); the compiler
+//! ([`codegen`]) lowers big-integer operations to map / scan / reduce over limbs, fuses, schedules
+//! (threads per instance, limbs per thread), places arrays in registers and emits CUDA C; the
+//! runtime ([`runtime`]) compiles it with NVRTC (cached), uploads the batch and launches.
+
+pub use bigfuse_codegen as codegen;
+pub use bigfuse_core as ir;
+pub use bigfuse_macros::kernel;
+pub use bigfuse_runtime as runtime;
+
+pub use bigfuse_codegen::{Hints, Target};
+pub use bigfuse_runtime::{Arg, Column, Device, Error, Kernel, Result};
+pub use num_bigint::BigUint;
+
+/// What a kernel-writing program needs.
+pub mod prelude {
+    pub use crate::{BigUint, Device, Kernel, Target};
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use bigfuse_core as ir;
+
+    use crate::{BigUint, Column, Error, Result};
+
+    fn wrong(what: &str) -> Error {
+        Error::Argument {
+            kernel: String::new(),
+            message: format!("internal: expected a column of {what} from the kernel"),
+        }
+    }
+
+    pub fn take_big(c: Option<Column>) -> Result<Vec<BigUint>> {
+        match c {
+            Some(Column::Big(v)) => Ok(v),
+            _ => Err(wrong("big integers")),
+        }
+    }
+
+    pub fn take_bool(c: Option<Column>) -> Result<Vec<bool>> {
+        match c {
+            Some(Column::Bool(v)) => Ok(v),
+            _ => Err(wrong("bools")),
+        }
+    }
+
+    pub fn take_u32(c: Option<Column>) -> Result<Vec<u32>> {
+        match c {
+            Some(Column::U32(v)) => Ok(v),
+            _ => Err(wrong("u32")),
+        }
+    }
+
+    pub fn take_u64(c: Option<Column>) -> Result<Vec<u64>> {
+        match c {
+            Some(Column::U64(v)) => Ok(v),
+            _ => Err(wrong("u64")),
+        }
+    }
+}
