@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the test and bench binaries in release, strips them, and collects them with two runners
+# into gpu-bundle/, which a GPU machine without a Rust toolchain can run from the repository root:
+#   gpu-bundle/run-tests [filter]    every GPU-capable test binary, with BIGFUSE_REQUIRE_GPU=1
+#   gpu-bundle/run-bench add ...     the benchmarks (see `gpu-bundle/run-bench --help`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=gpu-bundle
+rm -rf "$out"
+mkdir -p "$out/tests"
+
+cargo build --release -p bigfuse-bench
+cp target/release/bench "$out/bench"
+
+# Test executables, from cargo's JSON messages. Snapshot tests (their files live under the
+# source tree's absolute path) and compile-fail tests (they need cargo) stay with CI.
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        name = m["target"]["name"]
+        if name in ("snapshots", "macro_errors", "bigfuse_macros"):
+            continue
+        print(name, m["executable"])
+' | while read -r name exe; do
+    cp "$exe" "$out/tests/$name"
+  done
+strip "$out"/bench "$out"/tests/* 2>/dev/null || true
+
+cat > "$out/run-tests" <<'RUN'
+#!/usr/bin/env bash
+# Runs every test binary of the bundle with a GPU required (a missing GPU fails, never skips).
+# Run from the repository root. Extra arguments go to each test binary (e.g. a name filter).
+here="$(cd "$(dirname "$0")" && pwd)"
+export BIGFUSE_REQUIRE_GPU=1
+status=0
+for t in "$here"/tests/*; do
+  echo "== $(basename "$t")"
+  "$t" "$@" || status=1
+done
+exit $status
+RUN
+cat > "$out/run-bench" <<'RUN'
+#!/usr/bin/env bash
+# The benchmarks: e.g. `gpu-bundle/run-bench add --json bench-add.json`.
+exec "$(cd "$(dirname "$0")" && pwd)/bench" "$@"
+RUN
+chmod +x "$out/run-tests" "$out/run-bench"
+du -sh "$out"
+ls -la "$out" "$out/tests"

@@ -1,0 +1,44 @@
+//! Kernels used by several test files.
+
+#[bigfuse::kernel]
+pub fn add(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a + b
+}
+
+#[bigfuse::kernel]
+pub fn sub(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a - b
+}
+
+/// Every comparison at once.
+#[bigfuse::kernel]
+pub fn compare(a: U<BITS>, b: U<BITS>) -> (bool, bool, bool, bool, bool, bool) {
+    (a < b, a <= b, a > b, a >= b, a == b, a != b)
+}
+
+/// Carry out of an addition, computed by comparison, and a select.
+#[bigfuse::kernel]
+pub fn add_carry_min(a: U<BITS>, b: U<BITS>) -> (U<BITS>, bool, U<BITS>) {
+    let s = a + b;
+    let carry = s < a;
+    (s, carry, if a < b { a } else { b })
+}
+
+/// The anchors' 6-Add: six dependent additions, exactly as written (r = 6a + 10b).
+#[bigfuse::kernel]
+pub fn six_add(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let t1 = a + b;
+    let t2 = t1 + t1;
+    let t3 = t2 + b;
+    let t4 = t3 + t3;
+    let t5 = t4 + t3;
+    t5 + b
+}
+
+/// Absolute difference with scalars mixed in.
+#[bigfuse::kernel]
+pub fn absdiff(a: U<BITS>, b: U<BITS>, k: u64) -> (U<BITS>, u64) {
+    let d = if a >= b { a - b } else { b - a };
+    let flag = (a < b) as u64;
+    (d, flag * k + 1)
+}
