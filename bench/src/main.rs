@@ -62,7 +62,11 @@ struct Timing {
     min_ms: f64,
 }
 
-fn time_it(gpu: &GpuDevice, runs: usize, mut f: impl FnMut() -> bigfuse::Result<()>) -> bigfuse::Result<Timing> {
+fn time_it(
+    gpu: &GpuDevice,
+    runs: usize,
+    mut f: impl FnMut() -> bigfuse::Result<()>,
+) -> bigfuse::Result<Timing> {
     for _ in 0..3 {
         f()?;
     }
@@ -71,11 +75,19 @@ fn time_it(gpu: &GpuDevice, runs: usize, mut f: impl FnMut() -> bigfuse::Result<
     for _ in 0..runs {
         let start = gpu.event()?;
         let end = gpu.event()?;
-        start.record(gpu.stream()).map_err(|e| drv("recording an event", e))?;
+        start
+            .record(gpu.stream())
+            .map_err(|e| drv("recording an event", e))?;
         f()?;
-        end.record(gpu.stream()).map_err(|e| drv("recording an event", e))?;
-        end.synchronize().map_err(|e| drv("waiting for an event", e))?;
-        times.push(start.elapsed_ms(&end).map_err(|e| drv("reading an event", e))? as f64);
+        end.record(gpu.stream())
+            .map_err(|e| drv("recording an event", e))?;
+        end.synchronize()
+            .map_err(|e| drv("waiting for an event", e))?;
+        times.push(
+            start
+                .elapsed_ms(&end)
+                .map_err(|e| drv("reading an event", e))? as f64,
+        );
     }
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     Ok(Timing {
@@ -96,7 +108,15 @@ fn limbs_to_big(l: &[u64]) -> BigUint {
 }
 
 /// Checks `samples` instances of a result against num-bigint before anything is timed.
-fn verify(name: &str, bits: u64, a: &[u64], b: &[u64], out: &[u64], samples: usize, f: impl Fn(&BigUint, &BigUint) -> BigUint + Sync) -> Result<(), String> {
+fn verify(
+    name: &str,
+    bits: u64,
+    a: &[u64],
+    b: &[u64],
+    out: &[u64],
+    samples: usize,
+    f: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
+) -> Result<(), String> {
     let m = (bits / 64) as usize;
     let n = out.len() / m;
     let modulus = BigUint::from(1u8) << bits;
@@ -104,7 +124,10 @@ fn verify(name: &str, bits: u64, a: &[u64], b: &[u64], out: &[u64], samples: usi
     let mut idx: Vec<usize> = (0..samples).map(|_| rng.gen_range(0..n)).collect();
     idx.extend([0, n - 1]);
     idx.par_iter().try_for_each(|&i| {
-        let (x, y) = (limbs_to_big(&a[i * m..(i + 1) * m]), limbs_to_big(&b[i * m..(i + 1) * m]));
+        let (x, y) = (
+            limbs_to_big(&a[i * m..(i + 1) * m]),
+            limbs_to_big(&b[i * m..(i + 1) * m]),
+        );
         let want = f(&x, &y) % &modulus;
         let got = limbs_to_big(&out[i * m..(i + 1) * m]);
         if got == want {
@@ -129,10 +152,21 @@ fn gbs(bits: u64, n: u64, ms: f64) -> f64 {
     3.0 * n as f64 * bits as f64 / 8.0 / (ms * 1e-3) / 1e9
 }
 
-fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Option<&std::path::Path>) -> bigfuse::Result<()> {
+fn run_add(
+    min_log: u32,
+    max_log: u32,
+    runs: usize,
+    sweep_q: &[u32],
+    json: Option<&std::path::Path>,
+) -> bigfuse::Result<()> {
     let gpu = Arc::new(GpuDevice::new(0)?);
     let words = 1usize << (TOTAL_LOG - 6);
-    eprintln!("bench add on {} ({}), {} MiB per operand", gpu.target().name, gpu.target().sm(), words * 8 >> 20);
+    eprintln!(
+        "bench add on {} ({}), {} MiB per operand",
+        gpu.target().name,
+        gpu.target().sm(),
+        (words * 8) >> 20
+    );
     // One pair of random operands serves every size: instance i of an M-limb size is words [iM, (i+1)M).
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     let a_host: Vec<u64> = (0..words).map(|_| rng.gen()).collect();
@@ -153,15 +187,23 @@ fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Optio
         let n = 1u64 << (TOTAL_LOG - log);
         // Copy of one operand's bytes, counted read + written: the same-run bandwidth ceiling.
         let copy = time_it(&gpu, runs, || {
-            gpu.stream().memcpy_dtod(&a, &mut scratch).map_err(|e| drv("copying", e))
+            gpu.stream()
+                .memcpy_dtod(&a, &mut scratch)
+                .map_err(|e| drv("copying", e))
         })?;
         let copy_gbs = 2.0 * (words * 8) as f64 / (copy.median_ms * 1e-3) / 1e9;
-        let mut measure = |k: &Kernel, hints: &Hints, f: &(dyn Fn(&BigUint, &BigUint) -> BigUint + Sync)| -> bigfuse::Result<(f64, u32)> {
+        let mut measure = |k: &Kernel,
+                           hints: &Hints,
+                           f: &(dyn Fn(&BigUint, &BigUint) -> BigUint + Sync)|
+         -> bigfuse::Result<(f64, u32)> {
             let gk: Arc<GpuKernel> = k.prepare_with(&gpu, &[bits], hints)?;
             gk.launch(&gpu, n, &[&a, &b], &mut out)?;
             let got = gpu.download(&out[0], "result")?;
             if let Err(e) = verify(k.name(), bits, &a_host, &b_host, &got, 200, f) {
-                return Err(bigfuse::Error::Argument { kernel: k.name().into(), message: e });
+                return Err(bigfuse::Error::Argument {
+                    kernel: k.name().into(),
+                    message: e,
+                });
             }
             let t = time_it(&gpu, runs, || gk.launch(&gpu, n, &[&a, &b], &mut out))?;
             let _ = t.min_ms;
@@ -173,7 +215,10 @@ fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Optio
         let (add6_gbs, q6) = measure(k6, &Hints::default(), &f6)?;
         let mut sweep = Vec::new();
         for &q in sweep_q {
-            let h = Hints { q: Some(q), ..Default::default() };
+            let h = Hints {
+                q: Some(q),
+                ..Default::default()
+            };
             match (measure(k1, &h, &f1), measure(k6, &h, &f6)) {
                 (Ok((x, _)), Ok((y, _))) => sweep.push((q, x, y)),
                 (Err(e), _) | (_, Err(e)) => eprintln!("  Q={q} at 2^{log}: {e}"),
@@ -184,12 +229,26 @@ fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Optio
             100.0 * add1_gbs / copy_gbs,
             100.0 * add6_gbs / copy_gbs
         );
-        rows.push(Row { bits, copy_gbs, add1: add1_gbs, add6: add6_gbs, q1, q6, sweep });
+        rows.push(Row {
+            bits,
+            copy_gbs,
+            add1: add1_gbs,
+            add6: add6_gbs,
+            q1,
+            q6,
+            sweep,
+        });
     }
     let mut table = String::new();
     let _ = writeln!(table, "\nGPU: {}. GB/s = 3*NumInsts*NumBits/8 / time (median of {runs}); copy = device-to-device, read + written", gpu.target().name);
-    let _ = writeln!(table, "| NumBits | copy GB/s | 1-Add GB/s (% copy) [Q] | 6-Add GB/s (% copy) [Q] |");
-    let _ = writeln!(table, "|---------|-----------|-------------------------|-------------------------|");
+    let _ = writeln!(
+        table,
+        "| NumBits | copy GB/s | 1-Add GB/s (% copy) [Q] | 6-Add GB/s (% copy) [Q] |"
+    );
+    let _ = writeln!(
+        table,
+        "|---------|-----------|-------------------------|-------------------------|"
+    );
     for r in &rows {
         let _ = writeln!(
             table,
@@ -209,9 +268,18 @@ fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Optio
     }
     println!("{table}");
     if let Some(path) = json {
-        let mut s = format!("{{\"gpu\": \"{}\", \"runs\": {runs}, \"add\": [", gpu.target().name);
+        let mut s = format!(
+            "{{\"gpu\": \"{}\", \"runs\": {runs}, \"add\": [",
+            gpu.target().name
+        );
         for (i, r) in rows.iter().enumerate() {
-            let sweep: Vec<String> = r.sweep.iter().map(|(q, x, y)| format!("{{\"q\": {q}, \"add1_gbs\": {x:.1}, \"add6_gbs\": {y:.1}}}")).collect();
+            let sweep: Vec<String> = r
+                .sweep
+                .iter()
+                .map(|(q, x, y)| {
+                    format!("{{\"q\": {q}, \"add1_gbs\": {x:.1}, \"add6_gbs\": {y:.1}}}")
+                })
+                .collect();
             let _ = write!(
                 s,
                 "{}\n  {{\"num_bits\": {}, \"copy_gbs\": {:.1}, \"add1_gbs\": {:.1}, \"add6_gbs\": {:.1}, \"q1\": {}, \"q6\": {}, \"sweep\": [{}]}}",
@@ -220,7 +288,10 @@ fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Optio
             );
         }
         s.push_str("\n]}\n");
-        std::fs::write(path, s).map_err(|e| bigfuse::Error::Argument { kernel: "bench".into(), message: format!("writing {}: {e}", path.display()) })?;
+        std::fs::write(path, s).map_err(|e| bigfuse::Error::Argument {
+            kernel: "bench".into(),
+            message: format!("writing {}: {e}", path.display()),
+        })?;
     }
     Ok(())
 }
@@ -228,7 +299,13 @@ fn run_add(min_log: u32, max_log: u32, runs: usize, sweep_q: &[u32], json: Optio
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Add { min_log, max_log, runs, sweep_q, json } => run_add(min_log, max_log, runs, &sweep_q, json.as_deref()),
+        Cmd::Add {
+            min_log,
+            max_log,
+            runs,
+            sweep_q,
+            json,
+        } => run_add(min_log, max_log, runs, &sweep_q, json.as_deref()),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

@@ -55,5 +55,8 @@ pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32) -> u32 {
 
 /// Operations whose result is other values' registers under another name.
 pub fn aliases(op: &Op) -> bool {
-    matches!(op, Op::Zip(_) | Op::FromLimbs(_) | Op::Tuple(_) | Op::Extract(..) | Op::Param(_))
+    matches!(
+        op,
+        Op::Zip(_) | Op::FromLimbs(_) | Op::Tuple(_) | Op::Extract(..) | Op::Param(_)
+    )
 }

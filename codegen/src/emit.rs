@@ -62,7 +62,9 @@ fn literal(l: &Literal) -> Vec<String> {
 
 /// Leaf range of field `i` of a tuple type.
 fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
-    let Type::Tuple(ts) = t else { unreachable!("extract from a non-tuple") };
+    let Type::Tuple(ts) = t else {
+        unreachable!("extract from a non-tuple")
+    };
     let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
     start..start + ts[i as usize].leaf_count()
 }
@@ -104,7 +106,11 @@ enum Val {
     /// Leaves are C expressions (names or literals), one per scalar leaf.
     Scalar(Vec<String>),
     /// Leaves are names of register arrays of `q` elements; `len` elements are real.
-    Array { leaves: Vec<String>, q: u32, len: u64 },
+    Array {
+        leaves: Vec<String>,
+        q: u32,
+        len: u64,
+    },
     /// A big-integer parameter, still in global memory.
     Global(u32),
 }
@@ -146,7 +152,9 @@ impl<'a> Emitter<'a> {
     }
 
     fn val(&self, id: ValueId) -> &Val {
-        self.vals[id.index()].as_ref().expect("values are emitted before use")
+        self.vals[id.index()]
+            .as_ref()
+            .expect("values are emitted before use")
     }
 
     fn leaf_types(&self, id: ValueId) -> Vec<Type> {
@@ -198,7 +206,9 @@ impl<'a> Emitter<'a> {
                 }
                 Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
                 Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
-                other => unreachable!("validated lambdas hold only scalar operations, not {other:?}"),
+                other => {
+                    unreachable!("validated lambdas hold only scalar operations, not {other:?}")
+                }
             };
             vals.push(new);
         }
@@ -218,7 +228,11 @@ impl<'a> Emitter<'a> {
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let n = if single { format!("v{}", id.0) } else { format!("v{}_{k}", id.0) };
+                let n = if single {
+                    format!("v{}", id.0)
+                } else {
+                    format!("v{}_{k}", id.0)
+                };
                 self.line(format!("{} {n}[{q}];", ctype(t)));
                 n
             })
@@ -232,7 +246,11 @@ impl<'a> Emitter<'a> {
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let n = if single { format!("v{}", id.0) } else { format!("v{}_{k}", id.0) };
+                let n = if single {
+                    format!("v{}", id.0)
+                } else {
+                    format!("v{}_{k}", id.0)
+                };
                 match &init {
                     Some(i) => self.line(format!("{} {n} = {};", ctype(t), i[k])),
                     None => self.line(format!("{} {n};", ctype(t))),
@@ -275,24 +293,49 @@ impl<'a> Emitter<'a> {
                 }
             },
             Op::Const(l) => Val::Scalar(literal(l)),
-            Op::Unary(UnOp::Not, a) => self.scalar_op(id, &comment, |s| vec![unary_expr(&ty, &s[0][0])], &[*a])?,
+            Op::Unary(UnOp::Not, a) => {
+                self.scalar_op(id, &comment, |s| vec![unary_expr(&ty, &s[0][0])], &[*a])?
+            }
             Op::Binary(op, a, b) => {
                 let t = self.func.ty(*a).clone();
-                self.scalar_op(id, &comment, |s| vec![binary_expr(*op, &t, &s[0][0], &s[1][0])], &[*a, *b])?
+                self.scalar_op(
+                    id,
+                    &comment,
+                    |s| vec![binary_expr(*op, &t, &s[0][0], &s[1][0])],
+                    &[*a, *b],
+                )?
             }
-            Op::Cast(a) => self.scalar_op(id, &comment, |s| vec![format!("(({})({}))", ctype(&ty), s[0][0])], &[*a])?,
+            Op::Cast(a) => self.scalar_op(
+                id,
+                &comment,
+                |s| vec![format!("(({})({}))", ctype(&ty), s[0][0])],
+                &[*a],
+            )?,
             Op::Select(c, a, b) => {
                 if let Type::Array(..) = ty {
-                    self.map_like(id, &comment, |e, args, dest| {
-                        for (k, d) in dest.iter().enumerate() {
-                            e.line(format!("{d} = {} ? {} : {};", args[0][0], args[1][k], args[2][k]));
-                        }
-                    }, &[*c, *a, *b])?
+                    self.map_like(
+                        id,
+                        &comment,
+                        |e, args, dest| {
+                            for (k, d) in dest.iter().enumerate() {
+                                e.line(format!(
+                                    "{d} = {} ? {} : {};",
+                                    args[0][0], args[1][k], args[2][k]
+                                ));
+                            }
+                        },
+                        &[*c, *a, *b],
+                    )?
                 } else {
                     self.scalar_op(
                         id,
                         &comment,
-                        |s| s[1].iter().zip(&s[2]).map(|(x, y)| format!("({} ? {x} : {y})", s[0][0])).collect(),
+                        |s| {
+                            s[1].iter()
+                                .zip(&s[2])
+                                .map(|(x, y)| format!("({} ? {x} : {y})", s[0][0]))
+                                .collect()
+                        },
                         &[*c, *a, *b],
                     )?
                 }
@@ -313,7 +356,9 @@ impl<'a> Emitter<'a> {
             },
             Op::Limbs(p) => {
                 let Val::Global(pi) = *self.val(*p) else {
-                    return Err(CodegenError::Unsupported("limbs of a computed big integer".into()));
+                    return Err(CodegenError::Unsupported(
+                        "limbs of a computed big integer".into(),
+                    ));
                 };
                 self.load(id, pi, &comment)
             }
@@ -323,7 +368,10 @@ impl<'a> Emitter<'a> {
                 self.line(format!("// {comment}"));
                 let leaves = self.declare_array(id, q);
                 self.line("#pragma unroll");
-                self.line(format!("for (int q = 0; q < {q}; ++q) {}[q] = (u64)(t * {q}u + q);", leaves[0]));
+                self.line(format!(
+                    "for (int q = 0; q < {q}; ++q) {}[q] = (u64)(t * {q}u + q);",
+                    leaves[0]
+                ));
                 Val::Array { leaves, q, len }
             }
             Op::Map { f, args } => {
@@ -341,16 +389,20 @@ impl<'a> Emitter<'a> {
                 }
                 Val::Array { leaves, q, len }
             }
-            Op::Scan { op, init, exclusive, input, flags } => {
+            Op::Scan { flags, .. } => {
                 if flags.is_some() {
-                    return Err(CodegenError::Unsupported("segmented scans must be lowered first".into()));
+                    return Err(CodegenError::Unsupported(
+                        "segmented scans must be lowered first".into(),
+                    ));
                 }
                 let carry = is_carry_scan(&node.op);
-                self.scan(id, &comment, op, init, *exclusive, *input, carry)
+                self.scan(id, &comment, carry)
             }
             Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
             Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) => {
-                return Err(CodegenError::Unsupported("big-integer operations must be lowered first".into()))
+                return Err(CodegenError::Unsupported(
+                    "big-integer operations must be lowered first".into(),
+                ))
             }
         };
         self.vals[id.index()] = Some(val);
@@ -358,7 +410,9 @@ impl<'a> Emitter<'a> {
     }
 
     fn array_shape(&self, ty: &Type) -> (u32, u64) {
-        let Type::Array(_, n) = ty else { unreachable!() };
+        let Type::Array(_, n) = ty else {
+            unreachable!()
+        };
         let len = n.as_const().unwrap_or(0);
         (self.sched.q_of(len), len)
     }
@@ -417,12 +471,18 @@ impl<'a> Emitter<'a> {
         let v = &leaves[0];
         let pad = self.padded(q, len);
         self.open("{");
-        self.line(format!("const u64* src = in{param} + inst * {len}ull + t * {q}u;"));
+        self.line(format!(
+            "const u64* src = in{param} + inst * {len}ull + t * {q}u;"
+        ));
         if q % 2 == 0 && len % 2 == 0 {
             // 16-byte loads: instance bases and thread offsets are both even, so aligned.
             self.line("#pragma unroll");
             self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
-            let guard = if pad { format!("live && t * {q}u + 2u * k < {len}u") } else { "live".into() };
+            let guard = if pad {
+                format!("live && t * {q}u + 2u * k < {len}u")
+            } else {
+                "live".into()
+            };
             self.line(format!(
                 "const ulonglong2 w = ({guard}) ? reinterpret_cast<const ulonglong2*>(src)[k] : make_ulonglong2(0ull, 0ull);"
             ));
@@ -430,12 +490,22 @@ impl<'a> Emitter<'a> {
             self.line(format!("{v}[2 * k + 1] = w.y;"));
             self.close("}");
         } else {
-            let guard = if pad { format!("live && t * {q}u + q < {len}u") } else { "live".into() };
+            let guard = if pad {
+                format!("live && t * {q}u + q < {len}u")
+            } else {
+                "live".into()
+            };
             self.line("#pragma unroll");
-            self.line(format!("for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? src[q] : 0ull;"));
+            self.line(format!(
+                "for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? src[q] : 0ull;"
+            ));
         }
         self.close("}");
-        Val::Array { leaves: leaves.clone(), q, len }
+        Val::Array {
+            leaves: leaves.clone(),
+            q,
+            len,
+        }
     }
 
     fn store(&mut self, k: usize, id: ValueId) {
@@ -465,14 +535,23 @@ impl<'a> Emitter<'a> {
                     self.close("}");
                 } else {
                     self.line("#pragma unroll");
-                    let guard = if pad { format!("if (t * {q}u + q < {len}u) ") } else { String::new() };
-                    self.line(format!("for (int q = 0; q < {q}; ++q) {guard}dst[q] = (u64)({v}[q]);"));
+                    let guard = if pad {
+                        format!("if (t * {q}u + q < {len}u) ")
+                    } else {
+                        String::new()
+                    };
+                    self.line(format!(
+                        "for (int q = 0; q < {q}; ++q) {guard}dst[q] = (u64)({v}[q]);"
+                    ));
                 }
                 self.close("}");
             }
             Val::Scalar(l) => {
                 self.line(format!("// {comment}"));
-                self.line(format!("if (live && t == 0u) out{k}[inst] = (u64)({});", l[0]));
+                self.line(format!(
+                    "if (live && t == 0u) out{k}[inst] = (u64)({});",
+                    l[0]
+                ));
             }
             Val::Global(_) => unreachable!("outputs are computed values"),
         }
@@ -482,7 +561,11 @@ impl<'a> Emitter<'a> {
 
     /// A warp shuffle of one leaf; `kind` is "up", "xor" or "idx" (read lane `arg`).
     fn shfl(&self, kind: &str, t: &Type, x: &str, arg: &str, width: u32) -> String {
-        let f = if kind == "idx" { "__shfl_sync".to_string() } else { format!("__shfl_{kind}_sync") };
+        let f = if kind == "idx" {
+            "__shfl_sync".to_string()
+        } else {
+            format!("__shfl_{kind}_sync")
+        };
         match t {
             Type::Bool => format!("({f}({FULL}, (int){x}, {arg}, {width}) != 0)"),
             _ => format!("{f}({FULL}, {x}, {arg}, {width})"),
@@ -506,7 +589,11 @@ impl<'a> Emitter<'a> {
     fn lane_scan(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, lane: &str) {
         let mut d = 1;
         while d < width {
-            let y: Vec<String> = types.iter().zip(x).map(|(t, v)| self.shfl("up", t, v, &d.to_string(), width)).collect();
+            let y: Vec<String> = types
+                .iter()
+                .zip(x)
+                .map(|(t, v)| self.shfl("up", t, v, &d.to_string(), width))
+                .collect();
             let y = self.bind(types, y);
             self.open(format!("if ({lane} >= {d}u) {{"));
             self.apply(op, &[y, x.to_vec()], x);
@@ -520,12 +607,24 @@ impl<'a> Emitter<'a> {
     fn lane_reduce(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, pos: &str) {
         let mut d = 1;
         while d < width {
-            let y: Vec<String> = types.iter().zip(x).map(|(t, v)| self.shfl("xor", t, v, &d.to_string(), width)).collect();
+            let y: Vec<String> = types
+                .iter()
+                .zip(x)
+                .map(|(t, v)| self.shfl("xor", t, v, &d.to_string(), width))
+                .collect();
             let y = self.bind(types, y);
             let upper = self.temp();
             self.line(format!("const bool {upper} = ({pos} & {d}u) != 0u;"));
-            let lo: Vec<String> = x.iter().zip(&y).map(|(a, b)| format!("({upper} ? {b} : {a})")).collect();
-            let hi: Vec<String> = x.iter().zip(&y).map(|(a, b)| format!("({upper} ? {a} : {b})")).collect();
+            let lo: Vec<String> = x
+                .iter()
+                .zip(&y)
+                .map(|(a, b)| format!("({upper} ? {b} : {a})"))
+                .collect();
+            let hi: Vec<String> = x
+                .iter()
+                .zip(&y)
+                .map(|(a, b)| format!("({upper} ? {a} : {b})"))
+                .collect();
             let lo = self.bind(types, lo);
             let hi = self.bind(types, hi);
             self.apply(op, &[lo, hi], x);
@@ -534,19 +633,37 @@ impl<'a> Emitter<'a> {
     }
 
     fn staging(&self, id: ValueId, elem: &str) -> String {
-        let s = self.placement.staging_of(id).expect("placement gives every cross-warp step a buffer");
+        let s = self
+            .placement
+            .staging_of(id)
+            .expect("placement gives every cross-warp step a buffer");
         format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
     }
 
     /// Exclusive prefix, over the threads of this thread's instance, of `agg` (generic operator).
-    fn thread_prefix(&mut self, id: ValueId, op: &Func, init: &[String], types: &[Type], agg: &[String]) -> Vec<String> {
+    fn thread_prefix(
+        &mut self,
+        id: ValueId,
+        op: &Func,
+        init: &[String],
+        types: &[Type],
+        agg: &[String],
+    ) -> Vec<String> {
         let t_count = self.sched.threads_per_instance;
         let x = self.vars(types, agg);
         if t_count <= 32 {
             self.lane_scan(op, types, &x, t_count, "t");
-            let pre: Vec<String> = types.iter().zip(&x).map(|(t, v)| self.shfl("up", t, v, "1", t_count)).collect();
+            let pre: Vec<String> = types
+                .iter()
+                .zip(&x)
+                .map(|(t, v)| self.shfl("up", t, v, "1", t_count))
+                .collect();
             let pre = self.bind(types, pre);
-            let sel = pre.iter().zip(init).map(|(p, i)| format!("(t == 0u ? {i} : {p})")).collect();
+            let sel = pre
+                .iter()
+                .zip(init)
+                .map(|(p, i)| format!("(t == 0u ? {i} : {p})"))
+                .collect();
             return self.bind(types, sel);
         }
         let w = self.sched.warps_per_instance();
@@ -555,7 +672,9 @@ impl<'a> Emitter<'a> {
         let n = types.len();
         self.open("if (lane == 31u) {");
         for (k, v) in x.iter().enumerate() {
-            self.line(format!("{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"));
+            self.line(format!(
+                "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
+            ));
         }
         self.close("}");
         self.line("__syncthreads();");
@@ -564,19 +683,39 @@ impl<'a> Emitter<'a> {
             .enumerate()
             .map(|(k, t)| {
                 let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
-                let v = if *t == Type::Bool { format!("({raw} != 0ull)") } else { format!("({})({raw})", ctype(t)) };
+                let v = if *t == Type::Bool {
+                    format!("({raw} != 0ull)")
+                } else {
+                    format!("({})({raw})", ctype(t))
+                };
                 format!("(lane < {w}u ? {v} : {})", init[k])
             })
             .collect();
         let wv = self.vars(types, &wv);
         self.lane_scan(op, types, &wv, w.next_power_of_two(), "lane");
-        let wp: Vec<String> = types.iter().zip(&wv).map(|(t, v)| self.shfl("idx", t, v, "(warp + 31u) & 31u", 32)).collect();
+        let wp: Vec<String> = types
+            .iter()
+            .zip(&wv)
+            .map(|(t, v)| self.shfl("idx", t, v, "(warp + 31u) & 31u", 32))
+            .collect();
         let wp = self.bind(types, wp);
-        let wp: Vec<String> = wp.iter().zip(init).map(|(p, i)| format!("(warp == 0u ? {i} : {p})")).collect();
+        let wp: Vec<String> = wp
+            .iter()
+            .zip(init)
+            .map(|(p, i)| format!("(warp == 0u ? {i} : {p})"))
+            .collect();
         let wp = self.bind(types, wp);
-        let lp: Vec<String> = types.iter().zip(&x).map(|(t, v)| self.shfl("up", t, v, "1", 32)).collect();
+        let lp: Vec<String> = types
+            .iter()
+            .zip(&x)
+            .map(|(t, v)| self.shfl("up", t, v, "1", 32))
+            .collect();
         let lp = self.bind(types, lp);
-        let lp: Vec<String> = lp.iter().zip(init).map(|(p, i)| format!("(lane == 0u ? {i} : {p})")).collect();
+        let lp: Vec<String> = lp
+            .iter()
+            .zip(init)
+            .map(|(p, i)| format!("(lane == 0u ? {i} : {p})"))
+            .collect();
         let lp = self.bind(types, lp);
         let pre = self.vars(types, init);
         self.apply(op, &[wp, lp], &pre);
@@ -589,8 +728,12 @@ impl<'a> Emitter<'a> {
     fn carry_prefix(&mut self, id: ValueId, agg: &str) -> String {
         let t_count = self.sched.threads_per_instance;
         let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
-        self.line(format!("const u32 {g} = {agg} & 1u, {p} = ({agg} >> 1) & 1u;"));
-        self.line(format!("u32 {gm} = __ballot_sync({FULL}, {g}), {pm} = __ballot_sync({FULL}, {p});"));
+        self.line(format!(
+            "const u32 {g} = {agg} & 1u, {p} = ({agg} >> 1) & 1u;"
+        ));
+        self.line(format!(
+            "u32 {gm} = __ballot_sync({FULL}, {g}), {pm} = __ballot_sync({FULL}, {p});"
+        ));
         if t_count < 32 {
             // Kill each instance's top lane so that no carry crosses into the next instance.
             let mut top = 0u32;
@@ -612,34 +755,74 @@ impl<'a> Emitter<'a> {
                 "if (lane == 0u) {st}[slot * {w}u + warp] = (u32)({s0} >> 32) | ({pm} == {FULL} ? 2u : 0u);"
             ));
             self.line("__syncthreads();");
-            let (f, gw, pw, sw, cw, ow) = (self.temp(), self.temp(), self.temp(), self.temp(), self.temp(), self.temp());
-            self.line(format!("const u32 {f} = lane < {w}u ? {st}[slot * {w}u + lane] : 0u;"));
+            let (f, gw, pw, sw, cw, ow) = (
+                self.temp(),
+                self.temp(),
+                self.temp(),
+                self.temp(),
+                self.temp(),
+                self.temp(),
+            );
+            self.line(format!(
+                "const u32 {f} = lane < {w}u ? {st}[slot * {w}u + lane] : 0u;"
+            ));
             self.line(format!(
                 "const u32 {gw} = __ballot_sync({FULL}, {f} & 1u), {pw} = __ballot_sync({FULL}, ({f} >> 1) & 1u);"
             ));
             self.line(format!("const u64 {sw} = (u64)({gw} | {pw}) + (u64){gw};"));
-            self.line(format!("const u32 {cw} = (u32)(({sw} ^ (u64){pw}) >> warp) & 1u;"));
-            self.line(format!("const u32 {ow} = (({pw} | ~((1u << warp) - 1u)) == {FULL}) ? 1u : 0u;"));
+            self.line(format!(
+                "const u32 {cw} = (u32)(({sw} ^ (u64){pw}) >> warp) & 1u;"
+            ));
+            self.line(format!(
+                "const u32 {ow} = (({pw} | ~((1u << warp) - 1u)) == {FULL}) ? 1u : 0u;"
+            ));
             Some((cw, ow))
         } else {
             None
         };
         let (s, c, ones, pre) = (self.temp(), self.temp(), self.temp(), self.temp());
-        let plus_cin = warp_in.as_ref().map(|(c, _)| format!(" + (u64){c}")).unwrap_or_default();
-        self.line(format!("const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"));
-        self.line(format!("const u32 {c} = (u32)(({s} ^ (u64){pm}) >> lane) & 1u;"));
+        let plus_cin = warp_in
+            .as_ref()
+            .map(|(c, _)| format!(" + (u64){c}"))
+            .unwrap_or_default();
+        self.line(format!(
+            "const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"
+        ));
+        self.line(format!(
+            "const u32 {c} = (u32)(({s} ^ (u64){pm}) >> lane) & 1u;"
+        ));
         let below = if t_count < 32 {
-            format!("(((1u << lane) - 1u) & ~((1u << (lane & ~{}u)) - 1u))", t_count - 1)
+            format!(
+                "(((1u << lane) - 1u) & ~((1u << (lane & ~{}u)) - 1u))",
+                t_count - 1
+            )
         } else {
             "((1u << lane) - 1u)".to_string()
         };
-        let warp_ones = warp_in.as_ref().map(|(_, o)| format!("{o} & ")).unwrap_or_default();
-        self.line(format!("const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"));
+        let warp_ones = warp_in
+            .as_ref()
+            .map(|(_, o)| format!("{o} & "))
+            .unwrap_or_default();
+        self.line(format!(
+            "const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"
+        ));
         self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
         pre
     }
 
-    fn scan(&mut self, id: ValueId, comment: &str, op: &Func, init: &Literal, exclusive: bool, input: ValueId, carry: bool) -> Val {
+    fn scan(&mut self, id: ValueId, comment: &str, carry: bool) -> Val {
+        let Op::Scan {
+            op,
+            init,
+            exclusive,
+            input,
+            ..
+        } = &self.func.node(id).op
+        else {
+            unreachable!("scan() is called on scan nodes")
+        };
+        let (op, exclusive, input) = ((**op).clone(), *exclusive, *input);
+        let op = &op;
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         let types = self.leaf_types(id);
         let init = literal(init);
@@ -681,7 +864,14 @@ impl<'a> Emitter<'a> {
         Val::Array { leaves, q, len }
     }
 
-    fn reduce(&mut self, id: ValueId, comment: &str, op: &Func, init: &Literal, input: ValueId) -> Val {
+    fn reduce(
+        &mut self,
+        id: ValueId,
+        comment: &str,
+        op: &Func,
+        init: &Literal,
+        input: ValueId,
+    ) -> Val {
         let (_, q, len) = self.array_parts(input);
         let types = self.leaf_types(id);
         let init = literal(init);
@@ -706,13 +896,19 @@ impl<'a> Emitter<'a> {
             let st = self.staging(id, "u64");
             self.open("if (lane == 0u) {");
             for (k, v) in result.iter().enumerate() {
-                self.line(format!("{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"));
+                self.line(format!(
+                    "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
+                ));
             }
             self.close("}");
             self.line("__syncthreads();");
             for (k, (t, v)) in types.iter().zip(&result).enumerate() {
                 let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
-                let val = if *t == Type::Bool { format!("({raw} != 0ull)") } else { format!("({})({raw})", ctype(t)) };
+                let val = if *t == Type::Bool {
+                    format!("({raw} != 0ull)")
+                } else {
+                    format!("({})({raw})", ctype(t))
+                };
                 self.line(format!("{v} = lane < {w}u ? {val} : {};", init[k]));
             }
             let width = w.next_power_of_two();
@@ -736,8 +932,18 @@ fn node_comment(func: &Func, id: ValueId) -> String {
 }
 
 /// The CUDA C source of one kernel.
-pub fn emit(func: &Func, sched: &Schedule, placement: &Placement, kernel_name: &str, header: &str) -> CgResult<String> {
-    let inputs: Vec<BufferLayout> = func.params.iter().map(|p| layout_of(&p.name, &p.ty)).collect::<CgResult<_>>()?;
+pub fn emit(
+    func: &Func,
+    sched: &Schedule,
+    placement: &Placement,
+    kernel_name: &str,
+    header: &str,
+) -> CgResult<String> {
+    let inputs: Vec<BufferLayout> = func
+        .params
+        .iter()
+        .map(|p| layout_of(&p.name, &p.ty))
+        .collect::<CgResult<_>>()?;
     for (k, o) in func.outputs.iter().enumerate() {
         layout_of(&format!("result {k}"), func.ty(*o))?;
     }
@@ -770,17 +976,29 @@ pub fn emit(func: &Func, sched: &Schedule, placement: &Placement, kernel_name: &
     ));
     e.line(format!("    {}) {{", params.join(",\n    ")));
     e.depth = 1;
-    e.line(format!("// {t} thread(s) per instance, {} instance(s) per block", sched.instances_per_block));
+    e.line(format!(
+        "// {t} thread(s) per instance, {} instance(s) per block",
+        sched.instances_per_block
+    ));
     e.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
     e.line(format!("const u32 slot = threadIdx.x / {t}u;"));
-    e.line(format!("const u64 inst = (u64)blockIdx.x * {}ull + slot;", sched.instances_per_block));
+    e.line(format!(
+        "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
+        sched.instances_per_block
+    ));
     e.line("const bool live = inst < n;");
     e.line("const u32 lane = threadIdx.x & 31u;");
     if t > 32 {
-        e.line(format!("const u32 warp = (threadIdx.x >> 5) & {}u;", sched.warps_per_instance() - 1));
+        e.line(format!(
+            "const u32 warp = (threadIdx.x >> 5) & {}u;",
+            sched.warps_per_instance() - 1
+        ));
     }
     if placement.shared_bytes > 0 {
-        e.line(format!("__shared__ __align__(16) unsigned char bf_smem[{}];", placement.shared_bytes));
+        e.line(format!(
+            "__shared__ __align__(16) unsigned char bf_smem[{}];",
+            placement.shared_bytes
+        ));
     }
     e.line("(void)t; (void)slot; (void)live; (void)lane;");
     for id in func.ids() {

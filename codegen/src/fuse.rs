@@ -49,7 +49,11 @@ pub fn fuse(func: &Func) -> CgResult<Fused> {
         reason: "one kernel: every value is per instance and every cross-thread step stays in the instance's block"
             .into(),
     }];
-    Ok(Fused { func: f, kernels, notes })
+    Ok(Fused {
+        func: f,
+        kernels,
+        notes,
+    })
 }
 
 /// Drops nodes that no output depends on (parameters always stay: they are the signature).
@@ -78,7 +82,10 @@ enum Keep {
     With(Op),
 }
 
-fn rebuild(func: &Func, mut decide: impl FnMut(usize, &dyn Fn(ValueId) -> ValueId) -> Keep) -> CgResult<Func> {
+fn rebuild(
+    func: &Func,
+    mut decide: impl FnMut(usize, &dyn Fn(ValueId) -> ValueId) -> Keep,
+) -> CgResult<Func> {
     let mut b = Builder::like(func);
     let mut map: Vec<Option<ValueId>> = vec![None; func.nodes.len()];
     let mut params: Vec<Option<ValueId>> = vec![None; func.params.len()];
@@ -86,7 +93,8 @@ fn rebuild(func: &Func, mut decide: impl FnMut(usize, &dyn Fn(ValueId) -> ValueI
         params[i] = Some(b.param(&p.name, p.ty.clone()));
     }
     for (i, node) in func.nodes.iter().enumerate() {
-        let lookup = |v: ValueId| map[v.index()].expect("fusion keeps every value a kept node reads");
+        let lookup =
+            |v: ValueId| map[v.index()].expect("fusion keeps every value a kept node reads");
         let decision = decide(i, &lookup);
         let new = match decision {
             Keep::No => None,
@@ -105,7 +113,11 @@ fn rebuild(func: &Func, mut decide: impl FnMut(usize, &dyn Fn(ValueId) -> ValueI
         };
         map[i] = new;
     }
-    let outputs: Vec<ValueId> = func.outputs.iter().map(|o| map[o.index()].unwrap()).collect();
+    let outputs: Vec<ValueId> = func
+        .outputs
+        .iter()
+        .map(|o| map[o.index()].unwrap())
+        .collect();
     Ok(b.finish(&outputs)?)
 }
 
@@ -114,10 +126,14 @@ fn fuse_one_map_chain(func: &Func) -> CgResult<Option<Func>> {
     let uses = func.use_counts();
     let outputs: Vec<usize> = func.outputs.iter().map(|o| o.index()).collect();
     for (ci, consumer) in func.nodes.iter().enumerate() {
-        let Op::Map { args: cargs, .. } = &consumer.op else { continue };
+        let Op::Map { args: cargs, .. } = &consumer.op else {
+            continue;
+        };
         for a in cargs {
             let pi = a.index();
-            let Op::Map { .. } = &func.nodes[pi].op else { continue };
+            let Op::Map { .. } = &func.nodes[pi].op else {
+                continue;
+            };
             let in_consumer = cargs.iter().filter(|x| x.index() == pi).count() as u32;
             if uses[pi] != in_consumer || outputs.contains(&pi) {
                 continue;
@@ -136,8 +152,12 @@ fn elem_type(t: &Type) -> Type {
 }
 
 fn merge(func: &Func, pi: usize, ci: usize) -> CgResult<Func> {
-    let Op::Map { f: pf, args: pargs } = &func.nodes[pi].op else { unreachable!() };
-    let Op::Map { f: cf, args: cargs } = &func.nodes[ci].op else { unreachable!() };
+    let Op::Map { f: pf, args: pargs } = &func.nodes[pi].op else {
+        unreachable!()
+    };
+    let Op::Map { f: cf, args: cargs } = &func.nodes[ci].op else {
+        unreachable!()
+    };
     let mut args: Vec<ValueId> = Vec::new();
     for a in cargs.iter().filter(|a| a.index() != pi).chain(pargs.iter()) {
         if !args.contains(a) {
@@ -197,8 +217,14 @@ mod tests {
         assert!(fused.func.nodes.len() < l.nodes.len());
         assert!(!fused.notes.is_empty());
         for (a, c) in [(3u64, 5u64), (5, 3), (u64::MAX, 1)] {
-            let inputs = [Value::Big(BigUint::from(a) << 64u32), Value::Big(BigUint::from(c))];
-            assert_eq!(eval(&fused.func, &inputs).unwrap(), eval(&f, &inputs).unwrap());
+            let inputs = [
+                Value::Big(BigUint::from(a) << 64u32),
+                Value::Big(BigUint::from(c)),
+            ];
+            assert_eq!(
+                eval(&fused.func, &inputs).unwrap(),
+                eval(&f, &inputs).unwrap()
+            );
         }
     }
 }

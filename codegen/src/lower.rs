@@ -23,7 +23,11 @@ pub fn lower(func: &Func) -> CgResult<Func> {
         )));
     }
     let mut b = Builder::like(func);
-    let params: Vec<ValueId> = func.params.iter().map(|p| b.param(&p.name, p.ty.clone())).collect();
+    let params: Vec<ValueId> = func
+        .params
+        .iter()
+        .map(|p| b.param(&p.name, p.ty.clone()))
+        .collect();
     let mut map: Vec<ValueId> = Vec::with_capacity(func.nodes.len());
     for node in &func.nodes {
         let m = |v: ValueId| map[v.index()];
@@ -45,7 +49,11 @@ pub fn lower(func: &Func) -> CgResult<Func> {
             Op::BigCmp(c, x, y) => {
                 let flags = b.map(limb_compare(), &[m(*x), m(*y)])?;
                 let r = b.reduce(ops::lex_compare(), ops::lex_identity(), flags)?;
-                let mask = b.u32(if *c == CmpOp::Lt { ops::CMP_LESS } else { ops::CMP_LESS | ops::CMP_EQUAL });
+                let mask = b.u32(if *c == CmpOp::Lt {
+                    ops::CMP_LESS
+                } else {
+                    ops::CMP_LESS | ops::CMP_EQUAL
+                });
                 let bits = b.binary(BinOp::And, r, mask)?;
                 let zero = b.u32(0);
                 b.binary(BinOp::Ne, bits, zero)?
@@ -85,7 +93,10 @@ pub fn lower(func: &Func) -> CgResult<Func> {
 
 fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<ValueId> {
     let partial = b.map(limb_partial(sub), &[x, y])?;
-    let flags = b.map(extract(Type::Tuple(vec![Type::U64, Type::U32]), 1), &[partial])?;
+    let flags = b.map(
+        extract(Type::Tuple(vec![Type::U64, Type::U32]), 1),
+        &[partial],
+    )?;
     let carries = b.scan(ops::carry(), ops::carry_identity(), true, flags, None)?;
     Ok(b.map(apply_carry(sub), &[partial, carries])?)
 }
@@ -125,7 +136,11 @@ fn apply_carry(sub: bool) -> Func {
     let one = b.u32(1);
     let cin = b.binary(BinOp::And, c, one).unwrap();
     let cin = b.cast(cin, Type::U64).unwrap();
-    let r = if sub { b.sub(s, cin).unwrap() } else { b.add(s, cin).unwrap() };
+    let r = if sub {
+        b.sub(s, cin).unwrap()
+    } else {
+        b.add(s, cin).unwrap()
+    };
     b.finish(&[r]).unwrap()
 }
 
@@ -285,7 +300,11 @@ mod tests {
             for a in &values {
                 for c in &values {
                     let inputs = [Value::Big(a.clone()), Value::Big(c.clone())];
-                    assert_eq!(eval(&f, &inputs).unwrap(), eval(&l, &inputs).unwrap(), "{op} {a} {c}");
+                    assert_eq!(
+                        eval(&f, &inputs).unwrap(),
+                        eval(&l, &inputs).unwrap(),
+                        "{op} {a} {c}"
+                    );
                 }
             }
         }
@@ -303,14 +322,22 @@ mod tests {
             let r = l.add(x, y).unwrap();
             l.finish(&[r]).unwrap()
         };
-        let inc = b.scan(plus.clone(), Literal::U64(0), false, xs, Some(fl)).unwrap();
+        let inc = b
+            .scan(plus.clone(), Literal::U64(0), false, xs, Some(fl))
+            .unwrap();
         let exc = b.scan(plus, Literal::U64(0), true, xs, Some(fl)).unwrap();
         let f = b.finish(&[inc, exc]).unwrap();
         let l = lower(&f).unwrap();
-        assert!(l.nodes.iter().all(|n| !matches!(n.op, Op::Scan { flags: Some(_), .. })));
+        assert!(l
+            .nodes
+            .iter()
+            .all(|n| !matches!(n.op, Op::Scan { flags: Some(_), .. })));
         let arr = |v: &[u64]| Value::Array(v.iter().map(|x| Value::U64(*x)).collect());
         let barr = |v: &[bool]| Value::Array(v.iter().map(|x| Value::Bool(*x)).collect());
-        let inputs = [arr(&[1, 2, 3, 4, 5, 6]), barr(&[true, false, true, false, false, true])];
+        let inputs = [
+            arr(&[1, 2, 3, 4, 5, 6]),
+            barr(&[true, false, true, false, false, true]),
+        ];
         let want = eval(&f, &inputs).unwrap();
         assert_eq!(want[0], arr(&[1, 3, 3, 7, 12, 6]));
         assert_eq!(want[1], arr(&[0, 1, 0, 3, 7, 0]));

@@ -57,7 +57,9 @@ fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
     let slots = sched.instances_per_block * sched.warps_per_instance();
     match &node.op {
         op if is_carry_scan(op) => Some(slots * 4),
-        Op::Scan { init, .. } | Op::Reduce { init, .. } => Some(slots * 8 * init.leaves().len() as u32),
+        Op::Scan { init, .. } | Op::Reduce { init, .. } => {
+            Some(slots * 8 * init.leaves().len() as u32)
+        }
         _ => None,
     }
 }
@@ -85,7 +87,9 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
     let mut buffers: Vec<Buffer> = Vec::new();
     let mut uses: Vec<(ValueId, u32, u32)> = Vec::new();
     for id in func.ids() {
-        let Some(bytes) = staging_bytes(func, id, sched) else { continue };
+        let Some(bytes) = staging_bytes(func, id, sched) else {
+            continue;
+        };
         let k = uses.len();
         let free = buffers
             .iter()
@@ -134,7 +138,9 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
         total
     )];
     if sched.threads_per_instance <= 32 {
-        notes.push("cross-thread steps inside one warp: shuffles and ballots, no shared memory".into());
+        notes.push(
+            "cross-thread steps inside one warp: shuffles and ballots, no shared memory".into(),
+        );
     }
     Ok(Placement {
         places,

@@ -65,18 +65,23 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
     let mut decisions = Vec::new();
 
     let want_q = hints.q.unwrap_or(PREFERRED_Q).max(1) as u64;
-    let mut t = max_len.div_ceil(want_q).next_power_of_two().min(max_t as u64) as u32;
+    let mut t = max_len
+        .div_ceil(want_q)
+        .next_power_of_two()
+        .min(max_t as u64) as u32;
     let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;
-    let regs_at = |t: u32| {
-        register_estimate(func, &|len: u64| len.div_ceil(t as u64).max(1) as u32)
-    };
+    let regs_at =
+        |t: u32| register_estimate(func, &|len: u64| len.div_ceil(t as u64).max(1) as u32);
     if let Some(q) = hints.q {
         decisions.push(format!("Q={q} requested"));
     }
     // More threads per instance lower the registers each thread needs.
     while regs_at(t) > target.max_regs_per_thread && t < max_t {
         t *= 2;
-        decisions.push(format!("T doubled to {t}: too many registers at Q={}", q_at(t / 2)));
+        decisions.push(format!(
+            "T doubled to {t}: too many registers at Q={}",
+            q_at(t / 2)
+        ));
     }
     let est = regs_at(t);
     if est > target.max_regs_per_thread {

@@ -37,7 +37,11 @@ pub fn eval(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
         }
     }
     let vals = run(func, inputs)?;
-    Ok(func.outputs.iter().map(|o| vals[o.index()].clone()).collect())
+    Ok(func
+        .outputs
+        .iter()
+        .map(|o| vals[o.index()].clone())
+        .collect())
 }
 
 /// Applies a one-output lambda to its arguments.
@@ -62,8 +66,9 @@ fn bits_of(ty: &Type) -> IrResult<u64> {
     }
 }
 
-fn big<'a>(v: &'a Value) -> IrResult<&'a BigUint> {
-    v.as_big().map_or_else(|| fail("expected a big integer"), Ok)
+fn big(v: &Value) -> IrResult<&BigUint> {
+    v.as_big()
+        .map_or_else(|| fail("expected a big integer"), Ok)
 }
 
 fn scalar_int(v: &Value) -> IrResult<u64> {
@@ -87,14 +92,20 @@ fn eval_binary(op: BinOp, a: &Value, b: &Value) -> IrResult<Value> {
             BinOp::Ne => x != y,
             _ => return fail(format!("{} on bools", op.mnemonic())),
         }),
-        (Value::U32(x), Value::U32(y)) => int_op(op, *x as u64, *y as u64, 32, |v| Value::U32(v as u32)),
+        (Value::U32(x), Value::U32(y)) => {
+            int_op(op, *x as u64, *y as u64, 32, |v| Value::U32(v as u32))
+        }
         (Value::U64(x), Value::U64(y)) => int_op(op, *x, *y, 64, Value::U64),
         _ => return fail(format!("{} on mismatched operands", op.mnemonic())),
     })
 }
 
 fn int_op(op: BinOp, x: u64, y: u64, width: u32, wrap: impl Fn(u64) -> Value) -> Value {
-    let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+    let mask = if width == 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
     let shift = (y % width as u64) as u32;
     match op {
         BinOp::Add => wrap(x.wrapping_add(y) & mask),
@@ -165,7 +176,9 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             })
         }
         Op::Limbs(a) => {
-            let Type::Array(_, n) = ty else { return fail("limbs type") };
+            let Type::Array(_, n) = ty else {
+                return fail("limbs type");
+            };
             let n = n.as_const().unwrap_or(0) as usize;
             let mut digits = big(v(*a))?.to_u64_digits();
             if digits.len() > n {
@@ -210,7 +223,10 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             Value::Array(out)
         }
         Op::Zip(xs) => {
-            let arrays = xs.iter().map(|x| array(v(*x))).collect::<IrResult<Vec<_>>>()?;
+            let arrays = xs
+                .iter()
+                .map(|x| array(v(*x)))
+                .collect::<IrResult<Vec<_>>>()?;
             let len = arrays[0].len();
             Value::Array(
                 (0..len)

@@ -170,7 +170,10 @@ pub enum Op {
     /// `[0, 1, .., len-1]` as u64.
     Iota(Size),
     /// Element-wise application; arguments are arrays of one length or scalars (broadcast).
-    Map { f: Box<Func>, args: Vec<ValueId> },
+    Map {
+        f: Box<Func>,
+        args: Vec<ValueId>,
+    },
     /// Arrays of one length, zipped into an array of tuples.
     Zip(Vec<ValueId>),
     /// Scan with an associative operator and its identity `init`. With `flags` (an array of bool),

@@ -46,7 +46,8 @@ pub fn lex_compare() -> Func {
     let eq_bit = b.binary(BinOp::And, hi, two).unwrap();
     let hi_equal = b.binary(BinOp::Ne, eq_bit, zero).unwrap();
     let r = b.select(hi_equal, lo, hi).unwrap();
-    b.finish(&[r]).expect("the comparison operator is well typed")
+    b.finish(&[r])
+        .expect("the comparison operator is well typed")
 }
 
 /// The identity literal of [`carry`].

@@ -57,12 +57,21 @@ fn lambda_name(f: &Func) -> Option<&'static str> {
 /// The text of one node, e.g. `%7 = map (%4, %6) : [u64; 4]` (lambdas not expanded).
 pub fn node_text(func: &Func, id: crate::ir::ValueId) -> String {
     let n = func.node(id);
-    format!("{id} = {} : {}", op_text(func, &n.op), n.ty.display(&func.size_params))
+    format!(
+        "{id} = {} : {}",
+        op_text(func, &n.op),
+        n.ty.display(&func.size_params)
+    )
 }
 
 fn op_text(func: &Func, op: &Op) -> String {
     let names = &func.size_params;
-    let list = |xs: &[crate::ir::ValueId]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    let list = |xs: &[crate::ir::ValueId]| {
+        xs.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match op {
         Op::Param(p) => format!("param {}", func.params[*p as usize].name),
         Op::Const(l) => format!("const {l}"),
@@ -93,19 +102,31 @@ fn op_text(func: &Func, op: &Op) -> String {
             flags.map(|f| format!(", segments {f}")).unwrap_or_default()
         ),
         Op::Reduce { op, init, input } => {
-            format!("reduce {}, init {init}, {input}", lambda_name(op).unwrap_or("|..|"))
+            format!(
+                "reduce {}, init {init}, {input}",
+                lambda_name(op).unwrap_or("|..|")
+            )
         }
     }
 }
 
 fn body(func: &Func, depth: usize, s: &mut String) {
     for (i, n) in func.nodes.iter().enumerate() {
-        let _ = writeln!(s, "{}{}", indent(depth), node_text(func, crate::ir::ValueId(i as u32)));
+        let _ = writeln!(
+            s,
+            "{}{}",
+            indent(depth),
+            node_text(func, crate::ir::ValueId(i as u32))
+        );
         for l in n.op.lambdas() {
             if lambda_name(l).is_some() {
                 continue;
             }
-            let params: Vec<String> = l.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+            let params: Vec<String> = l
+                .params
+                .iter()
+                .map(|p| format!("{}: {}", p.name, p.ty))
+                .collect();
             let _ = writeln!(s, "{}|{}| {{", indent(depth + 2), params.join(", "));
             body(l, depth + 3, s);
             let _ = writeln!(s, "{}}}", indent(depth + 2));

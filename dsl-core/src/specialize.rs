@@ -18,7 +18,9 @@ pub fn check_bits(bits: u64) -> IrResult<()> {
         )));
     }
     if bits > MAX_BITS {
-        return Err(IrError::Size(format!("{bits} bits is wider than the largest supported width, {MAX_BITS}")));
+        return Err(IrError::Size(format!(
+            "{bits} bits is wider than the largest supported width, {MAX_BITS}"
+        )));
     }
     Ok(())
 }
@@ -56,7 +58,12 @@ fn check_type_sizes(t: &crate::types::Type) -> IrResult<()> {
 }
 
 fn subst(func: &Func, sizes: &[u64]) -> IrResult<Func> {
-    let overflow = || IrError::Size(format!("a size of `{}` overflows for sizes {sizes:?}", func.name));
+    let overflow = || {
+        IrError::Size(format!(
+            "a size of `{}` overflows for sizes {sizes:?}",
+            func.name
+        ))
+    };
     let mut out = func.clone();
     for p in &mut out.params {
         p.ty = p.ty.specialize(sizes).ok_or_else(overflow)?;

@@ -35,7 +35,10 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         Op::Unary(UnOp::Not, a) => {
             let t = ty(*a);
             if !t.is_scalar() {
-                return Err(err(func, format!("`!` needs a bool or an integer, not {}", show(t))));
+                return Err(err(
+                    func,
+                    format!("`!` needs a bool or an integer, not {}", show(t)),
+                ));
             }
             t.clone()
         }
@@ -44,13 +47,25 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             if tx != ty_ {
                 return Err(err(
                     func,
-                    format!("`{}` needs operands of one type, not {} and {}", b.mnemonic(), show(tx), show(ty_)),
+                    format!(
+                        "`{}` needs operands of one type, not {} and {}",
+                        b.mnemonic(),
+                        show(tx),
+                        show(ty_)
+                    ),
                 ));
             }
             match b {
-                BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Eq | BinOp::Ne if *tx == Type::Bool => Type::Bool,
+                BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Eq | BinOp::Ne
+                    if *tx == Type::Bool =>
+                {
+                    Type::Bool
+                }
                 _ if !tx.is_integer() => {
-                    return Err(err(func, format!("`{}` needs integers, not {}", b.mnemonic(), show(tx))))
+                    return Err(err(
+                        func,
+                        format!("`{}` needs integers, not {}", b.mnemonic(), show(tx)),
+                    ))
                 }
                 b if b.is_comparison() => Type::Bool,
                 _ => tx.clone(),
@@ -58,16 +73,26 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         }
         Op::Cast(a) => {
             // The target type is the node's own; `infer` cannot know it, so casts check in `check_cast`.
-            return Err(err(func, format!("cast of {} needs its target type", show(ty(*a)))));
+            return Err(err(
+                func,
+                format!("cast of {} needs its target type", show(ty(*a))),
+            ));
         }
         Op::Select(c, a, b) => {
             if *ty(*c) != Type::Bool {
-                return Err(err(func, format!("a select condition must be bool, not {}", show(ty(*c)))));
+                return Err(err(
+                    func,
+                    format!("a select condition must be bool, not {}", show(ty(*c))),
+                ));
             }
             if ty(*a) != ty(*b) {
                 return Err(err(
                     func,
-                    format!("both branches must have one type, not {} and {}", show(ty(*a)), show(ty(*b))),
+                    format!(
+                        "both branches must have one type, not {} and {}",
+                        show(ty(*a)),
+                        show(ty(*b))
+                    ),
                 ));
             }
             ty(*a).clone()
@@ -75,7 +100,12 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         Op::Tuple(xs) => Type::Tuple(xs.iter().map(|x| ty(*x).clone()).collect()),
         Op::Extract(t, i) => match ty(*t) {
             Type::Tuple(ts) if (*i as usize) < ts.len() => ts[*i as usize].clone(),
-            other => return Err(err(func, format!("cannot take field {i} of {}", show(other)))),
+            other => {
+                return Err(err(
+                    func,
+                    format!("cannot take field {i} of {}", show(other)),
+                ))
+            }
         },
         Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
             let (ta, tb) = (ty(*a), ty(*b));
@@ -84,7 +114,11 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 _ => {
                     return Err(err(
                         func,
-                        format!("big-integer operations need two U<..> of one size, not {} and {}", show(ta), show(tb)),
+                        format!(
+                            "big-integer operations need two U<..> of one size, not {} and {}",
+                            show(ta),
+                            show(tb)
+                        ),
                     ))
                 }
             }
@@ -96,18 +130,40 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         }
         Op::Limbs(a) => match ty(*a) {
             Type::Big(s) => match s.as_const() {
-                Some(bits) if bits % 64 == 0 && bits > 0 => Type::array(Type::U64, Size::lit(bits / 64)),
-                Some(bits) => return Err(err(func, format!("U<{bits}> is not a whole number of 64-bit limbs"))),
-                None => return Err(err(func, "limbs of a symbolic size: specialize the program first".into())),
+                Some(bits) if bits % 64 == 0 && bits > 0 => {
+                    Type::array(Type::U64, Size::lit(bits / 64))
+                }
+                Some(bits) => {
+                    return Err(err(
+                        func,
+                        format!("U<{bits}> is not a whole number of 64-bit limbs"),
+                    ))
+                }
+                None => {
+                    return Err(err(
+                        func,
+                        "limbs of a symbolic size: specialize the program first".into(),
+                    ))
+                }
             },
-            other => return Err(err(func, format!("limbs of {}, which is not a big integer", show(other)))),
+            other => {
+                return Err(err(
+                    func,
+                    format!("limbs of {}, which is not a big integer", show(other)),
+                ))
+            }
         },
         Op::FromLimbs(a) => match ty(*a) {
             Type::Array(e, n) if **e == Type::U64 => match n.as_const() {
                 Some(n) => Type::Big(Size::lit(n * 64)),
                 None => return Err(err(func, "from_limbs of a symbolic length".into())),
             },
-            other => return Err(err(func, format!("from_limbs needs [u64; n], not {}", show(other)))),
+            other => {
+                return Err(err(
+                    func,
+                    format!("from_limbs needs [u64; n], not {}", show(other)),
+                ))
+            }
         },
         Op::Iota(n) => Type::array(Type::U64, *n),
         Op::Map { f, args } => {
@@ -115,7 +171,11 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             if f.params.len() != args.len() {
                 return Err(err(
                     func,
-                    format!("map: the operator takes {} arguments but is given {}", f.params.len(), args.len()),
+                    format!(
+                        "map: the operator takes {} arguments but is given {}",
+                        f.params.len(),
+                        args.len()
+                    ),
                 ));
             }
             let mut len: Option<Size> = None;
@@ -127,7 +187,11 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                             if l != *n {
                                 return Err(err(
                                     func,
-                                    format!("map over arrays of different lengths {} and {}", l.display(names), n.display(names)),
+                                    format!(
+                                        "map over arrays of different lengths {} and {}",
+                                        l.display(names),
+                                        n.display(names)
+                                    ),
                                 ));
                             }
                         }
@@ -139,11 +203,17 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 if *elem != p.ty {
                     return Err(err(
                         func,
-                        format!("map: argument `{}` is {} but {} is given", p.name, show(&p.ty), show(ta)),
+                        format!(
+                            "map: argument `{}` is {} but {} is given",
+                            p.name,
+                            show(&p.ty),
+                            show(ta)
+                        ),
                     ));
                 }
             }
-            let len = len.ok_or_else(|| err(func, "map needs at least one array argument".into()))?;
+            let len =
+                len.ok_or_else(|| err(func, "map needs at least one array argument".into()))?;
             Type::array(f.ty(f.outputs[0]).clone(), len)
         }
         Op::Zip(xs) => {
@@ -161,19 +231,36 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                         len = Some(*n);
                         elems.push((**e).clone());
                     }
-                    other => return Err(err(func, format!("zip of {}, which is not an array", show(other)))),
+                    other => {
+                        return Err(err(
+                            func,
+                            format!("zip of {}, which is not an array", show(other)),
+                        ))
+                    }
                 }
             }
             Type::array(Type::Tuple(elems), len.unwrap())
         }
-        Op::Scan { op, init, input, flags, .. } => {
+        Op::Scan {
+            op,
+            init,
+            input,
+            flags,
+            ..
+        } => {
             let elem = check_operator(func, op, init, ty(*input), "scan")?;
-            let Type::Array(_, n) = ty(*input) else { unreachable!() };
+            let Type::Array(_, n) = ty(*input) else {
+                unreachable!()
+            };
             if let Some(fl) = flags {
                 if *ty(*fl) != Type::array(Type::Bool, *n) {
                     return Err(err(
                         func,
-                        format!("segment flags must be [bool; {}], not {}", n.display(names), show(ty(*fl))),
+                        format!(
+                            "segment flags must be [bool; {}], not {}",
+                            n.display(names),
+                            show(ty(*fl))
+                        ),
                     ));
                 }
             }
@@ -201,34 +288,67 @@ pub fn check_cast(func: &Func, from: &Type, to: &Type) -> IrResult<()> {
 
 fn check_lambda(func: &Func, f: &Func) -> IrResult<()> {
     if f.outputs.len() != 1 {
-        return Err(err(func, format!("an operator returns one value, not {}", f.outputs.len())));
+        return Err(err(
+            func,
+            format!("an operator returns one value, not {}", f.outputs.len()),
+        ));
     }
     for p in &f.params {
         if !p.ty.is_element() {
-            return Err(err(func, format!("an operator's argument must be a scalar or a tuple, not {}", p.ty)));
+            return Err(err(
+                func,
+                format!(
+                    "an operator's argument must be a scalar or a tuple, not {}",
+                    p.ty
+                ),
+            ));
         }
     }
     if !f.ty(f.outputs[0]).is_element() {
-        return Err(err(func, format!("an operator must return a scalar or a tuple, not {}", f.ty(f.outputs[0]))));
+        return Err(err(
+            func,
+            format!(
+                "an operator must return a scalar or a tuple, not {}",
+                f.ty(f.outputs[0])
+            ),
+        ));
     }
     Ok(())
 }
 
 /// An associative operator `(T, T) -> T` with identity `init` over an array of `T`; returns `T`.
-fn check_operator(func: &Func, op: &Func, init: &crate::ir::Literal, input: &Type, what: &str) -> IrResult<Type> {
+fn check_operator(
+    func: &Func,
+    op: &Func,
+    init: &crate::ir::Literal,
+    input: &Type,
+    what: &str,
+) -> IrResult<Type> {
     check_lambda(func, op)?;
     let Type::Array(elem, _) = input else {
-        return Err(err(func, format!("{what} of {}, which is not an array", input.display(&func.size_params))));
+        return Err(err(
+            func,
+            format!(
+                "{what} of {}, which is not an array",
+                input.display(&func.size_params)
+            ),
+        ));
     };
     let elem = (**elem).clone();
     let ok = op.params.len() == 2
         && op.params.iter().all(|p| p.ty == elem)
         && *op.ty(op.outputs[0]) == elem;
     if !ok {
-        return Err(err(func, format!("the {what} operator must have type ({elem}, {elem}) -> {elem}")));
+        return Err(err(
+            func,
+            format!("the {what} operator must have type ({elem}, {elem}) -> {elem}"),
+        ));
     }
     if init.ty() != elem {
-        return Err(err(func, format!("the {what} identity {init} is not a {elem}")));
+        return Err(err(
+            func,
+            format!("the {what} identity {init} is not a {elem}"),
+        ));
     }
     Ok(elem)
 }

@@ -184,12 +184,9 @@ impl fmt::Display for TypeDisplay<'_> {
             Type::U32 => write!(f, "u32"),
             Type::U64 => write!(f, "u64"),
             Type::Big(s) => write!(f, "U<{}>", s.display(self.names)),
-            Type::Array(e, s) => write!(
-                f,
-                "[{}; {}]",
-                e.display(self.names),
-                s.display(self.names)
-            ),
+            Type::Array(e, s) => {
+                write!(f, "[{}; {}]", e.display(self.names), s.display(self.names))
+            }
             Type::Tuple(ts) => {
                 write!(f, "(")?;
                 for (i, t) in ts.iter().enumerate() {

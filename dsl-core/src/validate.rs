@@ -20,7 +20,10 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
     for (i, node) in func.nodes.iter().enumerate() {
         for a in node.op.args() {
             if a.index() >= i {
-                return Err(malformed(func, format!("%{i} uses {a}, which is not defined before it")));
+                return Err(malformed(
+                    func,
+                    format!("%{i} uses {a}, which is not defined before it"),
+                ));
             }
         }
         // Check against a prefix of the function so that `infer` sees only earlier nodes.
@@ -60,7 +63,10 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
                     | Op::Extract(..)
             );
             if !scalar_only || !node.ty.is_element() {
-                return Err(malformed(func, format!("%{i}: an operator may only compute on scalars and tuples")));
+                return Err(malformed(
+                    func,
+                    format!("%{i}: an operator may only compute on scalars and tuples"),
+                ));
             }
         }
         for l in node.op.lambdas() {
@@ -68,7 +74,10 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
         }
     }
     if func.outputs.is_empty() {
-        return Err(malformed(func, "a function must return at least one value".into()));
+        return Err(malformed(
+            func,
+            "a function must return at least one value".into(),
+        ));
     }
     for o in &func.outputs {
         if o.index() >= func.nodes.len() {

@@ -27,7 +27,9 @@ impl Value {
     /// True when the value inhabits the (concrete) type; big values must fit their width.
     pub fn has_type(&self, ty: &Type) -> bool {
         match (self, ty) {
-            (Value::Bool(_), Type::Bool) | (Value::U32(_), Type::U32) | (Value::U64(_), Type::U64) => true,
+            (Value::Bool(_), Type::Bool)
+            | (Value::U32(_), Type::U32)
+            | (Value::U64(_), Type::U64) => true,
             (Value::Big(v), Type::Big(s)) => s.as_const().is_some_and(|bits| v.bits() <= bits),
             (Value::Array(vs), Type::Array(e, n)) => {
                 n.as_const() == Some(vs.len() as u64) && vs.iter().all(|v| v.has_type(e))

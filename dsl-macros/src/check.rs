@@ -2,7 +2,6 @@
 
 use crate::types::{parse_type, KType};
 use std::collections::HashMap;
-use syn::spanned::Spanned;
 
 const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*` (scalars), comparisons, \
                          `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>` (scalars), `as u32` / `as u64`, parentheses \
@@ -60,8 +59,9 @@ struct Checker {
     scopes: Vec<HashMap<String, usize>>,
 }
 
-fn err<T>(span: impl Spanned, msg: impl std::fmt::Display) -> syn::Result<T> {
-    Err(syn::Error::new(span.span(), msg.to_string()))
+/// An error covering all of `tokens` (first to last token, where the compiler can show that).
+fn err<T>(tokens: impl quote::ToTokens, msg: impl std::fmt::Display) -> syn::Result<T> {
+    Err(syn::Error::new_spanned(tokens, msg.to_string()))
 }
 
 pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
@@ -92,20 +92,31 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
-            syn::FnArg::Receiver(r) => return err(r, "a kernel is a free function: it takes no `self`"),
+            syn::FnArg::Receiver(r) => {
+                return err(r, "a kernel is a free function: it takes no `self`")
+            }
             syn::FnArg::Typed(pt) => {
                 let syn::Pat::Ident(pi) = &*pt.pat else {
-                    return err(&pt.pat, "kernel parameters are plain names (`a: U<BITS>`), not patterns");
+                    return err(
+                        &pt.pat,
+                        "kernel parameters are plain names (`a: U<BITS>`), not patterns",
+                    );
                 };
                 if let Some(m) = &pi.mutability {
-                    return err(m, "kernel values are immutable: drop `mut` and bind a new name with `let`");
+                    return err(
+                        m,
+                        "kernel values are immutable: drop `mut` and bind a new name with `let`",
+                    );
                 }
                 if pi.by_ref.is_some() || pi.subpat.is_some() {
-                    return err(&pi, "kernel parameters are plain names");
+                    return err(pi, "kernel parameters are plain names");
                 }
                 let ty = parse_type(&pt.ty, &mut c.sizes)?;
                 let name = pi.ident.to_string();
-                if params.iter().any(|(p, _): &(syn::Ident, KType)| *p == pi.ident) {
+                if params
+                    .iter()
+                    .any(|(p, _): &(syn::Ident, KType)| *p == pi.ident)
+                {
                     return err(&pi.ident, format!("parameter `{name}` is declared twice"));
                 }
                 let id = c.push(Inst::Param(name.clone()), ty);
@@ -114,24 +125,26 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
             }
         }
     }
-    let (output_types, tuple_return) = match &sig.output {
-        syn::ReturnType::Default => {
-            return err(&sig.ident, "a kernel must return a value: add `-> U<BITS>` (or bool, u32, u64, or a tuple)")
-        }
-        syn::ReturnType::Type(_, ty) => match &**ty {
-            syn::Type::Tuple(t) if t.elems.is_empty() => {
-                return err(t, "a kernel must return a value, not `()`")
-            }
-            syn::Type::Tuple(t) => (
-                t.elems
-                    .iter()
-                    .map(|e| c.declared(e))
-                    .collect::<syn::Result<Vec<_>>>()?,
-                true,
+    let (output_types, tuple_return) =
+        match &sig.output {
+            syn::ReturnType::Default => return err(
+                &sig.ident,
+                "a kernel must return a value: add `-> U<BITS>` (or bool, u32, u64, or a tuple)",
             ),
-            other => (vec![c.declared(other)?], false),
-        },
-    };
+            syn::ReturnType::Type(_, ty) => match &**ty {
+                syn::Type::Tuple(t) if t.elems.is_empty() => {
+                    return err(t, "a kernel must return a value, not `()`")
+                }
+                syn::Type::Tuple(t) => (
+                    t.elems
+                        .iter()
+                        .map(|e| c.declared(e))
+                        .collect::<syn::Result<Vec<_>>>()?,
+                    true,
+                ),
+                other => (vec![c.declared(other)?], false),
+            },
+        };
     let (stmts, tail) = split_block(&f.block)?;
     for s in stmts {
         c.stmt(s)?;
@@ -141,7 +154,11 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
             if t.elems.len() != output_types.len() {
                 return err(
                     t,
-                    format!("the function returns {} values but this tuple has {}", output_types.len(), t.elems.len()),
+                    format!(
+                        "the function returns {} values but this tuple has {}",
+                        output_types.len(),
+                        t.elems.len()
+                    ),
                 );
             }
             let mut outs = Vec::new();
@@ -151,7 +168,10 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
             outs
         }
         (e, true) => {
-            return err(e, "the function returns a tuple: end the body with a tuple expression `(x, y)`")
+            return err(
+                e,
+                "the function returns a tuple: end the body with a tuple expression `(x, y)`",
+            )
         }
         (e, false) => vec![c.expect(e, output_types[0], "the result")?],
     };
@@ -174,7 +194,10 @@ fn split_block(b: &syn::Block) -> syn::Result<(Vec<&syn::Stmt>, &syn::Expr)> {
             r,
             "write the result as the block's last expression, without `return`",
         ),
-        Some(last) => err(last, "a kernel body (and each `if` branch) must end with the value it produces, without `;`"),
+        Some(last) => err(
+            last,
+            "a kernel body (and each `if` branch) must end with the value it produces, without `;`",
+        ),
         None => err(b, "an empty block produces no value"),
     }
 }
@@ -236,11 +259,20 @@ impl Checker {
                     Some(t) => self.expect(&init.expr, t, "this value")?,
                     None => self.expr(&init.expr, None)?,
                 };
-                self.scopes.last_mut().unwrap().insert(ident.ident.to_string(), v);
+                self.scopes
+                    .last_mut()
+                    .unwrap()
+                    .insert(ident.ident.to_string(), v);
                 Ok(())
             }
-            syn::Stmt::Expr(e, _) => err(e, format!("a statement here has no effect: bind it with `let`. {SUPPORTED}")),
-            syn::Stmt::Item(i) => err(i, "items (fn, struct, use, ...) cannot be declared inside a kernel"),
+            syn::Stmt::Expr(e, _) => err(
+                e,
+                format!("a statement here has no effect: bind it with `let`. {SUPPORTED}"),
+            ),
+            syn::Stmt::Item(i) => err(
+                i,
+                "items (fn, struct, use, ...) cannot be declared inside a kernel",
+            ),
             syn::Stmt::Macro(m) => err(m, "macros cannot be used inside a kernel"),
         }
     }
@@ -248,7 +280,14 @@ impl Checker {
     fn expect(&mut self, e: &syn::Expr, want: KType, what: &str) -> syn::Result<usize> {
         let v = self.expr(e, Some(want))?;
         if self.ty(v) != want {
-            return err(e, format!("{what} is {} but {} is expected", self.show(self.ty(v)), self.show(want)));
+            return err(
+                e,
+                format!(
+                    "{what} is {} but {} is expected",
+                    self.show(self.ty(v)),
+                    self.show(want)
+                ),
+            );
         }
         Ok(v)
     }
@@ -278,13 +317,20 @@ impl Checker {
                     other => return err(i, format!("literals of type `{other}` are not supported: use u32 or u64")),
                 };
                 let inst = if ty == KType::U32 {
-                    Inst::Const(Lit::U32(i.base10_parse().map_err(|_| syn::Error::new(i.span(), "this literal does not fit a u32"))?))
+                    Inst::Const(Lit::U32(i.base10_parse().map_err(|_| {
+                        syn::Error::new(i.span(), "this literal does not fit a u32")
+                    })?))
                 } else {
-                    Inst::Const(Lit::U64(i.base10_parse().map_err(|_| syn::Error::new(i.span(), "this literal does not fit a u64"))?))
+                    Inst::Const(Lit::U64(i.base10_parse().map_err(|_| {
+                        syn::Error::new(i.span(), "this literal does not fit a u64")
+                    })?))
                 };
                 Ok(self.push(inst, ty))
             }
-            other => err(other, "only integer and bool literals can be used in a kernel"),
+            other => err(
+                other,
+                "only integer and bool literals can be used in a kernel",
+            ),
         }
     }
 
@@ -373,7 +419,13 @@ impl Checker {
     fn if_expr(&mut self, i: &syn::ExprIf, expected: Option<KType>) -> syn::Result<usize> {
         let cond = self.expr(&i.cond, Some(KType::Bool))?;
         if self.ty(cond) != KType::Bool {
-            return err(&i.cond, format!("an `if` condition must be bool, not {}", self.show(self.ty(cond))));
+            return err(
+                &i.cond,
+                format!(
+                    "an `if` condition must be bool, not {}",
+                    self.show(self.ty(cond))
+                ),
+            );
         }
         let Some((_, else_branch)) = &i.else_branch else {
             return err(
@@ -425,7 +477,10 @@ impl Checker {
             }
         };
         let logical = matches!(b.op, S::And(_) | S::Or(_));
-        let comparison = matches!(op, BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge | BOp::Eq | BOp::Ne);
+        let comparison = matches!(
+            op,
+            BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge | BOp::Eq | BOp::Ne
+        );
         // Operand types flow from a typed side to a literal side; arithmetic also from the context.
         let hint = if logical {
             Some(KType::Bool)
@@ -487,7 +542,10 @@ impl Checker {
 
 fn is_untyped_literal(e: &syn::Expr) -> bool {
     match e {
-        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.suffix().is_empty(),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.suffix().is_empty(),
         syn::Expr::Paren(p) => is_untyped_literal(&p.expr),
         _ => false,
     }

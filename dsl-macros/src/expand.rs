@@ -45,13 +45,23 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
     let name = &k.name;
     let name_str = name.to_string();
     let vis = &f.vis;
-    let docs: Vec<&syn::Attribute> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    let docs: Vec<&syn::Attribute> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
     if let Some(other) = f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
-        return Err(syn::Error::new_spanned(other, "#[bigfuse::kernel] functions take only doc comments as attributes"));
+        return Err(syn::Error::new_spanned(
+            other,
+            "#[bigfuse::kernel] functions take only doc comments as attributes",
+        ));
     }
     for (p, _) in &k.params {
         if p == "dev" {
-            return Err(syn::Error::new(p.span(), "`dev` is the name of run's device argument: rename this parameter"));
+            return Err(syn::Error::new(
+                p.span(),
+                "`dev` is the name of run's device argument: rename this parameter",
+            ));
         }
     }
 
@@ -127,27 +137,37 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         })
         .collect();
     let param_names: Vec<&syn::Ident> = k.params.iter().map(|(p, _)| p).collect();
-    let ret_elems: Vec<TokenStream> = k.output_types.iter().map(|t| {
-        let e = rust_elem(*t);
-        quote!(::std::vec::Vec<#e>)
-    }).collect();
-    let takes: Vec<TokenStream> = k.output_types.iter().map(|t| {
-        let f = take_fn(*t);
-        quote!(#f(cols.next())?)
-    }).collect();
+    let ret_elems: Vec<TokenStream> = k
+        .output_types
+        .iter()
+        .map(|t| {
+            let e = rust_elem(*t);
+            quote!(::std::vec::Vec<#e>)
+        })
+        .collect();
+    let takes: Vec<TokenStream> = k
+        .output_types
+        .iter()
+        .map(|t| {
+            let f = take_fn(*t);
+            quote!(#f(cols.next())?)
+        })
+        .collect();
     let (ret_ty, ret_val) = if k.tuple_return {
-        (quote!((#(#ret_elems),*)), quote!((#(#takes),*)))
+        (quote!((#(#ret_elems),*)), quote!(::core::result::Result::Ok((#(#takes),*))))
     } else {
-        (ret_elems[0].clone(), takes[0].clone())
+        let f = take_fn(k.output_types[0]);
+        (ret_elems[0].clone(), quote!(#f(cols.next())))
     };
-    let sizes_doc = if sizes.is_empty() {
-        String::new()
-    } else {
-        format!(
+    let sizes_doc =
+        if sizes.is_empty() {
+            String::new()
+        } else {
+            format!(
             " The size(s) {} are chosen per call; the kernel is specialized and cached for each.",
             sizes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
         )
-    };
+        };
     let run_doc = format!(
         "Runs `{name_str}` over a batch: one value per instance in each argument (all of one length).{sizes_doc}"
     );
@@ -179,7 +199,7 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
             pub fn run(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params),*) -> ::bigfuse::Result<#ret_ty> {
                 let cols = kernel()?.run(dev, &[#(#size_args),*], &[#(::bigfuse::Arg::from(#param_names)),*])?;
                 let mut cols = cols.into_iter();
-                ::core::result::Result::Ok(#ret_val)
+                #ret_val
             }
 
             /// Every compiler pass's output and decision for these sizes (and, on a GPU, the

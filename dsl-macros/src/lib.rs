@@ -31,9 +31,12 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let func = match syn::parse::<syn::ItemFn>(item) {
         Ok(f) => f,
         Err(e) => {
-            return syn::Error::new(e.span(), format!("#[bigfuse::kernel] applies to a function: {e}"))
-                .to_compile_error()
-                .into()
+            return syn::Error::new(
+                e.span(),
+                format!("#[bigfuse::kernel] applies to a function: {e}"),
+            )
+            .to_compile_error()
+            .into()
         }
     };
     match check::check(&func).and_then(|k| expand::expand(&func, &k)) {

@@ -40,7 +40,8 @@ impl KType {
     }
 }
 
-const TYPE_HINT: &str = "kernel values have the types U<BITS> (a big unsigned integer of BITS bits; BITS is a \
+const TYPE_HINT: &str =
+    "kernel values have the types U<BITS> (a big unsigned integer of BITS bits; BITS is a \
                          size chosen per call, or a literal multiple of 64), bool, u32 and u64";
 
 fn size_param(name: &str, sizes: &mut Vec<String>) -> usize {
@@ -54,9 +55,9 @@ fn size_param(name: &str, sizes: &mut Vec<String>) -> usize {
 }
 
 fn width_literal(lit: &syn::LitInt) -> syn::Result<u64> {
-    let bits: u64 = lit
-        .base10_parse()
-        .map_err(|_| syn::Error::new(lit.span(), "the width of U<..> must be a positive integer"))?;
+    let bits: u64 = lit.base10_parse().map_err(|_| {
+        syn::Error::new(lit.span(), "the width of U<..> must be a positive integer")
+    })?;
     if bits == 0 || bits % 64 != 0 {
         return Err(syn::Error::new(
             lit.span(),
@@ -111,7 +112,10 @@ pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType>
                 )),
             }
         }
-        ("U", _) => Err(syn::Error::new(seg.span(), "U needs its width: U<BITS> or U<256>")),
+        ("U", _) => Err(syn::Error::new(
+            seg.span(),
+            "U needs its width: U<BITS> or U<256>",
+        )),
         ("i8" | "i16" | "i32" | "i64" | "i128" | "isize", _) => Err(syn::Error::new(
             seg.span(),
             format!("signed integers are not supported: {TYPE_HINT}"),

@@ -42,7 +42,10 @@ impl Arg<'_> {
     fn matches(&self, ty: &Type) -> bool {
         matches!(
             (self, ty),
-            (Arg::Big(_), Type::Big(_)) | (Arg::Bool(_), Type::Bool) | (Arg::U32(_), Type::U32) | (Arg::U64(_), Type::U64)
+            (Arg::Big(_), Type::Big(_))
+                | (Arg::Bool(_), Type::Bool)
+                | (Arg::U32(_), Type::U32)
+                | (Arg::U64(_), Type::U64)
         )
     }
 
@@ -113,13 +116,33 @@ impl Column {
             message: format!("internal: a result of type {ty} held another type"),
         };
         Ok(match ty {
-            Type::Big(_) => Column::Big(values.into_iter().map(|v| match v {
-                Value::Big(b) => Ok(b),
-                _ => Err(bad()),
-            }).collect::<Result<_>>()?),
-            Type::Bool => Column::Bool(values.iter().map(|v| v.as_bool().ok_or_else(bad)).collect::<Result<_>>()?),
-            Type::U32 => Column::U32(values.iter().map(|v| v.as_u64().map(|x| x as u32).ok_or_else(bad)).collect::<Result<_>>()?),
-            Type::U64 => Column::U64(values.iter().map(|v| v.as_u64().ok_or_else(bad)).collect::<Result<_>>()?),
+            Type::Big(_) => Column::Big(
+                values
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::Big(b) => Ok(b),
+                        _ => Err(bad()),
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            Type::Bool => Column::Bool(
+                values
+                    .iter()
+                    .map(|v| v.as_bool().ok_or_else(bad))
+                    .collect::<Result<_>>()?,
+            ),
+            Type::U32 => Column::U32(
+                values
+                    .iter()
+                    .map(|v| v.as_u64().map(|x| x as u32).ok_or_else(bad))
+                    .collect::<Result<_>>()?,
+            ),
+            Type::U64 => Column::U64(
+                values
+                    .iter()
+                    .map(|v| v.as_u64().ok_or_else(bad))
+                    .collect::<Result<_>>()?,
+            ),
             other => {
                 return Err(Error::Argument {
                     kernel: String::new(),
@@ -134,7 +157,12 @@ impl Column {
         match ty {
             Type::Big(s) => {
                 let m = (s.as_const().unwrap_or(0) / 64) as usize;
-                Column::Big(words[..n * m].par_chunks(m.max(1)).map(big_from_limbs).collect())
+                Column::Big(
+                    words[..n * m]
+                        .par_chunks(m.max(1))
+                        .map(big_from_limbs)
+                        .collect(),
+                )
             }
             Type::Bool => Column::Bool(words[..n].iter().map(|w| *w != 0).collect()),
             Type::U32 => Column::U32(words[..n].iter().map(|w| *w as u32).collect()),
@@ -159,7 +187,11 @@ pub fn check_args(kernel: &str, params: &[(String, Type)], args: &[Arg]) -> Resu
     if params.len() != args.len() {
         return Err(Error::Argument {
             kernel: kernel.into(),
-            message: format!("it takes {} argument(s), {} were given", params.len(), args.len()),
+            message: format!(
+                "it takes {} argument(s), {} were given",
+                params.len(),
+                args.len()
+            ),
         });
     }
     for ((name, ty), a) in params.iter().zip(args) {
@@ -184,7 +216,11 @@ pub fn check_args(kernel: &str, params: &[(String, Type)], args: &[Arg]) -> Resu
     for ((name, ty), a) in params.iter().zip(args) {
         if let (Arg::Big(values), Type::Big(s)) = (a, ty) {
             let max = s.as_const().unwrap_or(0);
-            if let Some((index, v)) = values.par_iter().enumerate().find_first(|(_, v)| v.bits() > max) {
+            if let Some((index, v)) = values
+                .par_iter()
+                .enumerate()
+                .find_first(|(_, v)| v.bits() > max)
+            {
                 return Err(Error::ValueTooWide {
                     param: name.clone(),
                     index,
@@ -203,11 +239,13 @@ pub fn to_words(arg: &Arg, words: usize) -> Vec<u64> {
         Arg::Big(values) => {
             let mut out = vec![0u64; values.len() * words];
             if words > 0 {
-                out.par_chunks_mut(words).zip(values.par_iter()).for_each(|(dst, v)| {
-                    for (d, s) in dst.iter_mut().zip(v.iter_u64_digits()) {
-                        *d = s;
-                    }
-                });
+                out.par_chunks_mut(words)
+                    .zip(values.par_iter())
+                    .for_each(|(dst, v)| {
+                        for (d, s) in dst.iter_mut().zip(v.iter_u64_digits()) {
+                            *d = s;
+                        }
+                    });
             }
             out
         }
@@ -239,13 +277,30 @@ mod tests {
         let one = vec![BigUint::from(1u8)];
         let two = vec![BigUint::from(1u8), BigUint::from(2u8)];
         let wide = vec![BigUint::from(1u8) << 64u32];
-        assert!(matches!(check_args("k", &params, &[Arg::Big(&one), Arg::Big(&two)]), Err(Error::BatchMismatch { .. })));
+        assert!(matches!(
+            check_args("k", &params, &[Arg::Big(&one), Arg::Big(&two)]),
+            Err(Error::BatchMismatch { .. })
+        ));
         assert!(matches!(
             check_args("k", &params, &[Arg::Big(&one), Arg::Big(&wide)]),
-            Err(Error::ValueTooWide { bits: 65, max: 64, index: 0, .. })
+            Err(Error::ValueTooWide {
+                bits: 65,
+                max: 64,
+                index: 0,
+                ..
+            })
         ));
-        assert!(matches!(check_args("k", &params, &[Arg::Big(&one)]), Err(Error::Argument { .. })));
-        assert!(matches!(check_args("k", &params, &[Arg::Big(&one), Arg::U64(&[1])]), Err(Error::Argument { .. })));
-        assert_eq!(check_args("k", &params, &[Arg::Big(&one), Arg::Big(&one)]).unwrap(), 1);
+        assert!(matches!(
+            check_args("k", &params, &[Arg::Big(&one)]),
+            Err(Error::Argument { .. })
+        ));
+        assert!(matches!(
+            check_args("k", &params, &[Arg::Big(&one), Arg::U64(&[1])]),
+            Err(Error::Argument { .. })
+        ));
+        assert_eq!(
+            check_args("k", &params, &[Arg::Big(&one), Arg::Big(&one)]).unwrap(),
+            1
+        );
     }
 }

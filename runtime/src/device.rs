@@ -35,11 +35,9 @@ impl Device {
         match std::env::var("BIGFUSE_DEVICE").ok().as_deref() {
             Some("cpu") => return Ok(Device::cpu()),
             Some("gpu") => return Device::gpu(0),
-            Some(other) if !other.is_empty() => {
-                return Err(Error::NoGpu(format!(
-                    "BIGFUSE_DEVICE={other} is not understood: use `cpu` or `gpu`, or leave it unset"
-                )))
-            }
+            Some(other) if !other.is_empty() => return Err(Error::NoGpu(format!(
+                "BIGFUSE_DEVICE={other} is not understood: use `cpu` or `gpu`, or leave it unset"
+            ))),
             _ => {}
         }
         match GpuDevice::new(0) {
@@ -89,7 +87,14 @@ impl std::fmt::Display for Device {
         match self {
             Device::Gpu(g) => {
                 let t = g.target();
-                write!(f, "GPU {}: {} ({}, {} SMs)", g.ordinal(), t.name, t.sm(), t.sm_count)
+                write!(
+                    f,
+                    "GPU {}: {} ({}, {} SMs)",
+                    g.ordinal(),
+                    t.name,
+                    t.sm(),
+                    t.sm_count
+                )
             }
             Device::Cpu(c) => {
                 let threads = rayon::current_num_threads();

@@ -3,7 +3,9 @@
 use crate::error::{Error, Result};
 use bigfuse_codegen::{Compiled, Target};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use std::sync::Arc;
 
 /// One GPU, with the stream every bigfuse call on it uses.
@@ -26,7 +28,10 @@ pub fn driver_available() -> bool {
     std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
 }
 
-fn guarded<T>(during: &str, f: impl FnOnce() -> std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
+fn guarded<T>(
+    during: &str,
+    f: impl FnOnce() -> std::result::Result<T, cudarc::driver::DriverError>,
+) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => {
@@ -51,14 +56,18 @@ impl GpuDevice {
             return Err(Error::NoDriver);
         }
         let count = guarded("counting GPUs", CudaContext::device_count).map_err(|e| match e {
-            Error::Driver { message, .. } => Error::NoGpu(format!("the CUDA driver found no usable GPU ({message})")),
+            Error::Driver { message, .. } => {
+                Error::NoGpu(format!("the CUDA driver found no usable GPU ({message})"))
+            }
             other => other,
         })?;
         if count <= 0 {
             return Err(Error::NoGpu("the CUDA driver reports no GPU".into()));
         }
         if ordinal >= count as usize {
-            return Err(Error::NoGpu(format!("GPU {ordinal} asked for, but there are only {count}")));
+            return Err(Error::NoGpu(format!(
+                "GPU {ordinal} asked for, but there are only {count}"
+            )));
         }
         let ctx = guarded("creating a CUDA context", || CudaContext::new(ordinal))?;
         // One stream, ordered: the per-buffer event tracking cudarc does for multi-stream use only
@@ -66,8 +75,12 @@ impl GpuDevice {
         // SAFETY: bigfuse uses a single stream per context, so no cross-stream ordering is needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
-        let attr = |a: Attr| guarded("reading device attributes", || ctx.attribute(a)).map(|v| v.max(0) as u32);
-        let (major, minor) = guarded("reading the compute capability", || ctx.compute_capability())?;
+        let attr = |a: Attr| {
+            guarded("reading device attributes", || ctx.attribute(a)).map(|v| v.max(0) as u32)
+        };
+        let (major, minor) = guarded("reading the compute capability", || {
+            ctx.compute_capability()
+        })?;
         let name = guarded("reading the device name", || ctx.name())?;
         let target = Target {
             name,
@@ -109,18 +122,26 @@ impl GpuDevice {
         if words.is_empty() {
             return self.alloc(1, what);
         }
-        guarded(&format!("uploading {what}"), || self.stream.clone_htod(words)).map_err(|e| oom(e, what, words.len()))
+        guarded(&format!("uploading {what}"), || {
+            self.stream.clone_htod(words)
+        })
+        .map_err(|e| oom(e, what, words.len()))
     }
 
     /// A zeroed device buffer of `len` words (at least one).
     pub fn alloc(&self, len: usize, what: &str) -> Result<CudaSlice<u64>> {
         let len = len.max(1);
-        guarded(&format!("allocating {what}"), || self.stream.alloc_zeros::<u64>(len)).map_err(|e| oom(e, what, len))
+        guarded(&format!("allocating {what}"), || {
+            self.stream.alloc_zeros::<u64>(len)
+        })
+        .map_err(|e| oom(e, what, len))
     }
 
     /// Copies a device buffer back.
     pub fn download(&self, buf: &CudaSlice<u64>, what: &str) -> Result<Vec<u64>> {
-        guarded(&format!("downloading {what}"), || self.stream.clone_dtoh(buf))
+        guarded(&format!("downloading {what}"), || {
+            self.stream.clone_dtoh(buf)
+        })
     }
 
     pub fn synchronize(&self) -> Result<()> {
@@ -136,16 +157,24 @@ impl GpuDevice {
             Err(_) => {
                 // A cached PTX the driver refuses is stale: compile afresh once.
                 crate::nvrtc::forget(&compiled.source, &arch);
-                let ptx = crate::nvrtc::compile_uncached(&compiled.source, &compiled.kernel_name, &arch)?;
+                let ptx =
+                    crate::nvrtc::compile_uncached(&compiled.source, &compiled.kernel_name, &arch)?;
                 self.load_ptx(&ptx)?
             }
         };
-        let function = guarded("finding the kernel in its module", || module.load_function(&compiled.kernel_name))?;
+        let function = guarded("finding the kernel in its module", || {
+            module.load_function(&compiled.kernel_name)
+        })?;
         let resources = Resources {
             registers: guarded("reading kernel attributes", || function.num_regs())?.max(0) as u32,
-            shared_bytes: guarded("reading kernel attributes", || function.shared_size_bytes())?.max(0) as u32,
-            local_bytes: guarded("reading kernel attributes", || function.local_size_bytes())?.max(0) as u32,
-            max_threads: guarded("reading kernel attributes", || function.max_threads_per_block())?.max(0) as u32,
+            shared_bytes: guarded("reading kernel attributes", || function.shared_size_bytes())?
+                .max(0) as u32,
+            local_bytes: guarded("reading kernel attributes", || function.local_size_bytes())?
+                .max(0) as u32,
+            max_threads: guarded("reading kernel attributes", || {
+                function.max_threads_per_block()
+            })?
+            .max(0) as u32,
         };
         if resources.max_threads < compiled.schedule.block_threads {
             return Err(bigfuse_codegen::CodegenError::TooBig(format!(
@@ -171,7 +200,8 @@ impl GpuDevice {
     /// A timing event.
     pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
         guarded("creating an event", || {
-            self.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            self.ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
         })
     }
 }
@@ -208,7 +238,13 @@ pub struct GpuKernel {
 impl GpuKernel {
     /// Launches over `n` instances. `inputs` and `outputs` follow the kernel's layouts; the caller
     /// sized them (see [`Compiled::inputs`], [`Compiled::outputs`]).
-    pub fn launch(&self, dev: &GpuDevice, n: u64, inputs: &[&CudaSlice<u64>], outputs: &mut [CudaSlice<u64>]) -> Result<()> {
+    pub fn launch(
+        &self,
+        dev: &GpuDevice,
+        n: u64,
+        inputs: &[&CudaSlice<u64>],
+        outputs: &mut [CudaSlice<u64>],
+    ) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -235,7 +271,9 @@ impl GpuKernel {
         if grid > i32::MAX as u64 {
             return Err(Error::Argument {
                 kernel: c.kernel_name.clone(),
-                message: format!("{n} instances need {grid} blocks, more than a grid holds: split the batch"),
+                message: format!(
+                    "{n} instances need {grid} blocks, more than a grid holds: split the batch"
+                ),
             });
         }
         let cfg = LaunchConfig {
@@ -253,7 +291,9 @@ impl GpuKernel {
         b.arg(&n);
         // SAFETY: the argument list matches the emitted signature (inputs, outputs, n), and every
         // buffer holds n instances of its layout (checked above).
-        guarded("launching a kernel", || unsafe { b.launch(cfg) }.map(|_| ()))
+        guarded("launching a kernel", || {
+            unsafe { b.launch(cfg) }.map(|_| ())
+        })
     }
 }
 
@@ -261,7 +301,10 @@ fn check_len(c: &Compiled, name: &str, len: usize, words: u64, n: u64) -> Result
     if (len as u64) < n * words {
         return Err(Error::Argument {
             kernel: c.kernel_name.clone(),
-            message: format!("buffer `{name}` holds {len} words; {n} instances need {}", n * words),
+            message: format!(
+                "buffer `{name}` holds {len} words; {n} instances need {}",
+                n * words
+            ),
         });
     }
     Ok(())

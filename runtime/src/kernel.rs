@@ -10,10 +10,13 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// What a loaded kernel is cached by: sizes, schedule hints, GPU ordinal.
+type LoadKey = (Vec<u64>, Hints, usize);
+
 /// A kernel program. Compiled forms are cached per (sizes, schedule hints, GPU).
 pub struct Kernel {
     func: Func,
-    loaded: Mutex<HashMap<(Vec<u64>, Hints, usize), Arc<GpuKernel>>>,
+    loaded: Mutex<HashMap<LoadKey, Arc<GpuKernel>>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -25,7 +28,12 @@ impl std::fmt::Debug for Kernel {
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread) and `BIGFUSE_BLOCK`
 /// (threads per block). Unparsable values are ignored.
 pub fn env_hints() -> Hints {
-    let read = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|v| *v > 0);
+    let read = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|v| *v > 0)
+    };
     Hints {
         q: read("BIGFUSE_Q"),
         block_threads: read("BIGFUSE_BLOCK"),
@@ -56,9 +64,19 @@ impl Kernel {
     }
 
     /// [`Kernel::run`] with explicit schedule hints (GPU only; the CPU backend ignores them).
-    pub fn run_with(&self, dev: &Device, sizes: &[u64], args: &[Arg], hints: &Hints) -> Result<Vec<Column>> {
+    pub fn run_with(
+        &self,
+        dev: &Device,
+        sizes: &[u64],
+        args: &[Arg],
+        hints: &Hints,
+    ) -> Result<Vec<Column>> {
         let concrete = specialize(&self.func, sizes)?;
-        let params: Vec<(String, Type)> = concrete.params.iter().map(|p| (p.name.clone(), p.ty.clone())).collect();
+        let params: Vec<(String, Type)> = concrete
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.ty.clone()))
+            .collect();
         let n = check_args(&self.func.name, &params, args)?;
         match dev {
             Device::Cpu(c) => run_cpu(&concrete, c.level, args, n),
@@ -84,14 +102,27 @@ impl Kernel {
         self.prepare_with(gpu, sizes, &env_hints())
     }
 
-    pub fn prepare_with(&self, gpu: &GpuDevice, sizes: &[u64], hints: &Hints) -> Result<Arc<GpuKernel>> {
+    pub fn prepare_with(
+        &self,
+        gpu: &GpuDevice,
+        sizes: &[u64],
+        hints: &Hints,
+    ) -> Result<Arc<GpuKernel>> {
         let key = (sizes.to_vec(), hints.clone(), gpu.ordinal());
-        if let Some(k) = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(k) = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(k.clone());
         }
         let compiled = self.compile(sizes, gpu.target(), hints)?;
         let k = Arc::new(gpu.load(compiled)?);
-        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).insert(key, k.clone());
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, k.clone());
         Ok(k)
     }
 
@@ -153,7 +184,11 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
 fn run_gpu(g: &GpuDevice, k: &GpuKernel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
     let c = &k.compiled;
     if n == 0 {
-        return Ok(c.outputs.iter().map(|o| Column::from_words(&o.ty, &[], 0)).collect());
+        return Ok(c
+            .outputs
+            .iter()
+            .map(|o| Column::from_words(&o.ty, &[], 0))
+            .collect());
     }
     let mut inputs = Vec::with_capacity(args.len());
     for (a, l) in args.iter().zip(&c.inputs) {

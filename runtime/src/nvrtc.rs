@@ -81,19 +81,30 @@ pub fn cache_key(source: &str, arch: &str) -> Result<u64> {
     let (major, minor) = version()?;
     let opts = options(arch).join(" ");
     let ver = format!("{major}.{minor}");
-    Ok(fnv1a(&[source.as_bytes(), opts.as_bytes(), arch.as_bytes(), ver.as_bytes()]))
+    Ok(fnv1a(&[
+        source.as_bytes(),
+        opts.as_bytes(),
+        arch.as_bytes(),
+        ver.as_bytes(),
+    ]))
 }
 
 /// A cached PTX text is accepted only if it looks like PTX for this kernel (a truncated or foreign
 /// file is ignored and recompiled, never trusted).
 fn plausible_ptx(ptx: &str, kernel: &str) -> bool {
-    ptx.contains(".version") && ptx.contains(".target") && ptx.contains(kernel) && ptx.trim_end().ends_with('}')
+    ptx.contains(".version")
+        && ptx.contains(".target")
+        && ptx.contains(kernel)
+        && ptx.trim_end().ends_with('}')
 }
 
 /// Drops a PTX text from both caches (used when the driver refuses to load it).
 pub fn forget(source: &str, arch: &str) {
     if let Ok(key) = cache_key(source, arch) {
-        memory_cache().lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+        memory_cache()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
         if let Some(dir) = cache_dir() {
             let _ = std::fs::remove_file(dir.join(format!("{key:016x}.ptx")));
         }
@@ -103,14 +114,21 @@ pub fn forget(source: &str, arch: &str) {
 /// Compiles `source` (which defines `kernel`) for `arch` (e.g. `sm_90`), or returns the cached PTX.
 pub fn compile(source: &str, kernel: &str, arch: &str) -> Result<String> {
     let key = cache_key(source, arch)?;
-    if let Some(ptx) = memory_cache().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+    if let Some(ptx) = memory_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+    {
         return Ok(ptx.clone());
     }
     let file = cache_dir().map(|d| d.join(format!("{key:016x}.ptx")));
     if let Some(f) = &file {
         if let Ok(ptx) = std::fs::read_to_string(f) {
             if plausible_ptx(&ptx, kernel) {
-                memory_cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key, ptx.clone());
+                memory_cache()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key, ptx.clone());
                 return Ok(ptx);
             }
         }
@@ -120,7 +138,10 @@ pub fn compile(source: &str, kernel: &str, arch: &str) -> Result<String> {
         // The cache is an optimisation: failing to write it is not an error.
         let _ = write_atomically(f, &ptx);
     }
-    memory_cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key, ptx.clone());
+    memory_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, ptx.clone());
     Ok(ptx)
 }
 
@@ -149,7 +170,10 @@ pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<String
     match result {
         Ok(ptx) => Ok(ptx.to_src()),
         Err(cudarc::nvrtc::CompileError::CompileError { log, .. }) => {
-            let path = std::env::temp_dir().join(format!("bigfuse-{kernel}-{:016x}.cu", fnv1a(&[source.as_bytes()])));
+            let path = std::env::temp_dir().join(format!(
+                "bigfuse-{kernel}-{:016x}.cu",
+                fnv1a(&[source.as_bytes()])
+            ));
             let _ = std::fs::write(&path, source);
             Err(Error::Compile {
                 kernel: kernel.into(),
@@ -175,8 +199,14 @@ mod tests {
 
     #[test]
     fn ptx_plausibility() {
-        assert!(plausible_ptx(".version 8.0\n.target sm_90\n.entry bf_k() {\n}\n", "bf_k"));
-        assert!(!plausible_ptx(".version 8.0\n.target sm_90\n.entry bf_k() {", "bf_k"));
+        assert!(plausible_ptx(
+            ".version 8.0\n.target sm_90\n.entry bf_k() {\n}\n",
+            "bf_k"
+        ));
+        assert!(!plausible_ptx(
+            ".version 8.0\n.target sm_90\n.entry bf_k() {",
+            "bf_k"
+        ));
         assert!(!plausible_ptx("garbage", "bf_k"));
     }
 }

@@ -35,7 +35,9 @@ pub fn random_big(rng: &mut StdRng, bits: u64) -> BigUint {
         0 | 1 => (0..words).map(|_| rng.gen()).collect(),
         2 => {
             let used = rng.gen_range(1..=words);
-            (0..words).map(|i| if i < used { rng.gen() } else { 0 }).collect()
+            (0..words)
+                .map(|i| if i < used { rng.gen() } else { 0 })
+                .collect()
         }
         3 => {
             // all ones except a few random limbs: carries run far
@@ -52,7 +54,9 @@ pub fn random_big(rng: &mut StdRng, bits: u64) -> BigUint {
             v[(bit / 64) as usize] = 1 << (bit % 64);
             v
         }
-        _ => (0..words).map(|_| if rng.gen_bool(0.1) { rng.gen() } else { 0 }).collect(),
+        _ => (0..words)
+            .map(|_| if rng.gen_bool(0.1) { rng.gen() } else { 0 })
+            .collect(),
     };
     if limbs.is_empty() {
         limbs.push(0);
@@ -109,4 +113,6 @@ pub fn operand_pairs(bits: u64, n: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUi
 }
 
 /// Sizes the tests cover: powers of two and sizes that are not.
-pub const SIZES: &[u64] = &[64, 128, 192, 256, 320, 512, 1024, 2048, 3008, 4096, 8192, 16384, 32768, 65536, 131072, 262144];
+pub const SIZES: &[u64] = &[
+    64, 128, 192, 256, 320, 512, 1024, 2048, 3008, 4096, 8192, 16384, 32768, 65536, 131072, 262144,
+];

@@ -1,0 +1,7 @@
+#[bigfuse::kernel]
+fn f(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let c = for i in 0..3 {};
+    a
+}
+
+fn main() {}

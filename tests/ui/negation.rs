@@ -1,0 +1,6 @@
+#[bigfuse::kernel]
+fn f(a: U<BITS>) -> U<BITS> {
+    -a
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[bigfuse::kernel]
+fn f(a: U<BITS>) -> U<N> {
+    a
+}
+
+fn main() {}

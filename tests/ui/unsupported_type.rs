@@ -1,0 +1,6 @@
+#[bigfuse::kernel]
+fn f(a: String) -> u64 {
+    1u64
+}
+
+fn main() {}
