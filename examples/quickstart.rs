@@ -45,9 +45,17 @@ fn main() -> bigfuse::Result<()> {
 
     for i in 0..n {
         assert_eq!(sum[i], (&a[i] + &b[i]) % &modulus, "a + b, instance {i}");
-        assert_eq!(diff[i], (&a[i] + &modulus - &b[i]) % &modulus, "a - b, instance {i}");
+        assert_eq!(
+            diff[i],
+            (&a[i] + &modulus - &b[i]) % &modulus,
+            "a - b, instance {i}"
+        );
         assert_eq!(less[i], a[i] < b[i], "a < b, instance {i}");
-        let want = if a[i] < b[i] { &b[i] - &a[i] } else { &a[i] - &b[i] };
+        let want = if a[i] < b[i] {
+            &b[i] - &a[i]
+        } else {
+            &a[i] - &b[i]
+        };
         assert_eq!(d[i], want, "|a - b|, instance {i}");
     }
     assert_eq!(sum, sum2);

@@ -3,6 +3,7 @@
 # into gpu-bundle/, which a GPU machine without a Rust toolchain can run from the repository root:
 #   gpu-bundle/run-tests [filter]    every GPU-capable test binary, with BIGFUSE_REQUIRE_GPU=1
 #   gpu-bundle/run-bench add ...     the benchmarks (see `gpu-bundle/run-bench --help`)
+#   gpu-bundle/examples/<name>       the examples
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=gpu-bundle
@@ -11,6 +12,12 @@ mkdir -p "$out/tests"
 
 cargo build --release -p bigfuse-bench
 cp target/release/bench "$out/bench"
+cargo build --release --examples
+mkdir -p "$out/examples"
+for e in examples/*.rs; do
+  name="$(basename "$e" .rs)"
+  cp "target/release/examples/$name" "$out/examples/$name"
+done
 
 # Test executables, from cargo's JSON messages. Snapshot tests (their files live under the
 # source tree's absolute path) and compile-fail tests (they need cargo) stay with CI.
@@ -30,7 +37,7 @@ for line in sys.stdin:
 ' | while read -r name exe; do
     cp "$exe" "$out/tests/$name"
   done
-strip "$out"/bench "$out"/tests/* 2>/dev/null || true
+strip "$out"/bench "$out"/tests/* "$out"/examples/* 2>/dev/null || true
 
 cat > "$out/run-tests" <<'RUN'
 #!/usr/bin/env bash

@@ -154,7 +154,10 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         })
         .collect();
     let (ret_ty, ret_val) = if k.tuple_return {
-        (quote!((#(#ret_elems),*)), quote!(::core::result::Result::Ok((#(#takes),*))))
+        (
+            quote!((#(#ret_elems),*)),
+            quote!(::core::result::Result::Ok((#(#takes),*))),
+        )
     } else {
         let f = take_fn(k.output_types[0]);
         (ret_elems[0].clone(), quote!(#f(cols.next())))

@@ -35,9 +35,11 @@ impl Device {
         match std::env::var("BIGFUSE_DEVICE").ok().as_deref() {
             Some("cpu") => return Ok(Device::cpu()),
             Some("gpu") => return Device::gpu(0),
-            Some(other) if !other.is_empty() => return Err(Error::NoGpu(format!(
+            Some(other) if !other.is_empty() => {
+                return Err(Error::NoGpu(format!(
                 "BIGFUSE_DEVICE={other} is not understood: use `cpu` or `gpu`, or leave it unset"
-            ))),
+            )))
+            }
             _ => {}
         }
         match GpuDevice::new(0) {
