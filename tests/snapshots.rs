@@ -86,3 +86,17 @@ fn explain_six_add() {
     let text = six_add::explain(&dev, 4096).unwrap();
     insta::assert_snapshot!("explain_six_add_4096", text);
 }
+
+#[test]
+fn multiplication_kernels() {
+    for bits in [256, 4096] {
+        snap("mul", mul::kernel().unwrap(), bits);
+    }
+    snap("mul_wide", mul_wide::kernel().unwrap(), 3008);
+    snap("poly", poly::kernel().unwrap(), 2048);
+    for k in [mul::kernel().unwrap(), mul_wide::kernel().unwrap(), poly::kernel().unwrap()] {
+        for &bits in common::SIZES {
+            nvrtc_compiles(k, bits);
+        }
+    }
+}

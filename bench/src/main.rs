@@ -25,6 +25,19 @@ fn add6(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     t5 + b
 }
 
+#[bigfuse::kernel]
+fn mul1(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a * b
+}
+
+/// The reference paper's Poly, counted as four multiplications.
+#[bigfuse::kernel]
+fn poly(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let a2 = a * a;
+    let b2 = b * b;
+    (a2 + b) * (b2 + b) + a * b
+}
+
 #[derive(Parser)]
 #[command(about = "bigfuse benchmarks (paper metrics; GPU required)")]
 struct Cli {
@@ -49,6 +62,23 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         sweep_q: Vec<u32>,
         /// write the figures here as JSON
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
+    },
+    /// 1-Mul and Poly in Gu32ops/s = 300*NumInsts*m*log2(m) / time (Poly: four products), m = NumBits/32.
+    Mul {
+        #[arg(long, default_value_t = 9)]
+        min_log: u32,
+        #[arg(long, default_value_t = 18)]
+        max_log: u32,
+        #[arg(long, default_value_t = 15)]
+        runs: usize,
+        /// also time these slice widths (32-bit digits per slice) and report each
+        #[arg(long, value_delimiter = ',')]
+        sweep_width: Vec<u32>,
+        /// skip Poly
+        #[arg(long)]
+        no_poly: bool,
         #[arg(long)]
         json: Option<std::path::PathBuf>,
     },
@@ -296,6 +326,147 @@ fn run_add(
     Ok(())
 }
 
+/// Anchors for 1-Mul / Poly (Gu32ops/s, H200): the best of CGBN and the paper's CUDA per size.
+fn mul_anchor(log: u32) -> Option<(f64, f64)> {
+    Some(match log {
+        8 => (181375.0, 291602.0),
+        9 => (310929.0, 376311.0),
+        10 => (292201.0, 285468.0),
+        11 => (185128.0, 179856.0),
+        12 => (116856.0, 118117.0),
+        13 => (64425.0, 64110.0),
+        14 => (38908.0, 38716.0),
+        15 => (23591.0, 22132.0),
+        16 => (20670.0, 21237.0),
+        17 => (21347.0, 22091.0),
+        18 => (20783.0, 19782.0),
+        _ => return None,
+    })
+}
+
+fn gu32ops(bits: u64, n: u64, products: f64, ms: f64) -> f64 {
+    let m = (bits / 32) as f64;
+    products * 300.0 * n as f64 * m * m.log2() / (ms * 1e-3) / 1e9
+}
+
+type MulRow = (u64, f64, f64, f64, u32, Vec<(u32, f64)>);
+
+fn run_mul(
+    min_log: u32,
+    max_log: u32,
+    runs: usize,
+    sweep: &[u32],
+    no_poly: bool,
+    json: Option<&std::path::Path>,
+) -> bigfuse::Result<()> {
+    let gpu = Arc::new(GpuDevice::new(0)?);
+    let words = 1usize << (TOTAL_LOG - 6);
+    eprintln!("bench mul on {} ({})", gpu.target().name, gpu.target().sm());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let a_host: Vec<u64> = (0..words).map(|_| rng.gen()).collect();
+    let b_host: Vec<u64> = (0..words).map(|_| rng.gen()).collect();
+    let a = gpu.upload(&a_host, "a")?;
+    let b = gpu.upload(&b_host, "b")?;
+    let mut out = vec![gpu.alloc(words, "result")?];
+    let mut scratch = gpu.alloc(words, "copy target")?;
+    let mut rows: Vec<MulRow> = Vec::new();
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "\nGPU: {}. Gu32ops/s = 300*NumInsts*m*log2(m) / time (median of {runs}), m = NumBits/32; Poly counts 4 products",
+        gpu.target().name
+    );
+    let _ = writeln!(table, "| NumBits | copy GB/s | 1-Mul [width] (x best anchor) | Poly (x best anchor) | regs mul/poly |");
+    let _ = writeln!(table, "|---------|-----------|-------------------------------|----------------------|---------------|");
+    for log in min_log..=max_log {
+        let bits = 1u64 << log;
+        let n = 1u64 << (TOTAL_LOG - log);
+        let copy = time_it(&gpu, runs, || {
+            gpu.stream().memcpy_dtod(&a, &mut scratch).map_err(|e| drv("copying", e))
+        })?;
+        let copy_gbs = 2.0 * (words * 8) as f64 / (copy.median_ms * 1e-3) / 1e9;
+        type Reference<'r> = &'r (dyn Fn(&BigUint, &BigUint) -> BigUint + Sync);
+        let mut measure = |k: &Kernel, hints: &Hints, f: Reference| -> bigfuse::Result<(f64, u32, u32)> {
+            let gk: Arc<GpuKernel> = k.prepare_with(&gpu, &[bits], hints)?;
+            gk.launch(&gpu, n, &[&a, &b], &mut out)?;
+            let got = gpu.download(&out[0], "result")?;
+            if let Err(e) = verify(k.name(), bits, &a_host, &b_host, &got, 64, f) {
+                return Err(bigfuse::Error::Argument {
+                    kernel: k.name().into(),
+                    message: e,
+                });
+            }
+            let t = time_it(&gpu, runs, || gk.launch(&gpu, n, &[&a, &b], &mut out))?;
+            Ok((t.median_ms, gk.compiled.schedule.mul_width, gk.resources.registers))
+        };
+        let fm = |x: &BigUint, y: &BigUint| x * y;
+        let fp = |x: &BigUint, y: &BigUint| (x * x + y) * (y * y + y) + x * y;
+        let (t1, w1, regs) = measure(mul1::kernel()?, &Hints::default(), &fm)?;
+        let m1 = gu32ops(bits, n, 1.0, t1);
+        let (poly_ops, poly_regs) = if no_poly {
+            (0.0, 0)
+        } else {
+            let (tp, _, r) = measure(poly::kernel()?, &Hints::default(), &fp)?;
+            (gu32ops(bits, n, 4.0, tp), r)
+        };
+        let anchor = mul_anchor(log);
+        let ratio = |x: f64, poly: bool| {
+            anchor
+                .map(|a| format!("{:.2}x", x / if poly { a.1 } else { a.0 }))
+                .unwrap_or_else(|| "-".into())
+        };
+        eprintln!(
+            "2^{log}: 1-Mul {m1:.0} ({}), Poly {poly_ops:.0} ({})",
+            ratio(m1, false),
+            ratio(poly_ops, true)
+        );
+        let _ = writeln!(
+            table,
+            "| 2^{log:<5} | {copy_gbs:9.0} | {m1:9.0} [{w1}] ({}) | {poly_ops:9.0} ({}) | {regs}/{poly_regs} |",
+            ratio(m1, false),
+            ratio(poly_ops, true)
+        );
+        let mut sw = Vec::new();
+        for &w in sweep {
+            let h = Hints {
+                mul_width: Some(w),
+                ..Default::default()
+            };
+            match measure(mul1::kernel()?, &h, &fm) {
+                Ok((t, _, r)) => {
+                    let g = gu32ops(bits, n, 1.0, t);
+                    let _ = writeln!(table, "|   w={w:<3} |           | {g:9.0} ({}) regs {r} | | |", ratio(g, false));
+                    sw.push((w, g));
+                }
+                Err(e) => eprintln!("  width {w} at 2^{log}: {e}"),
+            }
+        }
+        rows.push((bits, copy_gbs, m1, poly_ops, w1, sw));
+    }
+    println!("{table}");
+    if let Some(path) = json {
+        let mut s = format!("{{\"gpu\": \"{}\", \"runs\": {runs}, \"mul\": [", gpu.target().name);
+        for (i, (bits, copy, m1, p, w, sw)) in rows.iter().enumerate() {
+            let sweep: Vec<String> = sw
+                .iter()
+                .map(|(w, g)| format!("{{\"width\": {w}, \"mul1_gu32ops\": {g:.0}}}"))
+                .collect();
+            let _ = write!(
+                s,
+                "{}\n  {{\"num_bits\": {bits}, \"copy_gbs\": {copy:.1}, \"mul1_gu32ops\": {m1:.0}, \"poly_gu32ops\": {p:.0}, \"width\": {w}, \"sweep\": [{}]}}",
+                if i > 0 { "," } else { "" },
+                sweep.join(", ")
+            );
+        }
+        s.push_str("\n]}\n");
+        std::fs::write(path, s).map_err(|e| bigfuse::Error::Argument {
+            kernel: "bench".into(),
+            message: format!("writing {}: {e}", path.display()),
+        })?;
+    }
+    Ok(())
+}
+
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -306,6 +477,14 @@ fn main() {
             sweep_q,
             json,
         } => run_add(min_log, max_log, runs, &sweep_q, json.as_deref()),
+        Cmd::Mul {
+            min_log,
+            max_log,
+            runs,
+            sweep_width,
+            no_poly,
+            json,
+        } => run_mul(min_log, max_log, runs, &sweep_width, no_poly, json.as_deref()),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

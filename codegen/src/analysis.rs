@@ -36,7 +36,7 @@ pub fn value_registers(t: &Type, q_of: &dyn Fn(u64) -> u32) -> u32 {
 
 /// The largest number of registers live at once, counting values that alias others (zip,
 /// from_limbs) once, plus a fixed allowance for indices, pointers and temporaries.
-pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32) -> u32 {
+pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32, mul_width: u32) -> u32 {
     const OVERHEAD: u32 = 24;
     let last = last_uses(func);
     let mut peak = 0;
@@ -47,6 +47,10 @@ pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32) -> u32 {
                 continue;
             }
             live += value_registers(&n.ty, q_of);
+        }
+        if let Op::LimbMul { .. } = func.nodes[point].op {
+            // two slices of accumulators, a window of b, a block of a
+            live += 2 * (mul_width + 2) + 2 * mul_width - 1 + mul_width;
         }
         peak = peak.max(live);
     }

@@ -16,6 +16,7 @@ pub mod emit;
 pub mod error;
 pub mod fuse;
 pub mod lower;
+pub mod mul;
 pub mod place;
 pub mod schedule;
 pub mod target;

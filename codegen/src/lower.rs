@@ -5,6 +5,8 @@
 //! - `a < b`, `a <= b` = map (per-limb less/equal flags) ; reduce with the lexicographic operator
 //! - `a == b` = map (limb equality) ; reduce with `and`
 //! - `select(c, a, b)` on big integers = map with the condition broadcast
+//! - `a * b`, `mul_wide(a, b)` = limb_mul (operands staged in shared memory; slices of the product
+//!   accumulated in registers; combined with the addition's carry machinery)
 //!
 //! Segmented scans are rewritten into unsegmented scans over (flag, value) pairs with the lifted
 //! operator, so later passes only ever see unsegmented scans.
@@ -57,6 +59,11 @@ pub fn lower(func: &Func) -> CgResult<Func> {
                 let bits = b.binary(BinOp::And, r, mask)?;
                 let zero = b.u32(0);
                 b.binary(BinOp::Ne, bits, zero)?
+            }
+            Op::BigMul(x, y) | Op::BigMulWide(x, y) => {
+                let Type::Big(bits) = &node.ty else { unreachable!("products are big integers") };
+                let out_len = bits.as_const().unwrap_or(0) / 64;
+                b.limb_mul(m(*x), m(*y), bigfuse_core::Size::lit(out_len))?
             }
             Op::Select(c, x, y) if matches!(node.ty, Type::Big(_)) => {
                 b.map(select_limb(), &[m(*c), m(*x), m(*y)])?

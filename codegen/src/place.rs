@@ -3,6 +3,7 @@
 //! which are reused by liveness.
 
 use crate::error::{CgResult, CodegenError};
+use crate::mul;
 use crate::schedule::Schedule;
 use crate::target::Target;
 use bigfuse_core::ops;
@@ -51,10 +52,22 @@ pub fn is_carry_scan(op: &Op) -> bool {
 /// per warp of each instance in the block.
 fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
     let node = func.node(id);
+    let slots = sched.instances_per_block * sched.warps_per_instance();
+    if let Op::LimbMul { a, out_len, .. } = &node.op {
+        // Operands always go through shared memory: every output digit reads every input digit.
+        let Type::Array(_, in_len) = func.ty(*a) else { return None };
+        let shape = mul::shape(
+            in_len.as_const().unwrap_or(0),
+            out_len.as_const().unwrap_or(0),
+            sched.threads_per_instance,
+            sched.mul_width,
+        );
+        let layout = mul::layout(&shape, sched.instances_per_block as u64, sched.warps_per_instance() as u64);
+        return Some((layout.total * 4) as u32);
+    }
     if sched.threads_per_instance <= 32 {
         return None; // warp shuffles and ballots need no shared memory
     }
-    let slots = sched.instances_per_block * sched.warps_per_instance();
     match &node.op {
         op if is_carry_scan(op) => Some(slots * 4),
         Op::Scan { init, .. } | Op::Reduce { init, .. } => {
@@ -131,8 +144,14 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
             func.name, target.max_shared_per_block
         )));
     }
+    let products = func.nodes.iter().filter(|n| matches!(n.op, Op::LimbMul { .. })).count();
     let mut notes = vec![format!(
-        "all arrays in registers (no array is read by another thread); {} staging use(s) in {} shared buffer(s), {} bytes",
+        "all arrays in registers{}; {} staging use(s) in {} shared buffer(s), {} bytes",
+        if products > 0 {
+            format!(" (the operands of {products} product(s) are also staged in shared memory, which every thread reads)")
+        } else {
+            " (no array is read by another thread)".to_string()
+        },
         staging.len(),
         buffers.len(),
         total

@@ -3,6 +3,7 @@
 //! and the block size. The schedule decorates the program; it does not rewrite it.
 
 use crate::analysis::register_estimate;
+use crate::mul;
 use crate::error::{CgResult, CodegenError};
 use crate::target::Target;
 use bigfuse_core::{Func, Type};
@@ -14,6 +15,8 @@ pub struct Hints {
     pub q: Option<u32>,
     /// Threads per block.
     pub block_threads: Option<u32>,
+    /// 32-bit digits per slice of a classical product.
+    pub mul_width: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +31,8 @@ pub struct Schedule {
     /// Elements per thread of the longest arrays.
     pub q: u32,
     pub est_registers: u32,
+    /// Target digits per slice of classical products.
+    pub mul_width: u32,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -69,9 +74,40 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         .div_ceil(want_q)
         .next_power_of_two()
         .min(max_t as u64) as u32;
+    let mul_width = hints.mul_width.unwrap_or(mul::DEFAULT_WIDTH).clamp(2, mul::MAX_WIDTH);
+    // Products are the heaviest work: their slices decide the threads per instance.
+    let products: Vec<u64> = func
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            bigfuse_core::Op::LimbMul { out_len, .. } => out_len.as_const(),
+            _ => None,
+        })
+        .collect();
+    if let Some(&widest) = products.iter().max() {
+        if hints.q.is_none() {
+            t = mul::threads_for(widest, mul_width).min(max_t);
+        }
+        let needed = mul::threads_for(widest, mul::MAX_WIDTH).min(max_t);
+        if t < needed {
+            t = needed;
+            decisions.push(format!(
+                "T raised to {t} so that product slices stay within {} digits",
+                mul::MAX_WIDTH
+            ));
+        }
+        decisions.push(format!(
+            "classical product(s) in slices of about {mul_width} 32-bit digits, two slices per thread"
+        ));
+    }
     let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;
-    let regs_at =
-        |t: u32| register_estimate(func, &|len: u64| len.div_ceil(t as u64).max(1) as u32);
+    let regs_at = |t: u32| {
+        register_estimate(
+            func,
+            &|len: u64| len.div_ceil(t as u64).max(1) as u32,
+            mul_width,
+        )
+    };
     if let Some(q) = hints.q {
         decisions.push(format!("Q={q} requested"));
     }
@@ -125,6 +161,7 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         max_len,
         q,
         est_registers: est,
+        mul_width,
         decisions,
     })
 }

@@ -10,7 +10,7 @@ pub struct Target {
     pub sm_count: u32,
     pub max_threads_per_block: u32,
     pub max_threads_per_sm: u32,
-    /// Static shared memory a block may use without opting in (48 KiB on every recent GPU).
+    /// Shared memory a block may use once it opts in (227 KiB on Hopper).
     pub max_shared_per_block: u32,
     pub shared_per_sm: u32,
     pub regs_per_sm: u32,
@@ -26,7 +26,7 @@ impl Target {
             sm_count: 132,
             max_threads_per_block: 1024,
             max_threads_per_sm: 2048,
-            max_shared_per_block: 48 * 1024,
+            max_shared_per_block: 227 * 1024,
             shared_per_sm: 228 * 1024,
             regs_per_sm: 65536,
             max_regs_per_thread: 255,

@@ -123,6 +123,25 @@ impl Builder {
         }
     }
 
+    /// `a * b`: the product modulo 2^bits for big integers; the low word for integer scalars.
+    pub fn mul(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigMul(a, b))
+        } else {
+            self.binary(BinOp::Mul, a, b)
+        }
+    }
+
+    /// The full product of two `U<n>`: a `U<2n>`.
+    pub fn mul_wide(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.push(Op::BigMulWide(a, b))
+    }
+
+    /// The product of two limb arrays as `out_len` limbs.
+    pub fn limb_mul(&mut self, a: ValueId, b: ValueId, out_len: Size) -> IrResult<ValueId> {
+        self.push(Op::LimbMul { a, b, out_len })
+    }
+
     fn compare(&mut self, op: CmpOp, a: ValueId, b: ValueId) -> IrResult<ValueId> {
         if self.is_big(a) || self.is_big(b) {
             self.push(Op::BigCmp(op, a, b))

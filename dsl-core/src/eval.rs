@@ -59,6 +59,16 @@ fn run(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
     Ok(vals)
 }
 
+/// The big integer with these little-endian 64-bit limbs.
+pub fn limbs_to_big(limbs: &[u64]) -> BigUint {
+    let mut halves = Vec::with_capacity(limbs.len() * 2);
+    for d in limbs {
+        halves.push(*d as u32);
+        halves.push((*d >> 32) as u32);
+    }
+    BigUint::new(halves)
+}
+
 fn bits_of(ty: &Type) -> IrResult<u64> {
     match ty {
         Type::Big(s) => s.as_const().map_or_else(|| fail("symbolic width"), Ok),
@@ -167,6 +177,23 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             let m = BigUint::one() << bits;
             Value::Big((big(v(*a))? + &m - big(v(*b))?) % m)
         }
+        Op::BigMul(a, b) => {
+            let bits = bits_of(ty)?;
+            let m = BigUint::one() << bits;
+            Value::Big((big(v(*a))? * big(v(*b))?) % m)
+        }
+        Op::BigMulWide(a, b) => Value::Big(big(v(*a))? * big(v(*b))?),
+        Op::LimbMul { a, b, out_len } => {
+            let n = out_len.as_const().unwrap_or(0) as usize;
+            let to_big = |x: &Value| -> IrResult<BigUint> {
+                let limbs = array(x)?.iter().map(scalar_int).collect::<IrResult<Vec<u64>>>()?;
+                Ok(limbs_to_big(&limbs))
+            };
+            let p = to_big(v(*a))? * to_big(v(*b))?;
+            let mut digits: Vec<u64> = p.iter_u64_digits().take(n).collect();
+            digits.resize(n, 0);
+            Value::Array(digits.into_iter().map(Value::U64).collect())
+        }
         Op::BigCmp(c, a, b) => {
             let (x, y) = (big(v(*a))?, big(v(*b))?);
             Value::Bool(match c {
@@ -192,12 +219,7 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 .iter()
                 .map(scalar_int)
                 .collect::<IrResult<Vec<u64>>>()?;
-            let mut halves = Vec::with_capacity(digits.len() * 2);
-            for d in digits {
-                halves.push(d as u32);
-                halves.push((d >> 32) as u32);
-            }
-            Value::Big(BigUint::new(halves))
+            Value::Big(limbs_to_big(&digits))
         }
         Op::Iota(n) => {
             let n = n.as_const().unwrap_or(0);

@@ -162,6 +162,10 @@ pub enum Op {
     /// Big-integer subtraction modulo 2^bits.
     BigSub(ValueId, ValueId),
     BigCmp(CmpOp, ValueId, ValueId),
+    /// Big-integer product modulo 2^bits (the low half, as in the reference paper).
+    BigMul(ValueId, ValueId),
+    /// The full product of two `U<n>`, a `U<2n>`.
+    BigMulWide(ValueId, ValueId),
 
     /// The little-endian 64-bit limbs of a big integer.
     Limbs(ValueId),
@@ -169,6 +173,13 @@ pub enum Op {
     FromLimbs(ValueId),
     /// `[0, 1, .., len-1]` as u64.
     Iota(Size),
+    /// The product of two limb arrays of one length, as `out_len` limbs (modulo 2^(64*out_len)).
+    /// Every output limb reads every input limb, so its operands are staged in shared memory.
+    LimbMul {
+        a: ValueId,
+        b: ValueId,
+        out_len: Size,
+    },
     /// Element-wise application; arguments are arrays of one length or scalars (broadcast).
     Map {
         f: Box<Func>,
@@ -201,9 +212,13 @@ impl Op {
             Op::Unary(_, a) | Op::Cast(a) | Op::Extract(a, _) | Op::Limbs(a) | Op::FromLimbs(a) => {
                 vec![*a]
             }
-            Op::Binary(_, a, b) | Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
-                vec![*a, *b]
-            }
+            Op::Binary(_, a, b)
+            | Op::BigAdd(a, b)
+            | Op::BigSub(a, b)
+            | Op::BigCmp(_, a, b)
+            | Op::BigMul(a, b)
+            | Op::BigMulWide(a, b)
+            | Op::LimbMul { a, b, .. } => vec![*a, *b],
             Op::Select(c, a, b) => vec![*c, *a, *b],
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
             Op::Map { args, .. } => args.clone(),
@@ -223,7 +238,13 @@ impl Op {
             Op::Unary(_, a) | Op::Cast(a) | Op::Extract(a, _) | Op::Limbs(a) | Op::FromLimbs(a) => {
                 *a = f(*a)
             }
-            Op::Binary(_, a, b) | Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
+            Op::Binary(_, a, b)
+            | Op::BigAdd(a, b)
+            | Op::BigSub(a, b)
+            | Op::BigCmp(_, a, b)
+            | Op::BigMul(a, b)
+            | Op::BigMulWide(a, b)
+            | Op::LimbMul { a, b, .. } => {
                 *a = f(*a);
                 *b = f(*b);
             }
@@ -246,7 +267,10 @@ impl Op {
 
     /// True for the big-integer operations that lowering removes.
     pub fn is_high_level(&self) -> bool {
-        matches!(self, Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..))
+        matches!(
+            self,
+            Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) | Op::BigMul(..) | Op::BigMulWide(..)
+        )
     }
 
     /// True for operations that carry a lambda.
@@ -335,7 +359,7 @@ impl Func {
 fn node_is_concrete(n: &Node) -> bool {
     n.ty.is_concrete()
         && match &n.op {
-            Op::Iota(s) => s.param.is_none(),
+            Op::Iota(s) | Op::LimbMul { out_len: s, .. } => s.param.is_none(),
             other => other.lambdas().iter().all(|l| l.is_concrete()),
         }
 }

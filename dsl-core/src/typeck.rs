@@ -107,7 +107,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
-        Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) => {
+        Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) | Op::BigMul(a, b) | Op::BigMulWide(a, b) => {
             let (ta, tb) = (ty(*a), ty(*b));
             match (ta, tb) {
                 (Type::Big(sa), Type::Big(sb)) if sa == sb => {}
@@ -122,11 +122,30 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                     ))
                 }
             }
-            if matches!(op, Op::BigCmp(..)) {
-                Type::Bool
-            } else {
-                ta.clone()
+            match (op, ta) {
+                (Op::BigCmp(..), _) => Type::Bool,
+                (Op::BigMulWide(..), Type::Big(s)) => Type::Big(Size {
+                    factor: s
+                        .factor
+                        .checked_mul(2)
+                        .ok_or_else(|| err(func, "the product's width overflows".into()))?,
+                    param: s.param,
+                }),
+                _ => ta.clone(),
             }
+        }
+        Op::LimbMul { a, b, out_len } => {
+            let (ta, tb) = (ty(*a), ty(*b));
+            match (ta, tb) {
+                (Type::Array(ea, na), Type::Array(eb, nb)) if **ea == Type::U64 && **eb == Type::U64 && na == nb => {}
+                _ => {
+                    return Err(err(
+                        func,
+                        format!("limb_mul needs two [u64; n] of one length, not {} and {}", show(ta), show(tb)),
+                    ))
+                }
+            }
+            Type::array(Type::U64, *out_len)
         }
         Op::Limbs(a) => match ty(*a) {
             Type::Big(s) => match s.as_const() {

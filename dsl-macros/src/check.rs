@@ -3,7 +3,7 @@
 use crate::types::{parse_type, KType};
 use std::collections::HashMap;
 
-const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*` (scalars), comparisons, \
+const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `a.mul_wide(b)`, comparisons, \
                          `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>` (scalars), `as u32` / `as u64`, parentheses \
                          and `if`/`else` (which selects between two values)";
 
@@ -40,6 +40,7 @@ pub enum Inst {
     Not(usize),
     Select(usize, usize, usize),
     Cast(usize),
+    MulWide(usize, usize),
 }
 
 pub struct Checked {
@@ -382,6 +383,30 @@ impl Checker {
                 }
                 Ok(self.push(Inst::Cast(v), to))
             }
+            syn::Expr::MethodCall(m) if m.method == "mul_wide" => {
+                if m.args.len() != 1 || m.turbofish.is_some() {
+                    return err(m, "`a.mul_wide(b)` takes one argument: the other factor");
+                }
+                let x = self.expr(&m.receiver, None)?;
+                let y = self.expr(&m.args[0], Some(self.ty(x)))?;
+                match (self.ty(x), self.ty(y)) {
+                    (KType::Big(wx), KType::Big(wy)) if wx == wy => {
+                        let wide = crate::types::Width {
+                            factor: wx.factor * 2,
+                            param: wx.param,
+                        };
+                        Ok(self.push(Inst::MulWide(x, y), KType::Big(wide)))
+                    }
+                    (tx, ty) => err(
+                        m,
+                        format!(
+                            "`mul_wide` multiplies two U<..> of one width into one twice as wide, not {} and {}",
+                            self.show(tx),
+                            self.show(ty)
+                        ),
+                    ),
+                }
+            }
             syn::Expr::MethodCall(m) => err(
                 &m.method,
                 format!("method calls (`.{}()`) are not supported in a kernel. {SUPPORTED}", m.method),
@@ -519,9 +544,7 @@ impl Checker {
                 KType::Bool
             }
             BOp::Add | BOp::Sub if big || lt.is_int() => lt,
-            BOp::Mul if big => {
-                return err(b.op, "multiplication of U<..> values is not supported yet (it comes with the multiplication work)")
-            }
+            BOp::Mul if big => lt,
             BOp::Mul | BOp::Shl | BOp::Shr if lt.is_int() => lt,
             BOp::Eq | BOp::Ne => KType::Bool,
             BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge if lt != KType::Bool => KType::Bool,

@@ -96,7 +96,7 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
                 match op {
                     BOp::Add => quote!(b.add(#a, #c)?),
                     BOp::Sub => quote!(b.sub(#a, #c)?),
-                    BOp::Mul => quote!(b.binary(__ir::BinOp::Mul, #a, #c)?),
+                    BOp::Mul => quote!(b.mul(#a, #c)?),
                     BOp::Lt => quote!(b.lt(#a, #c)?),
                     BOp::Le => quote!(b.le(#a, #c)?),
                     BOp::Gt => quote!(b.gt(#a, #c)?),
@@ -117,6 +117,10 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
             Inst::Select(c, a, e) => {
                 let (c, a, e) = (id(c), id(a), id(e));
                 quote!(b.select(#c, #a, #e)?)
+            }
+            Inst::MulWide(a, c) => {
+                let (a, c) = (id(a), id(c));
+                quote!(b.mul_wide(#a, #c)?)
             }
             Inst::Cast(a) => {
                 let a = id(a);

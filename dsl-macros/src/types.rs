@@ -106,9 +106,13 @@ pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType>
                     factor: width_literal(lit)?,
                     param: None,
                 })),
+                syn::GenericArgument::Const(syn::Expr::Block(b)) if b.block.stmts.len() == 1 => {
+                    scaled_width(&b.block.stmts[0], sizes)
+                }
                 other => Err(syn::Error::new(
                     other.span(),
-                    "the width of U<..> is a size name (U<BITS>) or a literal multiple of 64 (U<256>)",
+                    "the width of U<..> is a size name (U<BITS>), a multiple of one (U<{2 * BITS}>) \
+                     or a literal multiple of 64 (U<256>)",
                 )),
             }
         }
@@ -126,4 +130,44 @@ pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType>
         )),
         _ => Err(unsupported()),
     }
+}
+
+/// `{k * NAME}` or `{NAME * k}` inside `U<..>`.
+fn scaled_width(stmt: &syn::Stmt, sizes: &mut Vec<String>) -> syn::Result<KType> {
+    let bad = || {
+        syn::Error::new(
+            stmt.span(),
+            "write a scaled width as {k * NAME} with an integer k, e.g. U<{2 * BITS}>",
+        )
+    };
+    let syn::Stmt::Expr(syn::Expr::Binary(b), None) = stmt else {
+        return Err(bad());
+    };
+    if !matches!(b.op, syn::BinOp::Mul(_)) {
+        return Err(bad());
+    }
+    let side = |e: &syn::Expr| -> Option<Result<u64, String>> {
+        match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i), ..
+            }) => Some(i.base10_parse::<u64>().map_err(|e| e.to_string())),
+            _ => None,
+        }
+    };
+    let name = |e: &syn::Expr| match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    };
+    let (k, n) = match (side(&b.left), name(&b.right), side(&b.right), name(&b.left)) {
+        (Some(k), Some(n), _, _) | (_, _, Some(k), Some(n)) => (k, n),
+        _ => return Err(bad()),
+    };
+    let k = k.map_err(|_| bad())?;
+    if k == 0 {
+        return Err(bad());
+    }
+    Ok(KType::Big(Width {
+        factor: k,
+        param: Some(size_param(&n, sizes)),
+    }))
 }

@@ -88,7 +88,8 @@ impl GpuDevice {
             sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
-            max_shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            // Kernels take dynamic shared memory and opt in to the larger limit when they need it.
+            max_shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
             shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             regs_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
             max_regs_per_thread: 255,
@@ -279,7 +280,7 @@ impl GpuKernel {
         let cfg = LaunchConfig {
             grid_dim: (grid as u32, 1, 1),
             block_dim: (c.schedule.block_threads, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: c.placement.shared_bytes,
         };
         let mut b = dev.stream.launch_builder(&self.function);
         for i in inputs {

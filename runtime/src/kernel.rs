@@ -25,8 +25,8 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
-/// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread) and `BIGFUSE_BLOCK`
-/// (threads per block). Unparsable values are ignored.
+/// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
+/// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice). Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
@@ -37,6 +37,7 @@ pub fn env_hints() -> Hints {
     Hints {
         q: read("BIGFUSE_Q"),
         block_threads: read("BIGFUSE_BLOCK"),
+        mul_width: read("BIGFUSE_MUL_WIDTH"),
     }
 }
 

@@ -42,3 +42,23 @@ pub fn absdiff(a: U<BITS>, b: U<BITS>, k: u64) -> (U<BITS>, u64) {
     let flag = (a < b) as u64;
     (d, flag * k + 1)
 }
+
+/// The product modulo 2^BITS (the low half).
+#[bigfuse::kernel]
+pub fn mul(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a * b
+}
+
+/// The full product.
+#[bigfuse::kernel]
+pub fn mul_wide(a: U<BITS>, b: U<BITS>) -> U<{ 2 * BITS }> {
+    a.mul_wide(b)
+}
+
+/// The reference paper's Poly: four multiplications and three additions, one kernel.
+#[bigfuse::kernel]
+pub fn poly(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let a2 = a * a;
+    let b2 = b * b;
+    (a2 + b) * (b2 + b) + a * b
+}

@@ -6,6 +6,8 @@
 //! registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
 //! block of code says which IR value it computes.
 
+mod mul;
+
 use crate::error::{CgResult, CodegenError};
 use crate::place::{is_carry_scan, Place, Placement};
 use crate::schedule::Schedule;
@@ -399,7 +401,8 @@ impl<'a> Emitter<'a> {
                 self.scan(id, &comment, carry)
             }
             Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
-            Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) => {
+            Op::LimbMul { .. } => self.limb_mul(id, &comment),
+            Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) | Op::BigMul(..) | Op::BigMulWide(..) => {
                 return Err(CodegenError::Unsupported(
                     "big-integer operations must be lowered first".into(),
                 ))
@@ -725,7 +728,7 @@ impl<'a> Emitter<'a> {
     /// Exclusive prefix of carry flags over the threads of the instance, resolved with ballots: the
     /// lanes' (generate, propagate) bits become two 32-bit masks whose integer sum carries exactly
     /// as the limbs do, so one addition resolves 32 threads (and one more, 32 warps).
-    fn carry_prefix(&mut self, id: ValueId, agg: &str) -> String {
+    fn carry_prefix(&mut self, flags: &str, agg: &str) -> String {
         let t_count = self.sched.threads_per_instance;
         let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
         self.line(format!(
@@ -748,7 +751,7 @@ impl<'a> Emitter<'a> {
         // shared memory and are resolved the same way, giving each warp its carry-in.
         let warp_in = if t_count > 32 {
             let w = self.sched.warps_per_instance();
-            let st = self.staging(id, "u32");
+            let st = flags;
             let s0 = self.temp();
             self.line(format!("const u64 {s0} = (u64)({gm} | {pm}) + (u64){gm};"));
             self.line(format!(
@@ -850,7 +853,12 @@ impl<'a> Emitter<'a> {
         if self.sched.threads_per_instance > 1 {
             self.line("// combine with the threads before this one");
             let pre = if carry {
-                vec![self.carry_prefix(id, &acc[0])]
+                let flags = if self.sched.threads_per_instance > 32 {
+                    self.staging(id, "u32")
+                } else {
+                    String::new()
+                };
+                vec![self.carry_prefix(&flags, &acc[0])]
             } else {
                 self.thread_prefix(id, op, &init, &types, &acc)
             };
@@ -995,8 +1003,9 @@ pub fn emit(
         ));
     }
     if placement.shared_bytes > 0 {
+        // Dynamic, so that a block can take more than the 48 KiB of static shared memory.
         e.line(format!(
-            "__shared__ __align__(16) unsigned char bf_smem[{}];",
+            "extern __shared__ __align__(16) unsigned char bf_smem[]; // {} bytes",
             placement.shared_bytes
         ));
     }

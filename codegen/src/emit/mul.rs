@@ -1,0 +1,256 @@
+//! CUDA for `limb_mul`: operands staged in shared memory, slices of the product accumulated in
+//! registers with multiply-add-with-carry chains, slices combined with the carry machinery.
+//! The numbers (slices, widths, offsets) come from `crate::mul`.
+
+use super::{Emitter, Val};
+use crate::mul::{self, MulShape};
+use bigfuse_core::{Op, ValueId};
+
+impl Emitter<'_> {
+    pub(super) fn limb_mul(&mut self, id: ValueId, comment: &str) -> Val {
+        let Op::LimbMul { a, b, out_len } = self.func.node(id).op.clone() else {
+            unreachable!("limb_mul() is called on limb_mul nodes")
+        };
+        let (a_leaves, q_in, in_len) = self.array_parts(a);
+        let (b_leaves, _, _) = self.array_parts(b);
+        let out_len = out_len.as_const().unwrap_or(0);
+        let q_out = self.sched.q_of(out_len);
+        let t_count = self.sched.threads_per_instance as u64;
+        let s = mul::shape(in_len, out_len, t_count as u32, self.sched.mul_width);
+        let lay = mul::layout(
+            &s,
+            self.sched.instances_per_block as u64,
+            self.sched.warps_per_instance() as u64,
+        );
+        let w = s.width;
+        let offset = self
+            .placement
+            .staging_of(id)
+            .expect("placement stages every product")
+            .offset;
+
+        self.line(format!(
+            "// {comment}: {} slices of {w} digits, {} row blocks of {w} digits per operand",
+            s.slices, s.blocks
+        ));
+        let out = self.declare_array(id, q_out);
+        self.open("{");
+        self.line(format!(
+            "u32* ms = reinterpret_cast<u32*>(bf_smem + {offset}) + slot * {}u;",
+            lay.stride
+        ));
+        self.line(format!(
+            "u32* ma = ms + {}u; // digit j at j + j / {w}",
+            lay.a
+        ));
+        self.line(format!(
+            "u32* mb = ms + {}u; // digit j at (j + {w}) + (j + {w}) / {w}: {w} zero digits on each side",
+            lay.b
+        ));
+
+        self.line("// stage both operands as 32-bit digits");
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
+        self.line(format!("const u32 d = 2u * (t * {q_in}u + (u32)q);"));
+        self.open(format!("if (d < {}u) {{", s.digits_in));
+        for (buf, leaf, shift) in [("ma", &a_leaves[0], 0), ("mb", &b_leaves[0], w)] {
+            for half in 0..2 {
+                let j = if shift == 0 {
+                    format!("(d + {half}u)")
+                } else {
+                    format!("(d + {}u)", half + shift)
+                };
+                let value = if half == 0 {
+                    format!("(u32){leaf}[q]")
+                } else {
+                    format!("(u32)({leaf}[q] >> 32)")
+                };
+                self.line(format!("{buf}[{j} + {j} / {w}u] = {value};"));
+            }
+        }
+        self.close("}");
+        self.close("}");
+        let pad_a = s.blocks * w - s.digits_in;
+        if pad_a > 0 {
+            self.line(format!(
+                "for (u32 j = {}u + t; j < {}u; j += {t_count}u) {{ ma[j + j / {w}u] = 0u; mb[(j + {w}u) + (j + {w}u) / {w}u] = 0u; }}",
+                s.digits_in,
+                s.blocks * w
+            ));
+        }
+        self.line(format!(
+            "for (u32 j = t; j < {w}u; j += {t_count}u) {{ mb[j + j / {w}u] = 0u; const u32 k = {}u + j; mb[k + k / {w}u] = 0u; }}",
+            (s.blocks + 1) * w
+        ));
+        self.line("__syncthreads();");
+
+        self.slices(&s);
+
+        // Everyone has read the operands: L and O take their place.
+        self.line("__syncthreads();");
+        self.line(format!("u32* ml = ms + {}u;", lay.l));
+        self.line(format!("u32* mo = ms + {}u;", lay.o));
+        let acc = |p: &str, k: u64| format!("{p}{k}");
+        for (has, slice, vals) in [("has1", "g1", "s1_"), ("has2", "g2", "c")] {
+            self.open(format!("if ({has}) {{"));
+            self.line(format!("const u32 base = {slice} * {w}u;"));
+            for k in 0..w {
+                self.line(format!(
+                    "{{ const u32 j = base + {k}u; ml[j + (j >> 5)] = {}; mo[j + (j >> 5)] = {}; }}",
+                    acc(vals, k),
+                    match k {
+                        0 => acc(vals, w),
+                        1 => acc(vals, w + 1),
+                        _ => "0u".to_string(),
+                    }
+                ));
+            }
+            self.close("}");
+        }
+        self.line("__syncthreads();");
+
+        self.line(format!(
+            "// L + O (O shifted up by one slice) with the carry machinery: {q_out} limbs per thread"
+        ));
+        let sw = s.slices * w;
+        let (x, y, f) = (self.temp(), self.temp(), self.temp());
+        self.line(format!("u64 {x}[{q_out}], {y}[{q_out}];"));
+        self.line(format!("u32 {f}[{q_out}];"));
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
+        self.line(format!("const u32 d = 2u * (t * {q_out}u + (u32)q);"));
+        self.line(format!(
+            "const u32 l0 = d < {sw}u ? ml[d + (d >> 5)] : 0u, l1 = d + 1u < {sw}u ? ml[(d + 1u) + ((d + 1u) >> 5)] : 0u;"
+        ));
+        self.line(format!(
+            "const u32 o0 = (d >= {w}u && d - {w}u < {sw}u) ? mo[(d - {w}u) + ((d - {w}u) >> 5)] : 0u;"
+        ));
+        self.line(format!(
+            "const u32 o1 = (d + 1u >= {w}u && d + 1u - {w}u < {sw}u) ? mo[(d + 1u - {w}u) + ((d + 1u - {w}u) >> 5)] : 0u;"
+        ));
+        self.line(format!("{x}[q] = (u64)l0 | ((u64)l1 << 32);"));
+        self.line(format!("{y}[q] = (u64)o0 | ((u64)o1 << 32);"));
+        self.line(format!(
+            "const u64 sum = {x}[q] + {y}[q]; {x}[q] = sum; {f}[q] = (u32)(sum < {y}[q]) | ((u32)(sum == 0xffffffffffffffffull) << 1);"
+        ));
+        self.close("}");
+        let agg = self.temp();
+        self.line(format!("u32 {agg} = 2u;"));
+        self.line(format!(
+            "#pragma unroll\n{}for (int q = 0; q < {q_out}; ++q) {agg} = ((({f}[q] | (({f}[q] >> 1) & {agg})) & 1u) | ({agg} & {f}[q] & 2u));",
+            "  ".repeat(self.depth)
+        ));
+        let carry_in = if t_count > 1 {
+            let flags = format!(
+                "(reinterpret_cast<u32*>(bf_smem + {offset}) + {}u)",
+                lay.flags
+            );
+            let pre = self.carry_prefix(&flags, &agg);
+            format!("({pre} & 1u)")
+        } else {
+            "0u".to_string()
+        };
+        let c = self.temp();
+        self.line(format!("u32 {c} = {carry_in};"));
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
+        self.line(format!("{}[q] = {x}[q] + (u64){c};", out[0]));
+        self.line(format!(
+            "{c} = ({f}[q] & 1u) | (({f}[q] >> 1) & {c});"
+        ));
+        self.close("}");
+        self.close("}");
+        Val::Array {
+            leaves: out,
+            q: q_out,
+            len: out_len,
+        }
+    }
+
+    /// The slices of this thread: a loop over row blocks, each a fully unrolled block of
+    /// `width` x `width` digit products in multiply-add-with-carry chains.
+    fn slices(&mut self, s: &MulShape) {
+        let w = s.width;
+        let (sl, k) = (s.slices, s.blocks);
+        let regs = |p: &str| (0..w + 2).map(|i| format!("{p}{i} = 0u")).collect::<Vec<_>>().join(", ");
+        self.line(format!("u32 {};", regs("c")));
+        self.line(format!("u32 {};", regs("s1_")));
+        let rank_to_slice = |r: &str| {
+            if s.wide {
+                format!("(({r}) & 1 ? {} - (({r}) >> 1) : (({r}) >> 1))", sl - 1)
+            } else {
+                r.to_string()
+            }
+        };
+        self.line(format!("const int r1 = (int)t, r2 = {} - (int)t;", sl as i64 - 1));
+        self.line("const bool has1 = r1 <= r2, has2 = r1 < r2;");
+        self.line(format!(
+            "const int g1 = {}, g2 = {};",
+            rank_to_slice("r1"),
+            rank_to_slice("(has2 ? r2 : 0)")
+        ));
+        self.line(format!(
+            "const int lo1 = max(0, g1 - {k}), lo2 = max(0, g2 - {k});"
+        ));
+        self.line(format!(
+            "const int n1 = has1 ? min(g1, {}) - lo1 + 1 : 0, n2 = has2 ? min(g2, {}) - lo2 + 1 : 0;",
+            k - 1,
+            k - 1
+        ));
+        self.line("#pragma unroll 1");
+        self.open("for (int j = 0; j < n1 + n2; ++j) {");
+        let copy: Vec<String> = (0..w + 2).map(|i| format!("s1_{i} = c{i}; c{i} = 0u;")).collect();
+        self.line(format!("if (j == n1) {{ {} }}", copy.join(" ")));
+        self.line("const bool first = j < n1;");
+        self.line("const int g = first ? g1 : g2;");
+        self.line("const int r = first ? lo1 + j : lo2 + (j - n1);");
+        self.line(format!("const u32* pa = ma + r * {};", w + 1));
+        self.line(format!("const u32* pb = mb + (g - r) * {} + 1;", w + 1));
+        let a_loads: Vec<String> = (0..w).map(|i| format!("a{i} = pa[{i}]")).collect();
+        self.line(format!("const u32 {};", a_loads.join(", ")));
+        let b_loads: Vec<String> = (0..2 * w - 1)
+            .map(|x| format!("b{x} = pb[{}]", x + u64::from(x + 1 >= w)))
+            .collect();
+        self.line(format!("const u32 {};", b_loads.join(", ")));
+        for ii in 0..w {
+            self.chain(w, ii, false);
+            self.chain(w, ii, true);
+        }
+        self.close("}");
+        // With two slices, the first one was saved when the second began.
+        let keep: Vec<String> = (0..w + 2).map(|i| format!("s1_{i} = c{i};")).collect();
+        self.line(format!("if (!has2) {{ {} }}", keep.join(" ")));
+    }
+
+    /// One row of a slice: digit `a[ii]` times the window, low halves into c0..c{w-1} (carry on
+    /// into c{w}, c{w+1}) or high halves into c1..c{w} (carry into c{w+1}).
+    fn chain(&mut self, w: u64, ii: u64, high: bool) {
+        let first = if high { 1 } else { 0 };
+        let outs: Vec<u64> = (first..w + 2).collect();
+        let n_out = outs.len() as u64;
+        let a_op = n_out;
+        let b_op = |k: u64| n_out + 1 + k;
+        let half = if high { "hi" } else { "lo" };
+        let mut text = Vec::new();
+        for k in 0..w {
+            let d = k; // output operand index of column k (+first offset already in outs)
+            let op = if k == 0 { "mad" } else { "madc" };
+            text.push(format!("{op}.{half}.cc.u32 %{d}, %{a_op}, %{}, %{d};", b_op(k)));
+        }
+        if high {
+            text.push(format!("addc.u32 %{w}, %{w}, 0;"));
+        } else {
+            text.push(format!("addc.cc.u32 %{w}, %{w}, 0;"));
+            text.push(format!("addc.u32 %{}, %{}, 0;", w + 1, w + 1));
+        }
+        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+r\"(c{i})")).collect();
+        let mut inputs = vec![format!("\"r\"(a{ii})")];
+        inputs.extend((0..w).map(|k| format!("\"r\"(b{})", k + w - 1 - ii)));
+        self.line(format!(
+            "asm(\"{}\" : {} : {});",
+            text.join(" "),
+            outputs.join(", "),
+            inputs.join(", ")
+        ));
+    }
+}

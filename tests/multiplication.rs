@@ -1,0 +1,102 @@
+//! Products against num-bigint: truncated (`a * b`), full (`a.mul_wide(b)`) and the paper's Poly,
+//! on the CPU backend (both evaluators) always and on the GPU whenever one is present.
+
+mod common;
+
+use bigfuse::{BigUint, Device};
+use common::kernels::*;
+use common::*;
+use proptest::prelude::*;
+
+fn check_mul(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
+    let m = modulus(bits);
+    let ctx = |what: &str, i: usize| format!("{what} at {bits} bits on {dev}, instance {i}: a={:x} b={:x}", a[i], b[i]);
+    let r = mul::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        assert_eq!(r[i], (&a[i] * &b[i]) % &m, "{}", ctx("a * b", i));
+    }
+    let r = mul_wide::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        assert_eq!(r[i], &a[i] * &b[i], "{}", ctx("a.mul_wide(b)", i));
+    }
+    let r = poly::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        let (x, y) = (&a[i], &b[i]);
+        let want = ((x * x + y) * (y * y + y) + x * y) % &m;
+        assert_eq!(r[i], want, "{}", ctx("poly", i));
+    }
+}
+
+fn gpu() -> Option<Device> {
+    bigfuse::runtime::gpu_for_tests()
+        .expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
+        .map(Device::Gpu)
+}
+
+#[test]
+fn cpu_every_size() {
+    for &bits in SIZES {
+        let (a, b) = operand_pairs(bits, 0, 5);
+        let n = if bits > 16384 { 6 } else { 30.min(a.len()) };
+        let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+        check_mul(&Device::cpu(), bits, a, b);
+        if bits <= 4096 {
+            check_mul(&Device::cpu_lowered(), bits, a, b);
+        }
+    }
+}
+
+#[test]
+fn edge_cases_on_every_backend() {
+    let mut devs = vec![Device::cpu(), Device::cpu_lowered()];
+    devs.extend(gpu());
+    for dev in &devs {
+        for bits in [64u64, 128, 192, 2048, 3008] {
+            let edges = edge_values(bits);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for x in &edges {
+                for y in &edges {
+                    a.push(x.clone());
+                    b.push(y.clone());
+                }
+            }
+            check_mul(dev, bits, &a, &b);
+        }
+    }
+}
+
+#[test]
+fn gpu_every_size() {
+    let Some(dev) = gpu() else { return };
+    for &bits in SIZES {
+        let (a, b) = operand_pairs(bits, 301, 6);
+        check_mul(&dev, bits, &a, &b);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn random_sizes_cpu(limbs in 1u64..=40, seed in any::<u64>(), n in 1usize..8) {
+        let bits = limbs * 64;
+        let mut r = rng(seed);
+        let a: Vec<BigUint> = (0..n).map(|_| random_big(&mut r, bits)).collect();
+        let b: Vec<BigUint> = (0..n).map(|_| random_big(&mut r, bits)).collect();
+        check_mul(&Device::cpu_lowered(), bits, &a, &b);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn random_sizes_gpu(limbs in 1u64..=4096, seed in any::<u64>(), n in 1usize..100) {
+        let Some(dev) = gpu() else { return Ok(()) };
+        let bits = limbs * 64;
+        let mut r = rng(seed);
+        let a: Vec<BigUint> = (0..n).map(|_| random_big(&mut r, bits)).collect();
+        let b: Vec<BigUint> = (0..n).map(|_| random_big(&mut r, bits)).collect();
+        check_mul(&dev, bits, &a, &b);
+    }
+}
