@@ -65,6 +65,11 @@ enum Cmd {
         #[arg(long)]
         json: Option<std::path::PathBuf>,
     },
+    /// Plan, driver resources and one checked launch of the bench kernels at some sizes.
+    Probe {
+        #[arg(long, value_delimiter = ',', default_value = "64,512,2048,4096,32768,262144")]
+        bits: Vec<u64>,
+    },
     /// 1-Mul and Poly in Gu32ops/s = 300*NumInsts*m*log2(m) / time (Poly: four products), m = NumBits/32.
     Mul {
         #[arg(long, default_value_t = 9)]
@@ -467,6 +472,66 @@ fn run_mul(
     Ok(())
 }
 
+fn run_probe(sizes: &[u64]) -> bigfuse::Result<()> {
+    let gpu = Arc::new(GpuDevice::new(0)?);
+    let t = gpu.target();
+    println!(
+        "{}: {}, {} SMs, {} threads/block, {} B shared/block (opt-in), {} regs/SM",
+        t.name,
+        t.sm(),
+        t.sm_count,
+        t.max_threads_per_block,
+        t.max_shared_per_block,
+        t.regs_per_sm
+    );
+    type Reference = fn(&BigUint, &BigUint) -> BigUint;
+    let kernels: [(&Kernel, Reference); 4] = [
+        (add1::kernel()?, |x, y| x + y),
+        (add6::kernel()?, |x, y| BigUint::from(6u8) * x + BigUint::from(10u8) * y),
+        (mul1::kernel()?, |x, y| x * y),
+        (poly::kernel()?, |x, y| (x * x + y) * (y * y + y) + x * y),
+    ];
+    for &bits in sizes {
+        let m = (bits / 64) as usize;
+        let n = 1000usize;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
+        let a_host: Vec<u64> = (0..n * m).map(|_| rng.gen()).collect();
+        let b_host: Vec<u64> = (0..n * m).map(|_| rng.gen()).collect();
+        let a = gpu.upload(&a_host, "a")?;
+        let b = gpu.upload(&b_host, "b")?;
+        let mut out = vec![gpu.alloc(n * m, "out")?];
+        for (k, f) in &kernels {
+            let line = match k.prepare(&gpu, &[bits]) {
+                Err(e) => format!("prepare failed: {e}"),
+                Ok(gk) => {
+                    let c = &gk.compiled;
+                    let plan = format!(
+                        "T={} Q={} IPB={} block={} shared={} regs={} local={}",
+                        c.schedule.threads_per_instance,
+                        c.schedule.q,
+                        c.schedule.instances_per_block,
+                        c.schedule.block_threads,
+                        c.placement.shared_bytes,
+                        gk.resources.registers,
+                        gk.resources.local_bytes
+                    );
+                    let run = gk
+                        .launch(&gpu, n as u64, &[&a, &b], &mut out)
+                        .and_then(|_| gpu.download(&out[0], "out"))
+                        .map(|got| verify(k.name(), bits, &a_host, &b_host, &got, 50, f));
+                    match run {
+                        Ok(Ok(())) => format!("{plan}: ok"),
+                        Ok(Err(e)) => format!("{plan}: WRONG: {e}"),
+                        Err(e) => format!("{plan}: FAILED: {e}"),
+                    }
+                }
+            };
+            println!("{:>6} bits {:<5} {line}", bits, k.name());
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -477,6 +542,7 @@ fn main() {
             sweep_q,
             json,
         } => run_add(min_log, max_log, runs, &sweep_q, json.as_deref()),
+        Cmd::Probe { bits } => run_probe(&bits),
         Cmd::Mul {
             min_log,
             max_log,

@@ -166,6 +166,23 @@ impl GpuDevice {
         let function = guarded("finding the kernel in its module", || {
             module.load_function(&compiled.kernel_name)
         })?;
+        let shared = compiled.placement.shared_bytes;
+        if shared > self.target.max_shared_per_block {
+            return Err(bigfuse_codegen::CodegenError::TooBig(format!(
+                "kernel `{}` needs {shared} bytes of shared memory per block; this GPU allows {}",
+                compiled.kernel_name, self.target.max_shared_per_block
+            ))
+            .into());
+        }
+        if shared > 48 * 1024 {
+            // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+            guarded("allowing the kernel its shared memory", || {
+                function.set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared as i32,
+                )
+            })?;
+        }
         let resources = Resources {
             registers: guarded("reading kernel attributes", || function.num_regs())?.max(0) as u32,
             shared_bytes: guarded("reading kernel attributes", || function.shared_size_bytes())?
