@@ -20,7 +20,18 @@ fn values_wider_than_bits_are_refused_not_truncated() {
         let mut wide = ok.clone();
         wide[2] = BigUint::from(1u8) << 256u32;
         let e = add::run(&dev, 256, &ok, &wide).unwrap_err();
-        assert!(matches!(e, Error::ValueTooWide { index: 2, bits: 257, max: 256, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::ValueTooWide {
+                    index: 2,
+                    bits: 257,
+                    max: 256,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let msg = e.to_string();
         assert!(msg.contains("`b`") && msg.contains("U<256>"), "{msg}");
     }
@@ -30,7 +41,17 @@ fn values_wider_than_bits_are_refused_not_truncated() {
 fn batches_of_different_lengths_are_refused() {
     for dev in devices() {
         let e = sub::run(&dev, 128, &[BigUint::from(1u8)], &[]).unwrap_err();
-        assert!(matches!(e, Error::BatchMismatch { first_len: 1, other_len: 0, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::BatchMismatch {
+                    first_len: 1,
+                    other_len: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("one value per instance"));
     }
 }
@@ -50,7 +71,9 @@ fn sizes_that_are_not_whole_limbs_are_refused() {
 fn a_size_too_large_for_one_block_is_an_error_on_the_gpu_path() {
     // The compiler refuses (it does not emit a kernel that cannot run); the CPU backend has no limit.
     let k = add::kernel().unwrap();
-    let e = k.compile(&[1 << 24], &bigfuse::Target::h100(), &Default::default()).unwrap_err();
+    let e = k
+        .compile(&[1 << 24], &bigfuse::Target::h100(), &Default::default())
+        .unwrap_err();
     assert!(e.to_string().contains("kernel too big"), "{e}");
 }
 

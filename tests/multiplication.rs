@@ -10,7 +10,12 @@ use proptest::prelude::*;
 
 fn check_mul(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
     let m = modulus(bits);
-    let ctx = |what: &str, i: usize| format!("{what} at {bits} bits on {dev}, instance {i}: a={:x} b={:x}", a[i], b[i]);
+    let ctx = |what: &str, i: usize| {
+        format!(
+            "{what} at {bits} bits on {dev}, instance {i}: a={:x} b={:x}",
+            a[i], b[i]
+        )
+    };
     let r = mul::run(dev, bits, a, b).unwrap();
     for i in 0..a.len() {
         assert_eq!(r[i], (&a[i] * &b[i]) % &m, "{}", ctx("a * b", i));

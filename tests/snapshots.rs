@@ -94,7 +94,13 @@ fn multiplication_kernels() {
     }
     snap("mul_wide", mul_wide::kernel().unwrap(), 3008);
     snap("poly", poly::kernel().unwrap(), 2048);
-    for k in [mul::kernel().unwrap(), mul_wide::kernel().unwrap(), poly::kernel().unwrap()] {
+    snap("mul", mul::kernel().unwrap(), 65536);
+    snap("mul_wide", mul_wide::kernel().unwrap(), 32768);
+    for k in [
+        mul::kernel().unwrap(),
+        mul_wide::kernel().unwrap(),
+        poly::kernel().unwrap(),
+    ] {
         for &bits in common::SIZES {
             nvrtc_compiles(k, bits);
         }

@@ -67,7 +67,11 @@ enum Cmd {
     },
     /// Plan, driver resources and one checked launch of the bench kernels at some sizes.
     Probe {
-        #[arg(long, value_delimiter = ',', default_value = "64,512,2048,4096,32768,262144")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "64,512,2048,4096,32768,262144"
+        )]
         bits: Vec<u64>,
     },
     /// 1-Mul and Poly in Gu32ops/s = 300*NumInsts*m*log2(m) / time (Poly: four products), m = NumBits/32.
@@ -387,23 +391,30 @@ fn run_mul(
         let bits = 1u64 << log;
         let n = 1u64 << (TOTAL_LOG - log);
         let copy = time_it(&gpu, runs, || {
-            gpu.stream().memcpy_dtod(&a, &mut scratch).map_err(|e| drv("copying", e))
+            gpu.stream()
+                .memcpy_dtod(&a, &mut scratch)
+                .map_err(|e| drv("copying", e))
         })?;
         let copy_gbs = 2.0 * (words * 8) as f64 / (copy.median_ms * 1e-3) / 1e9;
         type Reference<'r> = &'r (dyn Fn(&BigUint, &BigUint) -> BigUint + Sync);
-        let mut measure = |k: &Kernel, hints: &Hints, f: Reference| -> bigfuse::Result<(f64, u32, u32)> {
-            let gk: Arc<GpuKernel> = k.prepare_with(&gpu, &[bits], hints)?;
-            gk.launch(&gpu, n, &[&a, &b], &mut out)?;
-            let got = gpu.download(&out[0], "result")?;
-            if let Err(e) = verify(k.name(), bits, &a_host, &b_host, &got, 64, f) {
-                return Err(bigfuse::Error::Argument {
-                    kernel: k.name().into(),
-                    message: e,
-                });
-            }
-            let t = time_it(&gpu, runs, || gk.launch(&gpu, n, &[&a, &b], &mut out))?;
-            Ok((t.median_ms, gk.compiled.schedule.mul_width, gk.resources.registers))
-        };
+        let mut measure =
+            |k: &Kernel, hints: &Hints, f: Reference| -> bigfuse::Result<(f64, u32, u32)> {
+                let gk: Arc<GpuKernel> = k.prepare_with(&gpu, &[bits], hints)?;
+                gk.launch(&gpu, n, &[&a, &b], &mut out)?;
+                let got = gpu.download(&out[0], "result")?;
+                if let Err(e) = verify(k.name(), bits, &a_host, &b_host, &got, 64, f) {
+                    return Err(bigfuse::Error::Argument {
+                        kernel: k.name().into(),
+                        message: e,
+                    });
+                }
+                let t = time_it(&gpu, runs, || gk.launch(&gpu, n, &[&a, &b], &mut out))?;
+                Ok((
+                    t.median_ms,
+                    gk.compiled.schedule.mul_width,
+                    gk.resources.registers,
+                ))
+            };
         let fm = |x: &BigUint, y: &BigUint| x * y;
         let fp = |x: &BigUint, y: &BigUint| (x * x + y) * (y * y + y) + x * y;
         let (t1, w1, regs) = measure(mul1::kernel()?, &Hints::default(), &fm)?;
@@ -440,7 +451,11 @@ fn run_mul(
             match measure(mul1::kernel()?, &h, &fm) {
                 Ok((t, _, r)) => {
                     let g = gu32ops(bits, n, 1.0, t);
-                    let _ = writeln!(table, "|   w={w:<3} |           | {g:9.0} ({}) regs {r} | | |", ratio(g, false));
+                    let _ = writeln!(
+                        table,
+                        "|   w={w:<3} |           | {g:9.0} ({}) regs {r} | | |",
+                        ratio(g, false)
+                    );
                     sw.push((w, g));
                 }
                 Err(e) => eprintln!("  width {w} at 2^{log}: {e}"),
@@ -450,7 +465,10 @@ fn run_mul(
     }
     println!("{table}");
     if let Some(path) = json {
-        let mut s = format!("{{\"gpu\": \"{}\", \"runs\": {runs}, \"mul\": [", gpu.target().name);
+        let mut s = format!(
+            "{{\"gpu\": \"{}\", \"runs\": {runs}, \"mul\": [",
+            gpu.target().name
+        );
         for (i, (bits, copy, m1, p, w, sw)) in rows.iter().enumerate() {
             let sweep: Vec<String> = sw
                 .iter()
@@ -487,7 +505,9 @@ fn run_probe(sizes: &[u64]) -> bigfuse::Result<()> {
     type Reference = fn(&BigUint, &BigUint) -> BigUint;
     let kernels: [(&Kernel, Reference); 4] = [
         (add1::kernel()?, |x, y| x + y),
-        (add6::kernel()?, |x, y| BigUint::from(6u8) * x + BigUint::from(10u8) * y),
+        (add6::kernel()?, |x, y| {
+            BigUint::from(6u8) * x + BigUint::from(10u8) * y
+        }),
         (mul1::kernel()?, |x, y| x * y),
         (poly::kernel()?, |x, y| (x * x + y) * (y * y + y) + x * y),
     ];
@@ -550,7 +570,14 @@ fn main() {
             sweep_width,
             no_poly,
             json,
-        } => run_mul(min_log, max_log, runs, &sweep_width, no_poly, json.as_deref()),
+        } => run_mul(
+            min_log,
+            max_log,
+            runs,
+            &sweep_width,
+            no_poly,
+            json.as_deref(),
+        ),
     };
     if let Err(e) = r {
         eprintln!("error: {e}");

@@ -48,7 +48,14 @@ pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32, mul_width: u32)
             }
             live += value_registers(&n.ty, q_of);
         }
-        if let Op::LimbMul { .. } = func.nodes[point].op {
+        if let Op::LimbMul {
+            algo: bigfuse_core::MulAlgo::Ntt,
+            ..
+        } = func.nodes[point].op
+        {
+            // two groups of 16 transform elements and butterfly temporaries
+            live += 2 * 16 + 16;
+        } else if let Op::LimbMul { .. } = func.nodes[point].op {
             // two slices of accumulators, a window of b, a block of a
             live += 2 * (mul_width + 2) + 2 * mul_width - 1 + mul_width;
         }

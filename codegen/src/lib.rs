@@ -17,6 +17,7 @@ pub mod error;
 pub mod fuse;
 pub mod lower;
 pub mod mul;
+pub mod ntt;
 pub mod place;
 pub mod schedule;
 pub mod target;
@@ -52,6 +53,8 @@ pub struct Compiled {
     pub kernels: Vec<KernelGroup>,
     pub fusion_notes: Vec<String>,
     pub stages: Vec<Stage>,
+    /// Constant tables the kernel reads (NTT twiddles), in parameter order after the outputs.
+    pub tables: Vec<Vec<u32>>,
     /// The size parameters' names and values, e.g. `[("BITS", 4096)]`.
     pub sizes: Vec<(String, u64)>,
     pub target: Target,
@@ -129,7 +132,10 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         pass: "specialize",
         ir: print(&concrete),
     }];
-    let lowered = lower(&concrete)?;
+    let lowered = lower::lower_with(
+        &concrete,
+        hints.ntt_from_bits.unwrap_or(lower::NTT_FROM_BITS),
+    )?;
     validate(&lowered)?;
     stages.push(Stage {
         pass: "lower",
@@ -179,6 +185,22 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         placement,
         inputs,
         outputs,
+        tables: emit::ntt_tables(&fused.func)
+            .into_iter()
+            .map(|id| {
+                let bigfuse_core::Op::LimbMul { a, out_len, .. } = &fused.func.node(id).op else {
+                    unreachable!("ntt_tables lists products")
+                };
+                let bigfuse_core::Type::Array(_, in_len) = fused.func.ty(*a) else {
+                    unreachable!("factors are arrays")
+                };
+                ntt::plan(
+                    in_len.as_const().unwrap_or(0),
+                    out_len.as_const().unwrap_or(0),
+                )
+                .map(|p| p.twiddle_table())
+            })
+            .collect::<CgResult<Vec<_>>>()?,
         kernels: fused.kernels,
         fusion_notes: fused.notes,
         stages,

@@ -13,11 +13,30 @@
 
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::ops;
-use bigfuse_core::{BinOp, Builder, CmpOp, Func, Literal, Op, Type, ValueId};
+use bigfuse_core::{BinOp, Builder, CmpOp, Func, Literal, MulAlgo, Op, Type, ValueId};
+
+/// Products of operands at least this wide (bits) use the NTT; narrower ones the classical method.
+/// Measured on an H200 (bench/RESULTS.md, 2026-11-21): classical 1-Mul reaches 44156 Gu32ops/s at
+/// 2^14 and 24700 at 2^15, where the anchors' best are 38908 and 23591; above that the NTT wins.
+pub const NTT_FROM_BITS: u64 = 1 << 15;
+
+/// The algorithm for a product of two `bits`-bit operands, given a crossover.
+pub fn choose_mul(bits: u64, ntt_from_bits: u64, out_limbs: u64) -> MulAlgo {
+    if bits >= ntt_from_bits && crate::ntt::plan(bits / 64, out_limbs).is_ok() {
+        MulAlgo::Ntt
+    } else {
+        MulAlgo::Classical
+    }
+}
+
+/// Lowers a concrete (specialized) program with the default crossovers.
+pub fn lower(func: &Func) -> CgResult<Func> {
+    lower_with(func, NTT_FROM_BITS)
+}
 
 /// Lowers a concrete (specialized) program. The result has the same parameters and outputs, and no
-/// high-level node.
-pub fn lower(func: &Func) -> CgResult<Func> {
+/// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT.
+pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
     if !func.is_concrete() {
         return Err(CodegenError::Unsupported(format!(
             "`{}` must be specialized before lowering",
@@ -61,9 +80,15 @@ pub fn lower(func: &Func) -> CgResult<Func> {
                 b.binary(BinOp::Ne, bits, zero)?
             }
             Op::BigMul(x, y) | Op::BigMulWide(x, y) => {
-                let Type::Big(bits) = &node.ty else { unreachable!("products are big integers") };
+                let Type::Big(bits) = &node.ty else {
+                    unreachable!("products are big integers")
+                };
+                let Type::Big(in_bits) = func.ty(*x) else {
+                    unreachable!("factors are big integers")
+                };
                 let out_len = bits.as_const().unwrap_or(0) / 64;
-                b.limb_mul(m(*x), m(*y), bigfuse_core::Size::lit(out_len))?
+                let algo = choose_mul(in_bits.as_const().unwrap_or(0), ntt_from_bits, out_len);
+                b.limb_mul(m(*x), m(*y), bigfuse_core::Size::lit(out_len), algo)?
             }
             Op::Select(c, x, y) if matches!(node.ty, Type::Big(_)) => {
                 b.map(select_limb(), &[m(*c), m(*x), m(*y)])?

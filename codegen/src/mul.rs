@@ -55,7 +55,10 @@ pub fn shape(in_limbs: u64, out_limbs: u64, threads: u32, width_hint: u32) -> Mu
 
 /// Threads per instance for a product with `out_limbs` limbs so that slices have about `width` digits.
 pub fn threads_for(out_limbs: u64, width: u32) -> u32 {
-    (2 * out_limbs).div_ceil(2 * width as u64).next_power_of_two().min(1024) as u32
+    (2 * out_limbs)
+        .div_ceil(2 * width as u64)
+        .next_power_of_two()
+        .min(1024) as u32
 }
 
 impl MulShape {
@@ -153,11 +156,24 @@ mod tests {
 
     #[test]
     fn every_slice_is_owned_once_and_work_is_balanced() {
-        for (inl, outl) in [(4u64, 4u64), (32, 32), (3, 3), (47, 47), (32, 64), (1, 1), (1, 2), (4096, 4096), (2048, 4096)] {
+        for (inl, outl) in [
+            (4u64, 4u64),
+            (32, 32),
+            (3, 3),
+            (47, 47),
+            (32, 64),
+            (1, 1),
+            (1, 2),
+            (4096, 4096),
+            (2048, 4096),
+        ] {
             for threads in [1u32, 2, 4, 8, 64, 512] {
                 let s = shape(inl, outl, threads, DEFAULT_WIDTH);
                 assert!(s.slices * s.width >= s.digits_out);
-                assert!(s.slices <= 2 * threads as u64 || s.width == MAX_WIDTH as u64, "{s:?}");
+                assert!(
+                    s.slices <= 2 * threads as u64 || s.width == MAX_WIDTH as u64,
+                    "{s:?}"
+                );
                 if s.slices > 2 * threads as u64 {
                     continue; // the schedule never picks this: it raises the thread count first
                 }
@@ -188,7 +204,10 @@ mod tests {
                     let j = c as i64 - i as i64;
                     if j >= 0 && (j as u64) < s.digits_in {
                         let r = (i / s.width) as i64;
-                        assert!(lo <= r && r <= hi, "slice {slice}: a{i} b{j} in block {r} outside {lo}..={hi}");
+                        assert!(
+                            lo <= r && r <= hi,
+                            "slice {slice}: a{i} b{j} in block {r} outside {lo}..={hi}"
+                        );
                     }
                 }
             }

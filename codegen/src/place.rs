@@ -53,16 +53,39 @@ pub fn is_carry_scan(op: &Op) -> bool {
 fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
     let node = func.node(id);
     let slots = sched.instances_per_block * sched.warps_per_instance();
+    if let Op::LimbMul {
+        a,
+        out_len,
+        algo: bigfuse_core::MulAlgo::Ntt,
+        ..
+    } = &node.op
+    {
+        let Type::Array(_, in_len) = func.ty(*a) else {
+            return None;
+        };
+        let plan = crate::ntt::plan(in_len.as_const()?, out_len.as_const()?).ok()?;
+        let layout = plan.layout(
+            sched.instances_per_block as u64,
+            sched.warps_per_instance() as u64,
+        );
+        return Some((layout.total * 4) as u32);
+    }
     if let Op::LimbMul { a, out_len, .. } = &node.op {
         // Operands always go through shared memory: every output digit reads every input digit.
-        let Type::Array(_, in_len) = func.ty(*a) else { return None };
+        let Type::Array(_, in_len) = func.ty(*a) else {
+            return None;
+        };
         let shape = mul::shape(
             in_len.as_const().unwrap_or(0),
             out_len.as_const().unwrap_or(0),
             sched.threads_per_instance,
             sched.mul_width,
         );
-        let layout = mul::layout(&shape, sched.instances_per_block as u64, sched.warps_per_instance() as u64);
+        let layout = mul::layout(
+            &shape,
+            sched.instances_per_block as u64,
+            sched.warps_per_instance() as u64,
+        );
         return Some((layout.total * 4) as u32);
     }
     if sched.threads_per_instance <= 32 {
@@ -92,10 +115,13 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
 
     // Every staging use writes, passes a barrier, then reads. A buffer may take a new occupant once
     // another staging use (and so another barrier) lies between: all threads have finished reading
-    // the old occupant by then. Greedy colouring under that rule.
+    // the old occupant by then; products end with a barrier of their own, so the very next use may
+    // take theirs. Greedy colouring under that rule.
     struct Buffer {
         bytes: u32,
         last_use: usize,
+        /// The last occupant ends with a barrier of its own: the next use may take it at once.
+        fenced: bool,
     }
     let mut buffers: Vec<Buffer> = Vec::new();
     let mut uses: Vec<(ValueId, u32, u32)> = Vec::new();
@@ -104,20 +130,26 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
             continue;
         };
         let k = uses.len();
+        let fenced = matches!(func.node(id).op, Op::LimbMul { .. });
         let free = buffers
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.last_use + 2 <= k)
+            .filter(|(_, b)| b.last_use + 2 <= k || (b.fenced && b.last_use < k))
             .max_by_key(|(_, b)| b.bytes)
             .map(|(i, _)| i);
         let colour = match free {
             Some(i) => {
                 buffers[i].bytes = buffers[i].bytes.max(bytes);
                 buffers[i].last_use = k;
+                buffers[i].fenced = fenced;
                 i
             }
             None => {
-                buffers.push(Buffer { bytes, last_use: k });
+                buffers.push(Buffer {
+                    bytes,
+                    last_use: k,
+                    fenced,
+                });
                 buffers.len() - 1
             }
         };
@@ -144,7 +176,11 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
             func.name, target.max_shared_per_block
         )));
     }
-    let products = func.nodes.iter().filter(|n| matches!(n.op, Op::LimbMul { .. })).count();
+    let products = func
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.op, Op::LimbMul { .. }))
+        .count();
     let mut notes = vec![format!(
         "all arrays in registers{}; {} staging use(s) in {} shared buffer(s), {} bytes",
         if products > 0 {

@@ -3,8 +3,8 @@
 //! and the block size. The schedule decorates the program; it does not rewrite it.
 
 use crate::analysis::register_estimate;
-use crate::mul;
 use crate::error::{CgResult, CodegenError};
+use crate::mul;
 use crate::target::Target;
 use bigfuse_core::{Func, Type};
 
@@ -17,6 +17,9 @@ pub struct Hints {
     pub block_threads: Option<u32>,
     /// 32-bit digits per slice of a classical product.
     pub mul_width: Option<u32>,
+    /// Products of operands of at least this many bits use the NTT (default
+    /// [`crate::lower::NTT_FROM_BITS`]).
+    pub ntt_from_bits: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,16 +77,44 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         .div_ceil(want_q)
         .next_power_of_two()
         .min(max_t as u64) as u32;
-    let mul_width = hints.mul_width.unwrap_or(mul::DEFAULT_WIDTH).clamp(2, mul::MAX_WIDTH);
+    let mul_width = hints
+        .mul_width
+        .unwrap_or(mul::DEFAULT_WIDTH)
+        .clamp(2, mul::MAX_WIDTH);
     // Products are the heaviest work: their slices decide the threads per instance.
     let products: Vec<u64> = func
         .nodes
         .iter()
         .filter_map(|n| match &n.op {
-            bigfuse_core::Op::LimbMul { out_len, .. } => out_len.as_const(),
+            bigfuse_core::Op::LimbMul {
+                out_len,
+                algo: bigfuse_core::MulAlgo::Classical,
+                ..
+            } => out_len.as_const(),
             _ => None,
         })
         .collect();
+    // NTT products want 16 transform elements per thread.
+    let ntt_threads = func
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            bigfuse_core::Op::LimbMul {
+                a,
+                out_len,
+                algo: bigfuse_core::MulAlgo::Ntt,
+                ..
+            } => {
+                let bigfuse_core::Type::Array(_, in_len) = func.ty(*a) else {
+                    return None;
+                };
+                crate::ntt::plan(in_len.as_const()?, out_len.as_const()?)
+                    .ok()
+                    .map(|p| p.threads())
+            }
+            _ => None,
+        })
+        .max();
     if let Some(&widest) = products.iter().max() {
         if hints.q.is_none() {
             t = mul::threads_for(widest, mul_width).min(max_t);
@@ -98,6 +129,15 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         }
         decisions.push(format!(
             "classical product(s) in slices of about {mul_width} 32-bit digits, two slices per thread"
+        ));
+    }
+    if let Some(nt) = ntt_threads {
+        let nt = nt.min(max_t);
+        if products.is_empty() && hints.q.is_none() || t < nt {
+            t = nt;
+        }
+        decisions.push(format!(
+            "NTT product(s): {nt} threads per instance give 16 transform elements each"
         ));
     }
     let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;

@@ -137,9 +137,20 @@ impl Builder {
         self.push(Op::BigMulWide(a, b))
     }
 
-    /// The product of two limb arrays as `out_len` limbs.
-    pub fn limb_mul(&mut self, a: ValueId, b: ValueId, out_len: Size) -> IrResult<ValueId> {
-        self.push(Op::LimbMul { a, b, out_len })
+    /// The product of two limb arrays as `out_len` limbs, computed with `algo`.
+    pub fn limb_mul(
+        &mut self,
+        a: ValueId,
+        b: ValueId,
+        out_len: Size,
+        algo: crate::ir::MulAlgo,
+    ) -> IrResult<ValueId> {
+        self.push(Op::LimbMul {
+            a,
+            b,
+            out_len,
+            algo,
+        })
     }
 
     fn compare(&mut self, op: CmpOp, a: ValueId, b: ValueId) -> IrResult<ValueId> {

@@ -183,10 +183,13 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             Value::Big((big(v(*a))? * big(v(*b))?) % m)
         }
         Op::BigMulWide(a, b) => Value::Big(big(v(*a))? * big(v(*b))?),
-        Op::LimbMul { a, b, out_len } => {
+        Op::LimbMul { a, b, out_len, .. } => {
             let n = out_len.as_const().unwrap_or(0) as usize;
             let to_big = |x: &Value| -> IrResult<BigUint> {
-                let limbs = array(x)?.iter().map(scalar_int).collect::<IrResult<Vec<u64>>>()?;
+                let limbs = array(x)?
+                    .iter()
+                    .map(scalar_int)
+                    .collect::<IrResult<Vec<u64>>>()?;
                 Ok(limbs_to_big(&limbs))
             };
             let p = to_big(v(*a))? * to_big(v(*b))?;

@@ -125,6 +125,15 @@ impl BinOp {
     }
 }
 
+/// How a `LimbMul` is computed; the result is the same either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MulAlgo {
+    /// Schoolbook products in registers, operands staged in shared memory.
+    Classical,
+    /// Number-theoretic transforms in three primes and CRT.
+    Ntt,
+}
+
 /// Comparisons of big integers. `>` and `>=` are built by swapping operands; `!=` as `!(==)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CmpOp {
@@ -179,6 +188,7 @@ pub enum Op {
         a: ValueId,
         b: ValueId,
         out_len: Size,
+        algo: MulAlgo,
     },
     /// Element-wise application; arguments are arrays of one length or scalars (broadcast).
     Map {

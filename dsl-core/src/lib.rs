@@ -22,7 +22,7 @@ pub mod value;
 pub use builder::Builder;
 pub use error::{IrError, IrResult};
 pub use eval::{apply_lambda, eval};
-pub use ir::{BinOp, CmpOp, Func, Literal, Node, Op, Param, UnOp, ValueId};
+pub use ir::{BinOp, CmpOp, Func, Literal, MulAlgo, Node, Op, Param, UnOp, ValueId};
 pub use print::{node_text, print};
 pub use specialize::{check_bits, specialize, MAX_BITS};
 pub use types::{Size, Type};

@@ -86,7 +86,19 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::BigCmp(c, a, b) => format!("big.{} {a}, {b}", c.mnemonic()),
         Op::BigMul(a, b) => format!("big.mul {a}, {b}"),
         Op::BigMulWide(a, b) => format!("big.mul_wide {a}, {b}"),
-        Op::LimbMul { a, b, out_len } => format!("limb_mul {a}, {b}, out {}", out_len.display(names)),
+        Op::LimbMul {
+            a,
+            b,
+            out_len,
+            algo,
+        } => format!(
+            "limb_mul.{} {a}, {b}, out {}",
+            match algo {
+                crate::ir::MulAlgo::Classical => "classical",
+                crate::ir::MulAlgo::Ntt => "ntt",
+            },
+            out_len.display(names)
+        ),
         Op::Limbs(a) => format!("limbs {a}"),
         Op::FromLimbs(a) => format!("from_limbs {a}"),
         Op::Iota(n) => format!("iota {}", n.display(names)),

@@ -107,7 +107,11 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
-        Op::BigAdd(a, b) | Op::BigSub(a, b) | Op::BigCmp(_, a, b) | Op::BigMul(a, b) | Op::BigMulWide(a, b) => {
+        Op::BigAdd(a, b)
+        | Op::BigSub(a, b)
+        | Op::BigCmp(_, a, b)
+        | Op::BigMul(a, b)
+        | Op::BigMulWide(a, b) => {
             let (ta, tb) = (ty(*a), ty(*b));
             match (ta, tb) {
                 (Type::Big(sa), Type::Big(sb)) if sa == sb => {}
@@ -134,14 +138,19 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 _ => ta.clone(),
             }
         }
-        Op::LimbMul { a, b, out_len } => {
+        Op::LimbMul { a, b, out_len, .. } => {
             let (ta, tb) = (ty(*a), ty(*b));
             match (ta, tb) {
-                (Type::Array(ea, na), Type::Array(eb, nb)) if **ea == Type::U64 && **eb == Type::U64 && na == nb => {}
+                (Type::Array(ea, na), Type::Array(eb, nb))
+                    if **ea == Type::U64 && **eb == Type::U64 && na == nb => {}
                 _ => {
                     return Err(err(
                         func,
-                        format!("limb_mul needs two [u64; n] of one length, not {} and {}", show(ta), show(tb)),
+                        format!(
+                            "limb_mul needs two [u64; n] of one length, not {} and {}",
+                            show(ta),
+                            show(tb)
+                        ),
                     ))
                 }
             }

@@ -539,7 +539,10 @@ impl Checker {
         let result = match op {
             _ if logical => {
                 if lt != KType::Bool {
-                    return err(b, format!("`&&` and `||` need bool operands, not {}", self.show(lt)));
+                    return err(
+                        b,
+                        format!("`&&` and `||` need bool operands, not {}", self.show(lt)),
+                    );
                 }
                 KType::Bool
             }

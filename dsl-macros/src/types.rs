@@ -149,7 +149,8 @@ fn scaled_width(stmt: &syn::Stmt, sizes: &mut Vec<String>) -> syn::Result<KType>
     let side = |e: &syn::Expr| -> Option<Result<u64, String>> {
         match e {
             syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(i), ..
+                lit: syn::Lit::Int(i),
+                ..
             }) => Some(i.base10_parse::<u64>().map_err(|e| e.to_string())),
             _ => None,
         }

@@ -89,7 +89,9 @@ impl GpuDevice {
             max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
             // Kernels take dynamic shared memory and opt in to the larger limit when they need it.
-            max_shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            max_shared_per_block: attr(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
             shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             regs_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
             max_regs_per_thread: 255,
@@ -202,8 +204,15 @@ impl GpuDevice {
             ))
             .into());
         }
+        let mut tables = Vec::with_capacity(compiled.tables.len());
+        for t in &compiled.tables {
+            let buf = guarded("uploading a constant table", || self.stream.clone_htod(t))
+                .map_err(|e| oom(e, "a constant table", t.len() / 2))?;
+            tables.push(buf);
+        }
         Ok(GpuKernel {
             compiled,
+            tables,
             _module: module,
             function,
             resources,
@@ -248,6 +257,8 @@ pub struct Resources {
 /// A kernel loaded on a GPU.
 pub struct GpuKernel {
     pub compiled: Compiled,
+    /// Constant tables (NTT twiddles) on the device, passed after the outputs.
+    tables: Vec<CudaSlice<u32>>,
     _module: Arc<CudaModule>,
     function: CudaFunction,
     pub resources: Resources,
@@ -305,6 +316,9 @@ impl GpuKernel {
         }
         for o in outputs.iter_mut() {
             b.arg(o);
+        }
+        for t in &self.tables {
+            b.arg(t);
         }
         b.arg(&n);
         // SAFETY: the argument list matches the emitted signature (inputs, outputs, n), and every

@@ -26,7 +26,8 @@ impl std::fmt::Debug for Kernel {
 }
 
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
-/// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice). Unparsable values are ignored.
+/// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
+/// bits from which products use the NTT). Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
@@ -38,6 +39,7 @@ pub fn env_hints() -> Hints {
         q: read("BIGFUSE_Q"),
         block_threads: read("BIGFUSE_BLOCK"),
         mul_width: read("BIGFUSE_MUL_WIDTH"),
+        ntt_from_bits: read("BIGFUSE_NTT_FROM").map(u64::from),
     }
 }
 

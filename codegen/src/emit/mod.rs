@@ -7,6 +7,7 @@
 //! block of code says which IR value it computes.
 
 mod mul;
+mod ntt;
 
 use crate::error::{CgResult, CodegenError};
 use crate::place::{is_carry_scan, Place, Placement};
@@ -401,8 +402,16 @@ impl<'a> Emitter<'a> {
                 self.scan(id, &comment, carry)
             }
             Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
+            Op::LimbMul {
+                algo: bigfuse_core::MulAlgo::Ntt,
+                ..
+            } => self.ntt_mul(id, &comment),
             Op::LimbMul { .. } => self.limb_mul(id, &comment),
-            Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) | Op::BigMul(..) | Op::BigMulWide(..) => {
+            Op::BigAdd(..)
+            | Op::BigSub(..)
+            | Op::BigCmp(..)
+            | Op::BigMul(..)
+            | Op::BigMulWide(..) => {
                 return Err(CodegenError::Unsupported(
                     "big-integer operations must be lowered first".into(),
                 ))
@@ -939,6 +948,21 @@ fn node_comment(func: &Func, id: ValueId) -> String {
     bigfuse_core::node_text(func, id)
 }
 
+/// The NTT products of a function, in the order their twiddle tables are kernel parameters.
+pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
+    func.ids()
+        .filter(|id| {
+            matches!(
+                func.node(*id).op,
+                Op::LimbMul {
+                    algo: bigfuse_core::MulAlgo::Ntt,
+                    ..
+                }
+            )
+        })
+        .collect()
+}
+
 /// The CUDA C source of one kernel.
 pub fn emit(
     func: &Func,
@@ -970,6 +994,11 @@ pub fn emit(
     e.line("typedef unsigned int u32;");
     e.line("typedef unsigned long long u64;");
     e.line("");
+    let tables = ntt_tables(func);
+    if !tables.is_empty() {
+        e.out.push_str(ntt::HELPERS);
+        e.line("");
+    }
     let t = sched.threads_per_instance;
     let mut params: Vec<String> = inputs
         .iter()
@@ -977,6 +1006,12 @@ pub fn emit(
         .map(|(i, l)| format!("const u64* __restrict__ in{i} /* {} */", l.name))
         .collect();
     params.extend((0..func.outputs.len()).map(|k| format!("u64* __restrict__ out{k}")));
+    params.extend(tables.iter().map(|id| {
+        format!(
+            "const uint2* __restrict__ tw{} /* twiddles of {id} */",
+            id.0
+        )
+    }));
     params.push("const u64 n".into());
     e.line(format!(
         "extern \"C\" __global__ void __launch_bounds__({}) {kernel_name}(",

@@ -8,7 +8,7 @@ use bigfuse_core::{Op, ValueId};
 
 impl Emitter<'_> {
     pub(super) fn limb_mul(&mut self, id: ValueId, comment: &str) -> Val {
-        let Op::LimbMul { a, b, out_len } = self.func.node(id).op.clone() else {
+        let Op::LimbMul { a, b, out_len, .. } = self.func.node(id).op.clone() else {
             unreachable!("limb_mul() is called on limb_mul nodes")
         };
         let (a_leaves, q_in, in_len) = self.array_parts(a);
@@ -113,9 +113,8 @@ impl Emitter<'_> {
             "// L + O (O shifted up by one slice) with the carry machinery: {q_out} limbs per thread"
         ));
         let sw = s.slices * w;
-        let (x, y, f) = (self.temp(), self.temp(), self.temp());
+        let (x, y) = (self.temp(), self.temp());
         self.line(format!("u64 {x}[{q_out}], {y}[{q_out}];"));
-        self.line(format!("u32 {f}[{q_out}];"));
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
         self.line(format!("const u32 d = 2u * (t * {q_out}u + (u32)q);"));
@@ -130,35 +129,13 @@ impl Emitter<'_> {
         ));
         self.line(format!("{x}[q] = (u64)l0 | ((u64)l1 << 32);"));
         self.line(format!("{y}[q] = (u64)o0 | ((u64)o1 << 32);"));
-        self.line(format!(
-            "const u64 sum = {x}[q] + {y}[q]; {x}[q] = sum; {f}[q] = (u32)(sum < {y}[q]) | ((u32)(sum == 0xffffffffffffffffull) << 1);"
-        ));
         self.close("}");
-        let agg = self.temp();
-        self.line(format!("u32 {agg} = 2u;"));
-        self.line(format!(
-            "#pragma unroll\n{}for (int q = 0; q < {q_out}; ++q) {agg} = ((({f}[q] | (({f}[q] >> 1) & {agg})) & 1u) | ({agg} & {f}[q] & 2u));",
-            "  ".repeat(self.depth)
-        ));
-        let carry_in = if t_count > 1 {
-            let flags = format!(
-                "(reinterpret_cast<u32*>(bf_smem + {offset}) + {}u)",
-                lay.flags
-            );
-            let pre = self.carry_prefix(&flags, &agg);
-            format!("({pre} & 1u)")
-        } else {
-            "0u".to_string()
-        };
-        let c = self.temp();
-        self.line(format!("u32 {c} = {carry_in};"));
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
-        self.line(format!("{}[q] = {x}[q] + (u64){c};", out[0]));
-        self.line(format!(
-            "{c} = ({f}[q] & 1u) | (({f}[q] >> 1) & {c});"
-        ));
-        self.close("}");
+        let flags = format!(
+            "(reinterpret_cast<u32*>(bf_smem + {offset}) + {}u)",
+            lay.flags
+        );
+        self.add_with_carries(&x, &y, q_out, &out[0], &flags);
+        self.line("__syncthreads(); // the staging buffer is free for the next step");
         self.close("}");
         Val::Array {
             leaves: out,
@@ -167,12 +144,48 @@ impl Emitter<'_> {
         }
     }
 
+    /// `out = x + y` over the instance's limbs (`x`, `y`: u64 arrays of `q` elements per thread),
+    /// carries resolved across threads like an addition's; `flags` points at the block's carry
+    /// staging (used when an instance spans several warps).
+    pub(super) fn add_with_carries(&mut self, x: &str, y: &str, q: u32, out: &str, flags: &str) {
+        let f = self.temp();
+        self.line(format!("u32 {f}[{q}];"));
+        self.line("#pragma unroll");
+        self.line(format!(
+            "for (int q = 0; q < {q}; ++q) {{ const u64 s = {x}[q] + {y}[q]; {f}[q] = (u32)(s < {y}[q]) | ((u32)(s == 0xffffffffffffffffull) << 1); {x}[q] = s; }}"
+        ));
+        let agg = self.temp();
+        self.line(format!("u32 {agg} = 2u;"));
+        self.line("#pragma unroll");
+        self.line(format!(
+            "for (int q = 0; q < {q}; ++q) {agg} = ((({f}[q] | (({f}[q] >> 1) & {agg})) & 1u) | ({agg} & {f}[q] & 2u));"
+        ));
+        let carry_in = if self.sched.threads_per_instance > 1 {
+            let pre = self.carry_prefix(flags, &agg);
+            format!("({pre} & 1u)")
+        } else {
+            "0u".to_string()
+        };
+        let c = self.temp();
+        self.line(format!("u32 {c} = {carry_in};"));
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        self.line(format!("{out}[q] = {x}[q] + (u64){c};"));
+        self.line(format!("{c} = ({f}[q] & 1u) | (({f}[q] >> 1) & {c});"));
+        self.close("}");
+    }
+
     /// The slices of this thread: a loop over row blocks, each a fully unrolled block of
     /// `width` x `width` digit products in multiply-add-with-carry chains.
     fn slices(&mut self, s: &MulShape) {
         let w = s.width;
         let (sl, k) = (s.slices, s.blocks);
-        let regs = |p: &str| (0..w + 2).map(|i| format!("{p}{i} = 0u")).collect::<Vec<_>>().join(", ");
+        let regs = |p: &str| {
+            (0..w + 2)
+                .map(|i| format!("{p}{i} = 0u"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         self.line(format!("u32 {};", regs("c")));
         self.line(format!("u32 {};", regs("s1_")));
         let rank_to_slice = |r: &str| {
@@ -182,7 +195,10 @@ impl Emitter<'_> {
                 r.to_string()
             }
         };
-        self.line(format!("const int r1 = (int)t, r2 = {} - (int)t;", sl as i64 - 1));
+        self.line(format!(
+            "const int r1 = (int)t, r2 = {} - (int)t;",
+            sl as i64 - 1
+        ));
         self.line("const bool has1 = r1 <= r2, has2 = r1 < r2;");
         self.line(format!(
             "const int g1 = {}, g2 = {};",
@@ -199,7 +215,9 @@ impl Emitter<'_> {
         ));
         self.line("#pragma unroll 1");
         self.open("for (int j = 0; j < n1 + n2; ++j) {");
-        let copy: Vec<String> = (0..w + 2).map(|i| format!("s1_{i} = c{i}; c{i} = 0u;")).collect();
+        let copy: Vec<String> = (0..w + 2)
+            .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
+            .collect();
         self.line(format!("if (j == n1) {{ {} }}", copy.join(" ")));
         self.line("const bool first = j < n1;");
         self.line("const int g = first ? g1 : g2;");
@@ -235,7 +253,10 @@ impl Emitter<'_> {
         for k in 0..w {
             let d = k; // output operand index of column k (+first offset already in outs)
             let op = if k == 0 { "mad" } else { "madc" };
-            text.push(format!("{op}.{half}.cc.u32 %{d}, %{a_op}, %{}, %{d};", b_op(k)));
+            text.push(format!(
+                "{op}.{half}.cc.u32 %{d}, %{a_op}, %{}, %{d};",
+                b_op(k)
+            ));
         }
         if high {
             text.push(format!("addc.u32 %{w}, %{w}, 0;"));

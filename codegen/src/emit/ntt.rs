@@ -1,0 +1,324 @@
+//! CUDA for `limb_mul.ntt`: three-prime NTT products (plan and constants from `crate::ntt`).
+//! Each pass loads a group of up to 16 elements per thread from shared memory, runs up to four
+//! butterfly stages in registers, and stores them back: one barrier per pass.
+
+use super::{Emitter, Val};
+use crate::ntt::{self, NttPlan};
+use bigfuse_core::{Op, ValueId};
+
+/// Device helpers the NTT code calls (emitted once per kernel that has an NTT).
+pub(super) const HELPERS: &str = r#"// a * w mod p by Shoup's method (ws = floor(w * 2^32 / p), p < 2^31, any 32-bit a)
+__device__ __forceinline__ u32 bf_shoup(u32 a, u32 w, u32 ws, u32 p) {
+  const u32 q = __umulhi(a, ws);
+  const u32 r = a * w - q * p;
+  return r >= p ? r - p : r;
+}
+// a * b / 2^32 mod p (Montgomery; ni = -p^-1 mod 2^32; a, b < p)
+__device__ __forceinline__ u32 bf_mont(u32 a, u32 b, u32 p, u32 ni) {
+  const u64 ab = (u64)a * b;
+  const u32 m = (u32)ab * ni;
+  const u32 t = (u32)((ab + (u64)m * p) >> 32);
+  return t >= p ? t - p : t;
+}
+"#;
+
+impl Emitter<'_> {
+    pub(super) fn ntt_mul(&mut self, id: ValueId, comment: &str) -> Val {
+        let Op::LimbMul { a, b, out_len, .. } = self.func.node(id).op.clone() else {
+            unreachable!("ntt_mul() is called on limb_mul nodes")
+        };
+        let (a_leaves, q_in, in_len) = self.array_parts(a);
+        let (b_leaves, _, _) = self.array_parts(b);
+        let out_len = out_len.as_const().unwrap_or(0);
+        let q_out = self.sched.q_of(out_len);
+        let plan =
+            ntt::plan(in_len, out_len).expect("lowering chose the NTT only where a plan exists");
+        let t_count = self.sched.threads_per_instance as u64;
+        let n = plan.n();
+        let per_thread = (n / t_count).max(1);
+        let radix = ntt::RADIX_LOG.min(per_thread.trailing_zeros()).max(1);
+        let lay = plan.layout(
+            self.sched.instances_per_block as u64,
+            self.sched.warps_per_instance() as u64,
+        );
+        let offset = self
+            .placement
+            .staging_of(id)
+            .expect("placement stages every product")
+            .offset;
+        let table = format!("tw{}", id.0);
+        let (c12, p1m3, c123) = plan.crt_constants();
+        let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
+        let p12 = ps[0] as u64 * ps[1] as u64;
+
+        self.line(format!(
+            "// {comment}: NTT of 2^{} points in 3 primes, {per_thread} elements per thread, passes of {radix} stages",
+            plan.log_n
+        ));
+        let out = self.declare_array(id, q_out);
+        self.open("{");
+        self.line(format!(
+            "u32* ms = reinterpret_cast<u32*>(bf_smem + {offset}) + slot * {}u;",
+            lay.stride
+        ));
+        self.line(format!(
+            "u32* nx = ms + {}u; u32* ny = ms + {}u; // element i at i + i / 32",
+            lay.x, lay.y
+        ));
+        let cols = 2 * q_out;
+        self.line(format!(
+            "u32 ra[{cols}], rb[{cols}], rc[{cols}]; // residues of this thread's {cols} result digits, per prime"
+        ));
+        self.line("#pragma unroll 1");
+        self.open("for (int pi = 0; pi < 3; ++pi) {");
+        let pick = |v: [u32; 3]| format!("(pi == 0 ? {}u : pi == 1 ? {}u : {}u)", v[0], v[1], v[2]);
+        let prime = |f: &dyn Fn(&ntt::Prime) -> u32| {
+            pick([f(&plan.primes[0]), f(&plan.primes[1]), f(&plan.primes[2])])
+        };
+        self.line(format!("const u32 p = {};", prime(&|p| p.p)));
+        self.line(format!("const u32 ni = {};", prime(&|p| p.neg_inv)));
+        let scale: Vec<u32> = plan.primes.iter().map(|p| plan.scale(p)).collect();
+        self.line(format!(
+            "const u32 sc = {};",
+            pick([scale[0], scale[1], scale[2]])
+        ));
+        self.line(format!(
+            "const u32 scs = {};",
+            pick([
+                ntt::shoup(scale[0], ps[0]),
+                ntt::shoup(scale[1], ps[1]),
+                ntt::shoup(scale[2], ps[2])
+            ])
+        ));
+        self.line(format!(
+            "const uint2* tf = {table} + (u32)pi * {n}u; // forward twiddles, then inverse"
+        ));
+        self.line(format!("const uint2* ti = tf + {}u;", n / 2));
+
+        self.line("// both operands as 32-bit digits mod p");
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
+        self.line(format!("const u32 d = 2u * (t * {q_in}u + (u32)q);"));
+        self.open(format!("if (d < {}u) {{", plan.digits_in));
+        for (buf, leaf) in [("nx", &a_leaves[0]), ("ny", &b_leaves[0])] {
+            for half in 0..2u32 {
+                let v = if half == 0 {
+                    format!("(u32){leaf}[q]")
+                } else {
+                    format!("(u32)({leaf}[q] >> 32)")
+                };
+                self.line(format!(
+                    "{{ u32 v = {v}; v = v >= p ? v - p : v; v = v >= p ? v - p : v; const u32 i = d + {half}u; {buf}[i + (i >> 5)] = v; }}"
+                ));
+            }
+        }
+        self.close("}");
+        self.close("}");
+        self.line(format!(
+            "for (u32 i = {}u + t; i < {n}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u; ny[i + (i >> 5)] = 0u; }}",
+            plan.digits_in
+        ));
+        self.line("__syncthreads();");
+
+        let passes = split_passes(plan.log_n, radix);
+        self.line(
+            "// forward transforms (decimation in frequency): natural order in, bit-reversed out",
+        );
+        for &(s0, r) in &passes {
+            self.pass(&plan, per_thread, s0, r, true);
+        }
+        self.line("// pointwise products (Montgomery: the 2^-32 is undone by the final scaling)");
+        self.line(format!(
+            "for (u32 i = t; i < {n}u; i += {t_count}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(nx[k], ny[k], p, ni); }}"
+        ));
+        self.line("__syncthreads();");
+        self.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
+        let mut inv_passes = Vec::new();
+        let mut s = 0;
+        while s < plan.log_n {
+            let r = radix.min(plan.log_n - s);
+            inv_passes.push((s, r));
+            s += r;
+        }
+        for &(s0, r) in &inv_passes {
+            self.pass(&plan, per_thread, s0, r, false);
+        }
+        self.line("// scale by N^-1 and keep this thread's result digits in registers");
+        self.line("#pragma unroll");
+        self.open(format!("for (int j = 0; j < {cols}; ++j) {{"));
+        self.line(format!("const u32 c = t * {cols}u + (u32)j;"));
+        self.line(format!(
+            "const u32 v = c < {}u ? bf_shoup(nx[c + (c >> 5)], sc, scs, p) : 0u;",
+            plan.digits_out
+        ));
+        self.line("if (pi == 0) ra[j] = v; else if (pi == 1) rb[j] = v; else rc[j] = v;");
+        self.close("}");
+        self.line("__syncthreads();");
+        self.close("}");
+
+        self.line(format!(
+            "// CRT (Garner) per digit column, then the column sums as limbs: {q_out} per thread"
+        ));
+        let (x, y) = (self.temp(), self.temp());
+        self.line(format!("u64 {x}[{q_out}], {y}[{q_out}];"));
+        self.line(format!(
+            "u64* nh = reinterpret_cast<u64*>(ny); // high words of each limb's column sums"
+        ));
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
+        self.line(format!("const u32 l = t * {q_out}u + (u32)q;"));
+        self.line("u64 lo[2], hi[2];");
+        self.line("#pragma unroll");
+        self.open("for (int h = 0; h < 2; ++h) {");
+        self.line("const u32 j = 2u * (u32)q + (u32)h;");
+        self.line("const u32 v1 = ra[j], g2 = rb[j], g3 = rc[j];");
+        self.line(format!(
+            "const u32 u = v1 >= {p2}u ? v1 - {p2}u : v1;",
+            p2 = ps[1]
+        ));
+        self.line(format!(
+            "const u32 v2 = bf_shoup(g2 + {p2}u - u, {c12}u, {}u, {p2}u);",
+            ntt::shoup(c12, ps[1]),
+            p2 = ps[1]
+        ));
+        self.line(format!(
+            "const u32 w1 = v1 >= {p3}u ? v1 - {p3}u : v1;",
+            p3 = ps[2]
+        ));
+        self.line(format!(
+            "u32 sv = bf_shoup(v2, {p1m3}u, {}u, {p3}u) + w1; sv = sv >= {p3}u ? sv - {p3}u : sv;",
+            ntt::shoup(p1m3, ps[2]),
+            p3 = ps[2]
+        ));
+        self.line(format!(
+            "const u32 v3 = bf_shoup(g3 + {p3}u - sv, {c123}u, {}u, {p3}u);",
+            ntt::shoup(c123, ps[2]),
+            p3 = ps[2]
+        ));
+        self.line(format!(
+            "const u64 t0 = (u64)v1 + (u64)v2 * {}ull + (u64)v3 * {}ull; // < 2^64",
+            ps[0],
+            p12 & 0xffff_ffff
+        ));
+        self.line(format!("const u64 m1 = (u64)v3 * {}ull;", p12 >> 32));
+        self.line("const u64 s0 = t0 + (m1 << 32);");
+        self.line("lo[h] = s0; hi[h] = (m1 >> 32) + (u64)(s0 < t0);");
+        self.close("}");
+        self.line("// limb = column 2l + column 2l+1 shifted by 32 bits");
+        self.line("const u64 sl = lo[0] + (lo[1] << 32);");
+        self.line(format!("{x}[q] = sl;"));
+        self.line(format!(
+            "if (l < {out_len}u) nh[l] = hi[0] + (lo[1] >> 32) + (hi[1] << 32) + (u64)(sl < lo[0]);"
+        ));
+        self.close("}");
+        self.line("__syncthreads();");
+        self.line("#pragma unroll");
+        self.line(format!(
+            "for (int q = 0; q < {q_out}; ++q) {{ const u32 l = t * {q_out}u + (u32)q; {y}[q] = (l >= 1u && l - 1u < {out_len}u) ? nh[l - 1u] : 0ull; }}"
+        ));
+        let flags = format!(
+            "(reinterpret_cast<u32*>(bf_smem + {offset}) + {}u)",
+            lay.flags
+        );
+        self.add_with_carries(&x, &y, q_out, &out[0], &flags);
+        self.line("__syncthreads(); // the staging buffer is free for the next step");
+        self.close("}");
+        Val::Array {
+            leaves: out,
+            q: q_out,
+            len: out_len,
+        }
+    }
+
+    /// One register pass of `r` stages starting at stage `s0`: forward (decimation in frequency,
+    /// stages counted from the widest) or inverse (decimation in time, from the narrowest).
+    fn pass(&mut self, plan: &NttPlan, per_thread: u64, s0: u32, r: u32, forward: bool) {
+        let log_n = plan.log_n;
+        let t_count = plan.n() / per_thread;
+        let low_bits = if forward { log_n - s0 - r } else { s0 };
+        let groups = per_thread >> r;
+        let size = 1u64 << r;
+        let bufs: &[&str] = if forward { &["nx", "ny"] } else { &["nx"] };
+        self.line(format!(
+            "// {} stages {s0}..{}: elements base | k << {low_bits}, {groups} group(s) of {size} per thread",
+            if forward { "forward" } else { "inverse" },
+            s0 + r - 1
+        ));
+        for u in 0..groups {
+            self.open("{");
+            self.line(format!("const u32 g = t + {}u;", u * t_count));
+            self.line(format!("const u32 low = g & {}u;", (1u64 << low_bits) - 1));
+            self.line(format!(
+                "const u32 base = ((g >> {low_bits}) << {}) | low;",
+                low_bits + r
+            ));
+            for (bi, buf) in bufs.iter().enumerate() {
+                let regs: Vec<String> = (0..size)
+                    .map(|k| {
+                        format!(
+                            "e{bi}_{k} = {buf}[(base | {}u) + ((base | {}u) >> 5)]",
+                            k << low_bits,
+                            k << low_bits
+                        )
+                    })
+                    .collect();
+                self.line(format!("u32 {};", regs.join(", ")));
+            }
+            for j in 0..r {
+                let (dist, stage) = if forward {
+                    (1u64 << (r - 1 - j), s0 + j)
+                } else {
+                    (1u64 << j, s0 + j)
+                };
+                for k in 0..size {
+                    if k & dist != 0 {
+                        continue;
+                    }
+                    let part = (k & (dist - 1)) << low_bits;
+                    let shift = if forward { stage } else { log_n - 1 - stage };
+                    let tw = if forward { "tf" } else { "ti" };
+                    self.open("{");
+                    self.line(format!(
+                        "const uint2 w = __ldg(&{tw}[(low | {part}u) << {shift}]);"
+                    ));
+                    for bi in 0..bufs.len() {
+                        let (xa, xb) = (format!("e{bi}_{k}"), format!("e{bi}_{}", k + dist));
+                        if forward {
+                            self.line(format!(
+                                "{{ const u32 u = {xa}, v = {xb}; const u32 s = u + v; {xa} = s >= p ? s - p : s; {xb} = bf_shoup(u + p - v, w.x, w.y, p); }}"
+                            ));
+                        } else {
+                            self.line(format!(
+                                "{{ const u32 u = {xa}, v = bf_shoup({xb}, w.x, w.y, p); const u32 s = u + v; {xa} = s >= p ? s - p : s; {xb} = u >= v ? u - v : u + p - v; }}"
+                            ));
+                        }
+                    }
+                    self.close("}");
+                }
+            }
+            for (bi, buf) in bufs.iter().enumerate() {
+                for k in 0..size {
+                    self.line(format!(
+                        "{buf}[(base | {}u) + ((base | {}u) >> 5)] = e{bi}_{k};",
+                        k << low_bits,
+                        k << low_bits
+                    ));
+                }
+            }
+            self.close("}");
+        }
+        self.line("__syncthreads();");
+    }
+}
+
+/// Forward passes: stage groups from the widest butterflies down.
+fn split_passes(log_n: u32, radix: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut s = 0;
+    while s < log_n {
+        let r = radix.min(log_n - s);
+        out.push((s, r));
+        s += r;
+    }
+    out
+}

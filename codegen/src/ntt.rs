@@ -1,0 +1,478 @@
+//! NTT multiplication: the plan (primes, transform length, constants, twiddle tables) and a CPU
+//! model that follows the GPU algorithm step by step, so the arithmetic is tested without a GPU.
+//!
+//! Operands are cut into 32-bit digits. For each of three primes p < 2^31 with p = k * 2^s + 1:
+//! forward transforms of both operands (decimation in frequency, natural order in, bit-reversed
+//! out), pointwise Montgomery products, inverse transform (decimation in time, bit-reversed in,
+//! natural out), scaling by N^-1 (which also removes the Montgomery factor). The three residues of
+//! each column are combined by Garner's CRT into an exact 96-bit column sum, and the column sums are
+//! added into the product with the carry machinery of addition. Multiplications by constants use
+//! Shoup's method; no `%` anywhere.
+//!
+//! Exactness: a column sum is at most min(n_a, n_b) * (2^32 - 1)^2, which must stay below
+//! p1 * p2 * p3 (about 2^92.6); the transform length N must be at least 2 * digits - 1 so that the
+//! cyclic convolution does not wrap into the result. [`plan`] refuses anything else.
+
+use crate::error::{CgResult, CodegenError};
+
+/// 32-bit digits per operand digit word.
+pub const DIGIT_BITS: u32 = 32;
+/// Stages per register pass of the transform (16 elements per thread).
+pub const RADIX_LOG: u32 = 4;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prime {
+    pub p: u32,
+    /// 2^s divides p - 1.
+    pub two_adicity: u32,
+    /// A generator of the multiplicative group.
+    pub generator: u32,
+    /// -p^-1 mod 2^32 (Montgomery).
+    pub neg_inv: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NttPlan {
+    /// 32-bit digits of each operand.
+    pub digits_in: u64,
+    /// 32-bit digits of the result.
+    pub digits_out: u64,
+    pub log_n: u32,
+    pub primes: Vec<Prime>,
+}
+
+fn pow_mod(mut b: u64, mut e: u64, m: u64) -> u64 {
+    let mut r = 1u64;
+    b %= m;
+    while e > 0 {
+        if e & 1 == 1 {
+            r = (r as u128 * b as u128 % m as u128) as u64;
+        }
+        b = (b as u128 * b as u128 % m as u128) as u64;
+        e >>= 1;
+    }
+    r
+}
+
+/// Deterministic Miller-Rabin for 32-bit numbers (bases 2, 3, 5, 7 suffice below 3.2e9).
+pub fn is_prime(n: u64) -> bool {
+    if n < 2 {
+        return false;
+    }
+    for p in [2u64, 3, 5, 7, 11, 13] {
+        if n % p == 0 {
+            return n == p;
+        }
+    }
+    let (mut d, mut s) = (n - 1, 0);
+    while d % 2 == 0 {
+        d /= 2;
+        s += 1;
+    }
+    'bases: for a in [2u64, 3, 5, 7, 11] {
+        let mut x = pow_mod(a, d, n);
+        if x == 1 || x == n - 1 {
+            continue;
+        }
+        for _ in 1..s {
+            x = (x as u128 * x as u128 % n as u128) as u64;
+            if x == n - 1 {
+                continue 'bases;
+            }
+        }
+        return false;
+    }
+    true
+}
+
+fn prime_factors(mut n: u64) -> Vec<u64> {
+    let mut f = Vec::new();
+    let mut d = 2;
+    while d * d <= n {
+        if n % d == 0 {
+            f.push(d);
+            while n % d == 0 {
+                n /= d;
+            }
+        }
+        d += 1;
+    }
+    if n > 1 {
+        f.push(n);
+    }
+    f
+}
+
+fn generator(p: u64) -> u64 {
+    let factors = prime_factors(p - 1);
+    (2..p)
+        .find(|&g| factors.iter().all(|q| pow_mod(g, (p - 1) / q, p) != 1))
+        .expect("a prime has a generator")
+}
+
+/// The three largest primes below 2^31 with 2^22 | p - 1 (transforms up to 2^22 points), largest
+/// first: 2^31 keeps Shoup products (< 2p) inside 32 bits.
+pub fn primes() -> Vec<Prime> {
+    const S: u32 = 22;
+    let mut out = Vec::new();
+    let mut k = ((1u64 << 31) - 1) >> S;
+    while out.len() < 3 && k > 0 {
+        let p = (k << S) + 1;
+        if p < (1u64 << 31) && is_prime(p) {
+            let two_adicity = (p - 1).trailing_zeros();
+            let inv = (0..5).fold(1u32, |x, _| {
+                x.wrapping_mul(2u32.wrapping_sub((p as u32).wrapping_mul(x)))
+            });
+            out.push(Prime {
+                p: p as u32,
+                two_adicity,
+                generator: generator(p) as u32,
+                neg_inv: inv.wrapping_neg(),
+            });
+        }
+        k -= 1;
+    }
+    out
+}
+
+/// A plan for operands of `in_limbs` 64-bit limbs and a result of `out_limbs`, or why none is exact.
+pub fn plan(in_limbs: u64, out_limbs: u64) -> CgResult<NttPlan> {
+    let digits_in = in_limbs * 2;
+    let digits_out = out_limbs * 2;
+    let n = (2 * digits_in - 1)
+        .next_power_of_two()
+        .max(1 << (2 * RADIX_LOG));
+    let log_n = n.trailing_zeros();
+    let primes = primes();
+    let max_log = primes.iter().map(|p| p.two_adicity).min().unwrap_or(0);
+    if log_n > max_log {
+        return Err(CodegenError::Unsupported(format!(
+            "an NTT of 2^{log_n} points: the primes allow at most 2^{max_log}"
+        )));
+    }
+    // Garner's steps reduce with one conditional subtraction: the primes must be within 2x.
+    if primes[0].p >= 2 * primes[2].p {
+        return Err(CodegenError::Unsupported(
+            "NTT primes too far apart for Garner's CRT".into(),
+        ));
+    }
+    // Exactness: the largest column sum must be below the product of the primes.
+    let modulus: u128 = primes.iter().map(|p| p.p as u128).product();
+    let max_digit = (1u128 << DIGIT_BITS) - 1;
+    let column_bound = digits_in as u128 * max_digit * max_digit;
+    if column_bound >= modulus / 2 {
+        return Err(CodegenError::Unsupported(format!(
+            "NTT with {digits_in} digits of {DIGIT_BITS} bits: column sums up to {column_bound} do not fit the CRT modulus {modulus}"
+        )));
+    }
+    Ok(NttPlan {
+        digits_in,
+        digits_out,
+        log_n,
+        primes,
+    })
+}
+
+/// `floor(w * 2^32 / p)`: Shoup's companion of the constant `w`.
+pub fn shoup(w: u32, p: u32) -> u32 {
+    (((w as u64) << 32) / p as u64) as u32
+}
+
+/// `a * w mod p` by Shoup's method, for any 32-bit `a` and `w < p < 2^31`.
+pub fn mul_shoup(a: u32, w: u32, w_shoup: u32, p: u32) -> u32 {
+    let q = ((a as u64 * w_shoup as u64) >> 32) as u32;
+    let r = a.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p));
+    if r >= p {
+        r - p
+    } else {
+        r
+    }
+}
+
+/// `a * b / 2^32 mod p` (Montgomery), for `a, b < p`.
+pub fn mul_mont(a: u32, b: u32, prime: &Prime) -> u32 {
+    let ab = a as u64 * b as u64;
+    let m = (ab as u32).wrapping_mul(prime.neg_inv);
+    let t = ((ab + m as u64 * prime.p as u64) >> 32) as u32;
+    if t >= prime.p {
+        t - prime.p
+    } else {
+        t
+    }
+}
+
+impl NttPlan {
+    pub fn n(&self) -> u64 {
+        1 << self.log_n
+    }
+
+    /// Twiddles of one prime: `n/2` forward pairs (w^e, shoup) then `n/2` inverse pairs.
+    pub fn twiddles(&self, prime: &Prime) -> Vec<(u32, u32)> {
+        let p = prime.p as u64;
+        let omega = pow_mod(prime.generator as u64, (p - 1) >> self.log_n, p);
+        let omega_inv = pow_mod(omega, p - 2, p);
+        let half = (self.n() / 2) as usize;
+        let mut t = Vec::with_capacity(2 * half);
+        for w in [omega, omega_inv] {
+            let mut x = 1u64;
+            for _ in 0..half {
+                t.push((x as u32, shoup(x as u32, prime.p)));
+                x = x * w % p;
+            }
+        }
+        t
+    }
+
+    /// Every prime's twiddles, prime after prime, as 32-bit words (w, shoup, w, shoup, ...): the
+    /// table the kernel reads.
+    pub fn twiddle_table(&self) -> Vec<u32> {
+        self.primes
+            .iter()
+            .flat_map(|p| self.twiddles(p))
+            .flat_map(|(w, s)| [w, s])
+            .collect()
+    }
+
+    /// N^-1 * 2^32 mod p: the final scaling, which also cancels the Montgomery factor.
+    pub fn scale(&self, prime: &Prime) -> u32 {
+        let p = prime.p as u64;
+        let n_inv = pow_mod(self.n() % p, p - 2, p);
+        ((n_inv as u128 * (1u128 << 32) % p as u128) as u64) as u32
+    }
+
+    /// Garner constants: p1^-1 mod p2, p1 mod p3, (p1 p2)^-1 mod p3.
+    pub fn crt_constants(&self) -> (u32, u32, u32) {
+        let (p1, p2, p3) = (
+            self.primes[0].p as u64,
+            self.primes[1].p as u64,
+            self.primes[2].p as u64,
+        );
+        let inv = |a: u64, m: u64| pow_mod(a % m, m - 2, m) as u32;
+        (
+            inv(p1, p2),
+            (p1 % p3) as u32,
+            inv((p1 as u128 * p2 as u128 % p3 as u128) as u64, p3),
+        )
+    }
+
+    /// The stage groups of the register passes, each `(first stage, stages)`, largest first.
+    pub fn passes(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut s = 0;
+        while s < self.log_n {
+            let r = RADIX_LOG.min(self.log_n - s);
+            out.push((s, r));
+            s += r;
+        }
+        out
+    }
+
+    /// The CPU model of the GPU kernel: the exact product digits (the first `digits_out`).
+    pub fn multiply(&self, a: &[u32], b: &[u32]) -> Vec<u32> {
+        let n = self.n() as usize;
+        let mut residues: Vec<Vec<u32>> = Vec::new();
+        for prime in &self.primes {
+            let p = prime.p;
+            let tw = self.twiddles(prime);
+            let reduce = |d: u32| if d >= p { (d - p) % p } else { d };
+            let mut x: Vec<u32> = (0..n).map(|i| a.get(i).map_or(0, |&d| reduce(d))).collect();
+            let mut y: Vec<u32> = (0..n).map(|i| b.get(i).map_or(0, |&d| reduce(d))).collect();
+            self.forward(&mut x, &tw, p);
+            self.forward(&mut y, &tw, p);
+            for (u, v) in x.iter_mut().zip(&y) {
+                *u = mul_mont(*u, *v, prime);
+            }
+            self.inverse(&mut x, &tw[n / 2..], p);
+            let c = self.scale(prime);
+            let cs = shoup(c, p);
+            residues.push(x.iter().map(|&v| mul_shoup(v, c, cs, p)).collect());
+        }
+        let (c12, p1_mod_p3, c123) = self.crt_constants();
+        let (p1, p2, p3) = (self.primes[0].p, self.primes[1].p, self.primes[2].p);
+        let p1p2 = p1 as u128 * p2 as u128;
+        // Column sums (exact), then the carries, as the GPU adds them.
+        let mut digits = vec![0u32; self.digits_out as usize + 4];
+        let mut acc: u128 = 0;
+        for (k, d) in digits.iter_mut().enumerate().take(self.digits_out as usize) {
+            let (r1, r2, r3) = (residues[0][k], residues[1][k], residues[2][k]);
+            let v1 = r1;
+            let u = if v1 >= p2 { v1 - p2 } else { v1 };
+            let v2 = mul_shoup(r2 + p2 - u, c12, shoup(c12, p2), p2);
+            let v1_mod_p3 = if v1 >= p3 { v1 - p3 } else { v1 };
+            let s = mul_shoup(v2, p1_mod_p3, shoup(p1_mod_p3, p3), p3) + v1_mod_p3;
+            let s = if s >= p3 { s - p3 } else { s };
+            let v3 = mul_shoup(r3 + p3 - s, c123, shoup(c123, p3), p3);
+            let column = v1 as u128 + v2 as u128 * p1 as u128 + v3 as u128 * p1p2;
+            acc += column;
+            *d = acc as u32;
+            acc >>= 32;
+        }
+        digits.truncate(self.digits_out as usize);
+        digits
+    }
+
+    fn forward(&self, x: &mut [u32], tw: &[(u32, u32)], p: u32) {
+        let n = x.len();
+        for s in 0..self.log_n {
+            let h = n >> (s + 1);
+            for i in 0..n {
+                if i % (2 * h) >= h {
+                    continue;
+                }
+                let (u, v) = (x[i], x[i + h]);
+                let e = (i % (2 * h)) << s;
+                let sum = u + v;
+                x[i] = if sum >= p { sum - p } else { sum };
+                x[i + h] = mul_shoup(u + p - v, tw[e].0, tw[e].1, p);
+            }
+        }
+    }
+
+    fn inverse(&self, x: &mut [u32], tw: &[(u32, u32)], p: u32) {
+        let n = x.len();
+        for s in 0..self.log_n {
+            let h = 1usize << s;
+            for i in 0..n {
+                if i % (2 * h) >= h {
+                    continue;
+                }
+                let e = (i % (2 * h)) << (self.log_n - 1 - s);
+                let t = mul_shoup(x[i + h], tw[e].0, tw[e].1, p);
+                let u = x[i];
+                let sum = u + t;
+                x[i] = if sum >= p { sum - p } else { sum };
+                x[i + h] = if u >= t { u - t } else { u + p - t };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_bigint::BigUint;
+
+    fn digits(v: &BigUint, n: usize) -> Vec<u32> {
+        let mut d = v.to_u32_digits();
+        d.resize(n, 0);
+        d
+    }
+
+    #[test]
+    fn primes_are_ntt_friendly_and_fit_shoup() {
+        let ps = primes();
+        assert_eq!(ps.len(), 3);
+        for p in &ps {
+            assert!(is_prime(p.p as u64));
+            assert!(p.p < 1 << 31);
+            assert!(p.two_adicity >= 22);
+            assert_eq!(p.p.wrapping_mul(p.neg_inv.wrapping_neg()), 1);
+            assert_eq!(
+                pow_mod(p.generator as u64, (p.p as u64 - 1) / 2, p.p as u64),
+                p.p as u64 - 1
+            );
+        }
+        // Garner needs p1 < 2 p2 for its single conditional subtraction.
+        assert!(ps[0].p < 2 * ps[1].p);
+    }
+
+    #[test]
+    fn modular_products_match_u128_arithmetic() {
+        let prime = &primes()[0];
+        let p = prime.p;
+        for (a, w) in [
+            (0u32, 5u32),
+            (u32::MAX, p - 1),
+            (p - 1, p - 1),
+            (123456789, 987654321 % p),
+        ] {
+            let want = (a as u64 * w as u64 % p as u64) as u32;
+            assert_eq!(mul_shoup(a, w, shoup(w, p), p), want);
+        }
+        let r_inv = pow_mod(1 << 32, p as u64 - 2, p as u64);
+        for (a, b) in [(1u32, 1u32), (p - 1, p - 1), (12345, 67890)] {
+            let want = (a as u128 * b as u128 * r_inv as u128 % p as u128) as u32;
+            assert_eq!(mul_mont(a, b, prime), want);
+        }
+    }
+
+    #[test]
+    fn the_model_multiplies_exactly() {
+        use num_bigint::RandBigInt;
+        let mut rng = rand::thread_rng();
+        for limbs in [1u64, 2, 5, 32, 128, 513] {
+            for wide in [false, true] {
+                let out = if wide { 2 * limbs } else { limbs };
+                let plan = plan(limbs, out).unwrap();
+                let max = (BigUint::from(1u8) << (64 * limbs)) - 1u8;
+                for (x, y) in [
+                    (max.clone(), max.clone()),
+                    (rng.gen_biguint(64 * limbs), rng.gen_biguint(64 * limbs)),
+                ] {
+                    let got = plan.multiply(
+                        &digits(&x, 2 * limbs as usize),
+                        &digits(&y, 2 * limbs as usize),
+                    );
+                    let want = digits(
+                        &((&x * &y) % (BigUint::from(1u8) << (64 * out))),
+                        2 * out as usize,
+                    );
+                    assert_eq!(got, want, "{limbs} limbs, wide {wide}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plans_cover_every_supported_size_and_refuse_the_rest() {
+        assert!(plan(4096, 4096).is_ok()); // 2^18 bits
+        assert!(plan(4096, 8192).is_ok());
+        assert!(plan(1 << 22, 1 << 22).is_err());
+    }
+}
+
+/// Physical index of element `i` in a shared buffer: one padding word per 32, so that threads
+/// reading with power-of-two strides hit different banks.
+pub fn phys(i: u64) -> u64 {
+    i + (i >> 5)
+}
+
+/// Word offsets (32-bit) of one instance's buffers in its staging region. The residues of the
+/// result's digits stay in the registers of the threads that combine them, so only the two
+/// transforms live in shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NttLayout {
+    /// First operand's transform, then the product's.
+    pub x: u64,
+    /// Second operand's transform; at the end the high words of the column sums (as u64).
+    pub y: u64,
+    pub stride: u64,
+    pub flags: u64,
+    pub total: u64,
+}
+
+impl NttPlan {
+    pub fn layout(&self, instances_per_block: u64, warps_per_instance: u64) -> NttLayout {
+        let round4 = |w: u64| w.div_ceil(4) * 4;
+        let xy = round4(phys(self.n()) + 1);
+        let stride = 2 * xy;
+        let flags = stride * instances_per_block;
+        let flag_words = if warps_per_instance > 1 {
+            instances_per_block * warps_per_instance
+        } else {
+            0
+        };
+        NttLayout {
+            x: 0,
+            y: xy,
+            stride,
+            flags,
+            total: round4(flags + flag_words),
+        }
+    }
+
+    /// Threads per instance: 16 elements of each transform per thread.
+    pub fn threads(&self) -> u32 {
+        (self.n() >> RADIX_LOG).clamp(1, 1024) as u32
+    }
+}
