@@ -126,14 +126,21 @@ fn fuse_one_map_chain(func: &Func) -> CgResult<Option<Func>> {
     let uses = func.use_counts();
     let outputs: Vec<usize> = func.outputs.iter().map(|o| o.index()).collect();
     for (ci, consumer) in func.nodes.iter().enumerate() {
-        let Op::Map { args: cargs, .. } = &consumer.op else {
+        let Op::Map { args: cargs, f: cf } = &consumer.op else {
             continue;
         };
+        // Maps of the addition pattern stay as they are: code generation selects them as a whole.
+        if crate::lower::is_carry_pattern(cf) {
+            continue;
+        }
         for a in cargs {
             let pi = a.index();
-            let Op::Map { .. } = &func.nodes[pi].op else {
+            let Op::Map { f: pf, .. } = &func.nodes[pi].op else {
                 continue;
             };
+            if crate::lower::is_carry_pattern(pf) {
+                continue;
+            }
             let in_consumer = cargs.iter().filter(|x| x.index() == pi).count() as u32;
             if uses[pi] != in_consumer || outputs.contains(&pi) {
                 continue;

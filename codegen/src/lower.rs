@@ -134,7 +134,7 @@ fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<Va
 }
 
 /// `(x, y) -> (x ± y, generate | propagate << 1)` for one limb, carry-in 0.
-fn limb_partial(sub: bool) -> Func {
+pub fn limb_partial(sub: bool) -> Func {
     let mut b = Builder::lambda();
     let x = b.param("x", Type::U64);
     let y = b.param("y", Type::U64);
@@ -160,7 +160,7 @@ fn limb_partial(sub: bool) -> Func {
 }
 
 /// `((s, _), c) -> s ± (c & 1)`: the carry (borrow) into this limb.
-fn apply_carry(sub: bool) -> Func {
+pub fn apply_carry(sub: bool) -> Func {
     let mut b = Builder::lambda();
     let t = b.param("t", Type::Tuple(vec![Type::U64, Type::U32]));
     let c = b.param("c", Type::U32);
@@ -176,7 +176,27 @@ fn apply_carry(sub: bool) -> Func {
     b.finish(&[r]).unwrap()
 }
 
-fn extract(ty: Type, i: u32) -> Func {
+/// The lambdas of the addition pattern, which code generation selects as a whole (carry chains
+/// instead of per-limb flags): `[partial add, partial sub, apply add, apply sub, flags of a partial]`.
+pub fn carry_pattern() -> &'static [Func; 5] {
+    static PATTERN: std::sync::OnceLock<[Func; 5]> = std::sync::OnceLock::new();
+    PATTERN.get_or_init(|| {
+        [
+            limb_partial(false),
+            limb_partial(true),
+            apply_carry(false),
+            apply_carry(true),
+            extract(Type::Tuple(vec![Type::U64, Type::U32]), 1),
+        ]
+    })
+}
+
+/// True for a lambda of the addition pattern (fusion leaves those maps alone).
+pub fn is_carry_pattern(f: &Func) -> bool {
+    carry_pattern().iter().any(|p| p == f)
+}
+
+pub fn extract(ty: Type, i: u32) -> Func {
     let mut b = Builder::lambda();
     let t = b.param("t", ty);
     let r = b.extract(t, i).unwrap();

@@ -20,6 +20,11 @@ pub struct Hints {
     /// Products of operands of at least this many bits use the NTT (default
     /// [`crate::lower::NTT_FROM_BITS`]).
     pub ntt_from_bits: Option<u64>,
+    /// Blocks per SM the compiler must leave room for (`__launch_bounds__`), which caps registers.
+    pub min_blocks: Option<u32>,
+    /// Classical products accumulate low and high halves in separate registers (two independent
+    /// carry chains per row) instead of one set.
+    pub mul_split: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +41,10 @@ pub struct Schedule {
     pub est_registers: u32,
     /// Target digits per slice of classical products.
     pub mul_width: u32,
+    /// Blocks per SM in `__launch_bounds__` (registers per thread <= 65536 / (blocks * block)).
+    pub min_blocks: u32,
+    /// Split low/high accumulators in classical products.
+    pub mul_split: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -192,6 +201,14 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
     };
     let ipb = block / t;
+    // At least 16 warps per SM keep shared-memory and carry latencies hidden; the cap this puts on
+    // registers (128 with 256-thread blocks) only binds programs that would otherwise crowd out
+    // other blocks (Poly, NTT products).
+    let min_blocks = hints.min_blocks.unwrap_or((512 / block).max(1)).max(1);
+    decisions.push(format!(
+        "__launch_bounds__({block}, {min_blocks}): at most {} registers per thread",
+        (target.regs_per_sm / (min_blocks * block)).min(255) / 8 * 8
+    ));
     decisions.push(format!("{ipb} instance(s) per block of {block} threads"));
     decisions.push(format!("about {est} registers per thread (estimate)"));
     Ok(Schedule {
@@ -202,6 +219,8 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         q,
         est_registers: est,
         mul_width,
+        min_blocks,
+        mul_split: hints.mul_split.unwrap_or(false),
         decisions,
     })
 }

@@ -6,11 +6,13 @@
 //! registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
 //! block of code says which IR value it computes.
 
+mod carry;
 mod mul;
 mod ntt;
 
 use crate::error::{CgResult, CodegenError};
-use crate::place::{is_carry_scan, Place, Placement};
+pub(crate) use crate::place::is_carry_scan;
+use crate::place::{Place, Placement};
 use crate::schedule::Schedule;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
 
@@ -126,6 +128,8 @@ struct Emitter<'a> {
     depth: usize,
     vals: Vec<Option<Val>>,
     temps: u32,
+    /// Additions selected as carry chains, by their partial map.
+    groups: std::collections::HashMap<ValueId, carry::CarryGroup>,
 }
 
 const FULL: &str = "0xffffffffu";
@@ -987,6 +991,7 @@ pub fn emit(
         depth: 0,
         vals: vec![None; func.nodes.len()],
         temps: 0,
+        groups: carry::find_groups(func),
     };
     for line in header.lines() {
         e.line(format!("// {line}"));
@@ -1014,8 +1019,8 @@ pub fn emit(
     }));
     params.push("const u64 n".into());
     e.line(format!(
-        "extern \"C\" __global__ void __launch_bounds__({}) {kernel_name}(",
-        sched.block_threads
+        "extern \"C\" __global__ void __launch_bounds__({}, {}) {kernel_name}(",
+        sched.block_threads, sched.min_blocks
     ));
     e.line(format!("    {}) {{", params.join(",\n    ")));
     e.depth = 1;
@@ -1046,7 +1051,14 @@ pub fn emit(
     }
     e.line("(void)t; (void)slot; (void)live; (void)lane;");
     for id in func.ids() {
-        e.emit_node(id)?;
+        if let Some(g) = e.groups.get(&id).copied() {
+            let comment = node_comment(func, id);
+            e.carry_group(&g, &comment);
+            // The partial map itself is never read outside the group.
+            e.vals[id.index()] = Some(Val::Scalar(vec![]));
+        } else if e.vals[id.index()].is_none() {
+            e.emit_node(id)?;
+        }
         for (k, o) in func.outputs.iter().enumerate() {
             if *o == id {
                 e.store(k, id);

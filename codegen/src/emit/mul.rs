@@ -176,18 +176,24 @@ impl Emitter<'_> {
     }
 
     /// The slices of this thread: a loop over row blocks, each a fully unrolled block of
-    /// `width` x `width` digit products in multiply-add-with-carry chains.
+    /// `width` x `width` digit products in multiply-add-with-carry chains. Leaves the slices'
+    /// `width + 2` words in `s1_*` (first slice) and `c*` (second slice).
     fn slices(&mut self, s: &MulShape) {
         let w = s.width;
+        let split = self.sched.mul_split;
         let (sl, k) = (s.slices, s.blocks);
-        let regs = |p: &str| {
-            (0..w + 2)
+        let regs = |p: &str, from: u64| {
+            (from..w + 2)
                 .map(|i| format!("{p}{i} = 0u"))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        self.line(format!("u32 {};", regs("c")));
-        self.line(format!("u32 {};", regs("s1_")));
+        self.line(format!("u32 {};", regs("c", 0)));
+        self.line(format!("u32 {};", regs("s1_", 0)));
+        if split {
+            self.line(format!("u32 {};", regs("h", 1)));
+            self.line(format!("u32 {};", regs("s1h_", 1)));
+        }
         let rank_to_slice = |r: &str| {
             if s.wide {
                 format!("(({r}) & 1 ? {} - (({r}) >> 1) : (({r}) >> 1))", sl - 1)
@@ -215,9 +221,12 @@ impl Emitter<'_> {
         ));
         self.line("#pragma unroll 1");
         self.open("for (int j = 0; j < n1 + n2; ++j) {");
-        let copy: Vec<String> = (0..w + 2)
+        let mut copy: Vec<String> = (0..w + 2)
             .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
             .collect();
+        if split {
+            copy.extend((1..w + 2).map(|i| format!("s1h_{i} = h{i}; h{i} = 0u;")));
+        }
         self.line(format!("if (j == n1) {{ {} }}", copy.join(" ")));
         self.line("const bool first = j < n1;");
         self.line("const int g = first ? g1 : g2;");
@@ -231,13 +240,66 @@ impl Emitter<'_> {
             .collect();
         self.line(format!("const u32 {};", b_loads.join(", ")));
         for ii in 0..w {
-            self.chain(w, ii, false);
-            self.chain(w, ii, true);
+            if split {
+                self.split_chain(w, ii, false);
+                self.split_chain(w, ii, true);
+            } else {
+                self.chain(w, ii, false);
+                self.chain(w, ii, true);
+            }
         }
         self.close("}");
         // With two slices, the first one was saved when the second began.
-        let keep: Vec<String> = (0..w + 2).map(|i| format!("s1_{i} = c{i};")).collect();
+        let mut keep: Vec<String> = (0..w + 2).map(|i| format!("s1_{i} = c{i};")).collect();
+        if split {
+            keep.extend((1..w + 2).map(|i| format!("s1h_{i} = h{i};")));
+        }
         self.line(format!("if (!has2) {{ {} }}", keep.join(" ")));
+        if split {
+            // Fold the high-half accumulators into the low ones: c[1..] += h[1..].
+            for (lo, hi) in [("s1_", "s1h_"), ("c", "h")] {
+                let mut text = vec![format!("add.cc.u32 %0, %0, %{};", w + 1)];
+                for i in 1..w {
+                    text.push(format!("addc.cc.u32 %{i}, %{i}, %{};", w + 1 + i));
+                }
+                text.push(format!("addc.u32 %{w}, %{}, 0;", 2 * w + 1));
+                let outs: Vec<String> = (1..w + 2).map(|i| format!("\"+r\"({lo}{i})")).collect();
+                let ins: Vec<String> = (1..w + 2).map(|i| format!("\"r\"({hi}{i})")).collect();
+                self.line(format!(
+                    "asm(\"{}\" : {} : {});",
+                    text.join(" "),
+                    outs.join(", "),
+                    ins.join(", ")
+                ));
+            }
+        }
+    }
+
+    /// One row into split accumulators: low halves into c0..c{w-1} (carries counted in c{w}), high
+    /// halves into h1..h{w} (carries counted in h{w+1}). The two chains are independent.
+    fn split_chain(&mut self, w: u64, ii: u64, high: bool) {
+        let (p, first) = if high { ("h", 1) } else { ("c", 0) };
+        let outs: Vec<u64> = (first..first + w + 1).collect();
+        let n_out = outs.len() as u64;
+        let half = if high { "hi" } else { "lo" };
+        let mut text = Vec::new();
+        for k in 0..w {
+            let op = if k == 0 { "mad" } else { "madc" };
+            text.push(format!(
+                "{op}.{half}.cc.u32 %{k}, %{n_out}, %{}, %{k};",
+                n_out + 1 + k
+            ));
+        }
+        text.push(format!("addc.u32 %{w}, %{w}, 0;"));
+        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+r\"({p}{i})")).collect();
+        let mut inputs = vec![format!("\"r\"(a{ii})")];
+        inputs.extend((0..w).map(|k| format!("\"r\"(b{})", k + w - 1 - ii)));
+        self.line(format!(
+            "asm(\"{}\" : {} : {});",
+            text.join(" "),
+            outputs.join(", "),
+            inputs.join(", ")
+        ));
     }
 
     /// One row of a slice: digit `a[ii]` times the window, low halves into c0..c{w-1} (carry on

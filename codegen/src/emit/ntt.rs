@@ -161,9 +161,7 @@ impl Emitter<'_> {
         ));
         let (x, y) = (self.temp(), self.temp());
         self.line(format!("u64 {x}[{q_out}], {y}[{q_out}];"));
-        self.line(format!(
-            "u64* nh = reinterpret_cast<u64*>(ny); // high words of each limb's column sums"
-        ));
+        self.line("u64* nh = reinterpret_cast<u64*>(ny); // high words of each limb's column sums");
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
         self.line(format!("const u32 l = t * {q_out}u + (u32)q;"));
