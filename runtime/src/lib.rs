@@ -13,4 +13,7 @@ pub use column::{big_from_limbs, Arg, Column};
 pub use device::{gpu_for_tests, CpuDevice, CpuLevel, Device};
 pub use error::{Error, Result};
 pub use gpu::{GpuDevice, GpuKernel, Resources};
+
+/// A buffer of 64-bit words on the GPU (inputs and outputs of [`GpuKernel::launch`]).
+pub type DeviceBuffer = cudarc::driver::CudaSlice<u64>;
 pub use kernel::{env_hints, Kernel};

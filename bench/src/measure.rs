@@ -1,0 +1,203 @@
+//! Timing on the GPU: CUDA events around each launch after warm-up, median of the runs; every
+//! kernel's result is checked against num-bigint on sampled instances before it is timed.
+
+use bigfuse::runtime::DeviceBuffer as Slice;
+use bigfuse::runtime::{GpuDevice, GpuKernel};
+use bigfuse::{BigUint, Hints, Kernel};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// log2 of NumBits x NumInsts (the paper's setup).
+pub const TOTAL_LOG: u32 = 32;
+
+pub type Reference = fn(&BigUint, &BigUint) -> BigUint;
+
+pub struct Bench {
+    pub gpu: Arc<GpuDevice>,
+    pub runs: usize,
+    a_host: Vec<u64>,
+    b_host: Vec<u64>,
+    a: Slice,
+    b: Slice,
+    out: Vec<Slice>,
+    scratch: Slice,
+}
+
+/// One timed kernel.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub ms: f64,
+    pub registers: u32,
+    pub local_bytes: u32,
+    pub q: u32,
+    pub threads_per_instance: u32,
+    pub shared_bytes: u32,
+    pub algo: String,
+}
+
+pub fn driver(during: &str, e: impl std::fmt::Debug) -> bigfuse::Error {
+    bigfuse::Error::Driver {
+        during: during.into(),
+        message: format!("{e:?}"),
+    }
+}
+
+impl Bench {
+    /// Two random operands of 2^26 words each (512 MiB), with stretches of long carry chains; the
+    /// same words serve every size (instance i of an M-limb size is words [iM, (i+1)M)).
+    pub fn new(runs: usize) -> bigfuse::Result<Bench> {
+        let gpu = Arc::new(GpuDevice::new(0)?);
+        let words = 1usize << (TOTAL_LOG - 6);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+        let a_host: Vec<u64> = (0..words).map(|_| rng.gen()).collect();
+        let mut b_host: Vec<u64> = (0..words).map(|_| rng.gen()).collect();
+        for i in (0..words).step_by(97) {
+            b_host[i] = !a_host[i];
+        }
+        let a = gpu.upload(&a_host, "a")?;
+        let b = gpu.upload(&b_host, "b")?;
+        let out = vec![gpu.alloc(words, "result")?];
+        let scratch = gpu.alloc(words, "copy target")?;
+        Ok(Bench {
+            gpu,
+            runs,
+            a_host,
+            b_host,
+            a,
+            b,
+            out,
+            scratch,
+        })
+    }
+
+    /// Device-to-device copy of one operand, GB/s counting bytes read + written.
+    pub fn copy_gbs(&mut self) -> bigfuse::Result<f64> {
+        let bytes = self.a_host.len() * 8;
+        let (a, scratch, stream) = (&self.a, &mut self.scratch, self.gpu.stream().clone());
+        let mut copy = || {
+            stream
+                .memcpy_dtod(a, scratch)
+                .map_err(|e| driver("copying", e))
+        };
+        for _ in 0..3 {
+            copy()?;
+        }
+        self.gpu.synchronize()?;
+        let mut times = Vec::new();
+        for _ in 0..self.runs {
+            let start = self.gpu.event()?;
+            let end = self.gpu.event()?;
+            start
+                .record(&stream)
+                .map_err(|e| driver("recording an event", e))?;
+            copy()?;
+            end.record(&stream)
+                .map_err(|e| driver("recording an event", e))?;
+            end.synchronize()
+                .map_err(|e| driver("waiting for an event", e))?;
+            times.push(
+                start
+                    .elapsed_ms(&end)
+                    .map_err(|e| driver("reading an event", e))? as f64,
+            );
+        }
+        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        Ok(2.0 * bytes as f64 / (times[times.len() / 2] * 1e-3) / 1e9)
+    }
+
+    /// Compiles `kernel` for `bits` with `hints`, checks it, and times it over NumInsts = 2^32 / bits.
+    pub fn measure(
+        &mut self,
+        kernel: &Kernel,
+        bits: u64,
+        hints: &Hints,
+        reference: Reference,
+    ) -> bigfuse::Result<Measured> {
+        let n = 1u64 << (TOTAL_LOG - bits.trailing_zeros());
+        let gk: Arc<GpuKernel> = kernel.prepare_with(&self.gpu, &[bits], hints)?;
+        gk.launch(&self.gpu, n, &[&self.a, &self.b], &mut self.out)?;
+        let got = self.gpu.download(&self.out[0], "result")?;
+        self.verify(kernel.name(), bits, &got, reference)?;
+        let (gpu, a, b) = (self.gpu.clone(), &self.a, &self.b);
+        let out = &mut self.out;
+        let mut launch = || gk.launch(&gpu, n, &[a, b], out);
+        for _ in 0..3 {
+            launch()?;
+        }
+        gpu.synchronize()?;
+        let mut times = Vec::with_capacity(self.runs);
+        for _ in 0..self.runs {
+            let start = gpu.event()?;
+            let end = gpu.event()?;
+            start
+                .record(gpu.stream())
+                .map_err(|e| driver("recording an event", e))?;
+            launch()?;
+            end.record(gpu.stream())
+                .map_err(|e| driver("recording an event", e))?;
+            end.synchronize()
+                .map_err(|e| driver("waiting for an event", e))?;
+            times.push(
+                start
+                    .elapsed_ms(&end)
+                    .map_err(|e| driver("reading an event", e))? as f64,
+            );
+        }
+        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let c = &gk.compiled;
+        let algo = c
+            .stages
+            .iter()
+            .find(|s| s.pass == "lower")
+            .map(|s| {
+                if s.ir.contains("limb_mul.ntt") {
+                    "ntt"
+                } else if s.ir.contains("limb_mul.classical") {
+                    "classical"
+                } else {
+                    "-"
+                }
+            })
+            .unwrap_or("-")
+            .to_string();
+        Ok(Measured {
+            ms: times[times.len() / 2],
+            registers: gk.resources.registers,
+            local_bytes: gk.resources.local_bytes,
+            q: c.schedule.q,
+            threads_per_instance: c.schedule.threads_per_instance,
+            shared_bytes: c.placement.shared_bytes,
+            algo,
+        })
+    }
+
+    /// Checks 200 random instances plus the first and last against num-bigint.
+    fn verify(
+        &self,
+        name: &str,
+        bits: u64,
+        out: &[u64],
+        reference: Reference,
+    ) -> bigfuse::Result<()> {
+        let m = (bits / 64) as usize;
+        let n = (1usize << (TOTAL_LOG - bits.trailing_zeros())).min(out.len() / m);
+        let modulus = BigUint::from(1u8) << bits;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
+        let mut idx: Vec<usize> = (0..200).map(|_| rng.gen_range(0..n)).collect();
+        idx.extend([0, n - 1]);
+        let limbs = |v: &[u64]| bigfuse::runtime::big_from_limbs(v);
+        let bad = idx.par_iter().find_any(|&&i| {
+            let x = limbs(&self.a_host[i * m..(i + 1) * m]);
+            let y = limbs(&self.b_host[i * m..(i + 1) * m]);
+            limbs(&out[i * m..(i + 1) * m]) != reference(&x, &y) % &modulus
+        });
+        match bad {
+            None => Ok(()),
+            Some(i) => Err(bigfuse::Error::Argument {
+                kernel: name.into(),
+                message: format!("instance {i} at {bits} bits differs from num-bigint"),
+            }),
+        }
+    }
+}

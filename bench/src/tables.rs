@@ -1,0 +1,266 @@
+//! The paper's two tables: addition (1-Add, 6-Add in GB/s) and multiplication (1-Mul, Poly in
+//! Gu32ops/s), each figure next to the same-run copy bandwidth and the anchors.
+
+use crate::anchors;
+use crate::kernels::*;
+use crate::measure::{Bench, Measured, TOTAL_LOG};
+use crate::variant::Variant;
+use std::fmt::Write as _;
+
+/// One size: the copy, then per variant the two kernels' figures (NaN where a variant failed).
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub log: u32,
+    pub copy_gbs: f64,
+    /// Per variant: (first kernel, second kernel, details of the first, details of the second).
+    pub figures: Vec<(f64, f64, Option<Measured>, Option<Measured>)>,
+}
+
+pub fn add_gbs(log: u32, ms: f64) -> f64 {
+    let bits = (1u64 << log) as f64;
+    let n = (1u64 << (TOTAL_LOG - log)) as f64;
+    3.0 * n * bits / 8.0 / (ms * 1e-3) / 1e9
+}
+
+pub fn gu32ops(log: u32, products: f64, ms: f64) -> f64 {
+    let m = ((1u64 << log) / 32) as f64;
+    let n = (1u64 << (TOTAL_LOG - log)) as f64;
+    products * 300.0 * n * m * m.log2() / (ms * 1e-3) / 1e9
+}
+
+fn progress(what: &str, log: u32, variant: &Variant) {
+    eprintln!("  {what} 2^{log} [{}]", variant.name);
+}
+
+/// 1-Add and 6-Add at 2^lo .. 2^hi bits.
+pub fn add(bench: &mut Bench, lo: u32, hi: u32, variants: &[Variant]) -> bigfuse::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for log in lo..=hi {
+        let bits = 1u64 << log;
+        let copy_gbs = bench.copy_gbs()?;
+        let mut figures = Vec::new();
+        for v in variants {
+            progress("add", log, v);
+            let one = bench.measure(add1::kernel()?, bits, &v.hints, ref_add1);
+            let six = bench.measure(add6::kernel()?, bits, &v.hints, ref_add6);
+            if let Err(e) = &one {
+                eprintln!("    1-Add: {e}");
+            }
+            if let Err(e) = &six {
+                eprintln!("    6-Add: {e}");
+            }
+            figures.push((
+                one.as_ref().map_or(f64::NAN, |m| add_gbs(log, m.ms)),
+                six.as_ref().map_or(f64::NAN, |m| add_gbs(log, m.ms)),
+                one.ok(),
+                six.ok(),
+            ));
+        }
+        rows.push(Row {
+            log,
+            copy_gbs,
+            figures,
+        });
+    }
+    Ok(rows)
+}
+
+/// 1-Mul and Poly (four products) at 2^lo .. 2^hi bits.
+pub fn mul(
+    bench: &mut Bench,
+    lo: u32,
+    hi: u32,
+    variants: &[Variant],
+    poly_too: bool,
+) -> bigfuse::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for log in lo..=hi {
+        let bits = 1u64 << log;
+        let copy_gbs = bench.copy_gbs()?;
+        let mut figures = Vec::new();
+        for v in variants {
+            progress("mul", log, v);
+            let one = bench.measure(mul1::kernel()?, bits, &v.hints, ref_mul1);
+            if let Err(e) = &one {
+                eprintln!("    1-Mul: {e}");
+            }
+            let p = if poly_too {
+                let p = bench.measure(poly::kernel()?, bits, &v.hints, ref_poly);
+                if let Err(e) = &p {
+                    eprintln!("    Poly: {e}");
+                }
+                p.ok()
+            } else {
+                None
+            };
+            figures.push((
+                one.as_ref().map_or(f64::NAN, |m| gu32ops(log, 1.0, m.ms)),
+                p.as_ref().map_or(f64::NAN, |m| gu32ops(log, 4.0, m.ms)),
+                one.ok(),
+                p,
+            ));
+        }
+        rows.push(Row {
+            log,
+            copy_gbs,
+            figures,
+        });
+    }
+    Ok(rows)
+}
+
+fn cell(x: f64, reference: Option<f64>, pct: bool) -> String {
+    if x.is_nan() {
+        return "-".into();
+    }
+    match reference {
+        Some(r) if pct => format!("{x:.0} ({:.1}%)", 100.0 * x / r),
+        Some(r) => format!("{x:.0} ({:.2}x)", x / r),
+        None => format!("{x:.0}"),
+    }
+}
+
+fn detail(m: &Option<Measured>) -> String {
+    m.as_ref()
+        .map(|m| {
+            let spill = if m.local_bytes > 0 {
+                format!(", {} B local", m.local_bytes)
+            } else {
+                String::new()
+            };
+            let algo = if m.algo == "-" {
+                String::new()
+            } else {
+                format!("{} ", m.algo)
+            };
+            let shared = if m.shared_bytes > 0 {
+                format!(", {} B shared", m.shared_bytes)
+            } else {
+                String::new()
+            };
+            format!(
+                "{algo}T={} Q={} {} regs{spill}{shared}",
+                m.threads_per_instance, m.q, m.registers
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Markdown table of the addition rows (percentages of the same-run copy; best anchor alongside).
+pub fn add_table(gpu: &str, runs: usize, rows: &[Row], variants: &[Variant]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "GPU: {gpu}. GB/s = 3*NumInsts*NumBits/8 / time (median of {runs}); copy = same-run device-to-device copy, read + written.\n"
+    );
+    for (vi, v) in variants.iter().enumerate() {
+        let _ = writeln!(s, "Schedule `{}`:\n", v.name);
+        let _ = writeln!(s, "| NumBits | copy GB/s | 1-Add GB/s (% copy) | 6-Add GB/s (% copy) | best anchor 1-Add / 6-Add | 1-Add kernel | 6-Add kernel |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        for r in rows {
+            let (one, six, d1, d6) = &r.figures[vi];
+            let anchor = anchors::best_add(r.log)
+                .map(|(a, b)| format!("{a:.0} / {b:.0}"))
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                s,
+                "| 2^{} | {:.0} | {} | {} | {anchor} | {} | {} |",
+                r.log,
+                r.copy_gbs,
+                cell(*one, Some(r.copy_gbs), true),
+                cell(*six, Some(r.copy_gbs), true),
+                detail(d1),
+                detail(d6)
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Markdown table of the multiplication rows (ratios to the best anchor).
+pub fn mul_table(gpu: &str, runs: usize, rows: &[Row], variants: &[Variant]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "GPU: {gpu}. Gu32ops/s = 300*NumInsts*m*log2(m) / time (median of {runs}), m = NumBits/32; Poly counts four products. Ratios are to the best anchor.\n"
+    );
+    for (vi, v) in variants.iter().enumerate() {
+        let _ = writeln!(s, "Schedule `{}`:\n", v.name);
+        let _ = writeln!(s, "| NumBits | copy GB/s | 1-Mul (x best) | Poly (x best) | Poly / 1-Mul | 1-Mul kernel | Poly kernel |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        for r in rows {
+            let (one, p, d1, dp) = &r.figures[vi];
+            let best = anchors::best_mul(r.log);
+            let _ = writeln!(
+                s,
+                "| 2^{} | {:.0} | {} | {} | {} | {} | {} |",
+                r.log,
+                r.copy_gbs,
+                cell(*one, best.map(|b| b.0), false),
+                cell(*p, best.map(|b| b.1), false),
+                if p.is_nan() {
+                    "-".into()
+                } else {
+                    format!("{:.2}", p / one)
+                },
+                detail(d1),
+                detail(dp)
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// JSON of rows (first variant's details included).
+pub fn json(
+    kind: &str,
+    gpu: &str,
+    runs: usize,
+    rows: &[Row],
+    variants: &[Variant],
+    names: (&str, &str),
+) -> String {
+    let mut s =
+        format!("{{\"bench\": \"{kind}\", \"gpu\": \"{gpu}\", \"runs\": {runs}, \"rows\": [");
+    for (i, r) in rows.iter().enumerate() {
+        let vs: Vec<String> = variants
+            .iter()
+            .zip(&r.figures)
+            .map(|(v, (a, b, da, db))| {
+                let num = |x: f64| {
+                    if x.is_nan() {
+                        "null".to_string()
+                    } else {
+                        format!("{x:.1}")
+                    }
+                };
+                let regs = |d: &Option<Measured>| {
+                    d.as_ref()
+                        .map_or("null".into(), |m| m.registers.to_string())
+                };
+                format!(
+                    "{{\"variant\": \"{}\", \"{}\": {}, \"{}\": {}, \"regs\": [{}, {}]}}",
+                    v.name,
+                    names.0,
+                    num(*a),
+                    names.1,
+                    num(*b),
+                    regs(da),
+                    regs(db)
+                )
+            })
+            .collect();
+        let _ = write!(
+            s,
+            "{}\n  {{\"num_bits\": {}, \"copy_gbs\": {:.1}, \"variants\": [{}]}}",
+            if i > 0 { "," } else { "" },
+            1u64 << r.log,
+            r.copy_gbs,
+            vs.join(", ")
+        );
+    }
+    s.push_str("\n]}\n");
+    s
+}
