@@ -1,7 +1,7 @@
 //! bigfuse benchmarks in the reference paper's metrics (GPU required):
 //!
 //!     bench add   [--min-log 9 --max-log 18] [--variant q=2 ...] [--json F]
-//!     bench mul   [--min-log 9 --max-log 18] [--variant split=1 ...] [--no-poly] [--json F]
+//!     bench mul   [--min-log 9 --max-log 18] [--variant minb=1 ...] [--no-poly] [--json F]
 //!     bench paper [--json F] [--plots DIR]     both tables with the anchors, JSON and PNG plots
 //!     bench probe [--bits 64,512,...]          plan, resources and one checked launch per kernel
 //!
@@ -38,8 +38,8 @@ struct Common {
     /// timed runs per figure (the median is reported)
     #[arg(long, default_value_t = 20)]
     runs: usize,
-    /// schedules to time besides the default, e.g. `q=2` or `minb=1,split=1`
-    /// (keys: q, block, width, minb, split, ntt)
+    /// schedules to time besides the default, e.g. `q=2` or `minb=1,width=8`
+    /// (keys: q, block, width, minb, ntt)
     #[arg(long = "variant")]
     variants: Vec<String>,
     /// write the figures here as JSON

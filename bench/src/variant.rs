@@ -1,4 +1,4 @@
-//! Schedule variants given on the command line: `q=2,minb=1,split=1,width=8,block=256,ntt=32768`.
+//! Schedule variants given on the command line: `q=2,minb=1,width=8,block=256,ntt=32768`.
 
 use bigfuse::Hints;
 
@@ -23,11 +23,10 @@ pub fn parse(text: &str) -> Result<Variant, String> {
             "block" => h.block_threads = Some(small()?),
             "width" => h.mul_width = Some(small()?),
             "minb" => h.min_blocks = Some(small()?),
-            "split" => h.mul_split = Some(n != 0),
             "ntt" => h.ntt_from_bits = Some(n),
             other => {
                 return Err(format!(
-                    "unknown schedule key `{other}` (q, block, width, minb, split, ntt)"
+                    "unknown schedule key `{other}` (q, block, width, minb, ntt)"
                 ))
             }
         }

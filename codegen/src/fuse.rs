@@ -209,15 +209,18 @@ mod tests {
 
     #[test]
     fn fusion_preserves_meaning_and_merges_maps() {
-        // r = select(a < b, a + b, a - b): the add's last map and the select merge.
+        // r = select(a < b, select(a == b, a, b + a), a - b): the inner select merges into the
+        // outer one; the additions' maps stay (code generation selects them as carry chains).
         let mut b = Builder::new("f", &["BITS"]);
         let t = Type::Big(Size::param(0));
         let x = b.param("a", t.clone());
         let y = b.param("b", t);
         let c = b.lt(x, y).unwrap();
-        let s = b.add(x, y).unwrap();
+        let e = b.eq(x, y).unwrap();
+        let s = b.add(y, x).unwrap();
+        let inner = b.select(e, x, s).unwrap();
         let d = b.sub(x, y).unwrap();
-        let r = b.select(c, s, d).unwrap();
+        let r = b.select(c, inner, d).unwrap();
         let f = specialize(&b.finish(&[r]).unwrap(), &[128]).unwrap();
         let l = lower(&f).unwrap();
         let fused = fuse(&l).unwrap();

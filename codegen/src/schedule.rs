@@ -22,9 +22,6 @@ pub struct Hints {
     pub ntt_from_bits: Option<u64>,
     /// Blocks per SM the compiler must leave room for (`__launch_bounds__`), which caps registers.
     pub min_blocks: Option<u32>,
-    /// Classical products accumulate low and high halves in separate registers (two independent
-    /// carry chains per row) instead of one set.
-    pub mul_split: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,8 +40,6 @@ pub struct Schedule {
     pub mul_width: u32,
     /// Blocks per SM in `__launch_bounds__` (registers per thread <= 65536 / (blocks * block)).
     pub min_blocks: u32,
-    /// Split low/high accumulators in classical products.
-    pub mul_split: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -60,11 +55,39 @@ impl Schedule {
     }
 }
 
-/// 64-bit limbs per thread preferred when the model is free to choose: 32 bytes of each operand
-/// per thread keeps enough loads in flight to saturate memory while leaving threads to spare.
-pub const PREFERRED_Q: u32 = 4;
+/// Limbs per thread the cost model starts from: 16 bytes of each operand per thread, one 16-byte
+/// load, the most threads to keep loads in flight. Measured on an H200 (bench/RESULTS.md,
+/// 2026-11-21): 1-Add at Q=2 runs at 104-106% of the copy at every size 2^9..2^17, Q=4 at 92-94%.
+pub const PREFERRED_Q: u32 = 2;
+
 /// Threads per block when several instances share one.
 pub const PREFERRED_BLOCK: u32 = 256;
+
+/// Limbs per thread for a program whose arrays have `len` elements and which has `steps`
+/// cross-thread steps (carry scans, reductions). Each step costs a barrier once an instance spans
+/// several warps, so programs with many steps trade threads for fewer warps per instance: 6-Add
+/// (six steps) measured 103-105% of the copy while an instance fits one warp (Q=2 to 2^12 bits,
+/// Q=4 at 2^13), and 86-88% beyond with Q=4 up to 512 threads per instance, Q=8 above — against
+/// 70-76% with Q=2 there.
+pub fn choose_q(len: u64, steps: usize) -> u32 {
+    let threads = |q: u64| len.div_ceil(q);
+    let smallest = |from: u64, max_threads: u64| {
+        let mut q = from;
+        while threads(q) > max_threads && q < 64 {
+            q *= 2;
+        }
+        q as u32
+    };
+    if threads(PREFERRED_Q as u64) <= 32 {
+        PREFERRED_Q
+    } else if steps <= 2 {
+        smallest(PREFERRED_Q as u64, 1024)
+    } else if threads(4) <= 512 {
+        4
+    } else {
+        smallest(8, 1024)
+    }
+}
 
 fn array_lengths(func: &Func, out: &mut Vec<u64>) {
     for n in &func.nodes {
@@ -81,7 +104,17 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
     let max_t = target.max_threads_per_block.min(1024);
     let mut decisions = Vec::new();
 
-    let want_q = hints.q.unwrap_or(PREFERRED_Q).max(1) as u64;
+    let steps = func
+        .nodes
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.op,
+                bigfuse_core::Op::Scan { .. } | bigfuse_core::Op::Reduce { .. }
+            )
+        })
+        .count();
+    let want_q = hints.q.unwrap_or_else(|| choose_q(max_len, steps)).max(1) as u64;
     let mut t = max_len
         .div_ceil(want_q)
         .next_power_of_two()
@@ -157,8 +190,11 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
             mul_width,
         )
     };
-    if let Some(q) = hints.q {
-        decisions.push(format!("Q={q} requested"));
+    match hints.q {
+        Some(q) => decisions.push(format!("Q={q} requested")),
+        None => decisions.push(format!(
+            "Q={want_q} from the cost model ({steps} cross-thread step(s), {max_len}-element arrays)"
+        )),
     }
     // More threads per instance lower the registers each thread needs.
     while regs_at(t) > target.max_regs_per_thread && t < max_t {
@@ -220,7 +256,23 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         est_registers: est,
         mul_width,
         min_blocks,
-        mul_split: hints.mul_split.unwrap_or(false),
         decisions,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose_q;
+
+    #[test]
+    fn cost_model_follows_the_measurements() {
+        // 1-Add (one step): Q=2 from 2^9 to 2^17 bits, Q=4 at 2^18 (Q=2 would need 2048 threads).
+        for log in 9..=17 {
+            assert_eq!(choose_q(1 << (log - 6), 1), 2, "2^{log}");
+        }
+        assert_eq!(choose_q(1 << 12, 1), 4);
+        // 6-Add (six steps): one warp per instance while it can, then Q=4 to 512 threads, then 8.
+        let six: Vec<u32> = (9..=18).map(|log| choose_q(1 << (log - 6), 6)).collect();
+        assert_eq!(six, vec![2, 2, 2, 2, 4, 4, 4, 4, 4, 8]);
+    }
 }

@@ -27,8 +27,8 @@ impl std::fmt::Debug for Kernel {
 
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
 /// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
-/// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds),
-/// `BIGFUSE_MUL_SPLIT=1` (split accumulators in classical products). Unparsable values are ignored.
+/// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds).
+/// Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
@@ -42,7 +42,6 @@ pub fn env_hints() -> Hints {
         mul_width: read("BIGFUSE_MUL_WIDTH"),
         ntt_from_bits: read("BIGFUSE_NTT_FROM").map(u64::from),
         min_blocks: read("BIGFUSE_MIN_BLOCKS"),
-        mul_split: read("BIGFUSE_MUL_SPLIT").map(|v| v != 0),
     }
 }
 

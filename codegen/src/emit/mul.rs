@@ -180,20 +180,15 @@ impl Emitter<'_> {
     /// `width + 2` words in `s1_*` (first slice) and `c*` (second slice).
     fn slices(&mut self, s: &MulShape) {
         let w = s.width;
-        let split = self.sched.mul_split;
         let (sl, k) = (s.slices, s.blocks);
-        let regs = |p: &str, from: u64| {
-            (from..w + 2)
+        let regs = |p: &str| {
+            (0..w + 2)
                 .map(|i| format!("{p}{i} = 0u"))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        self.line(format!("u32 {};", regs("c", 0)));
-        self.line(format!("u32 {};", regs("s1_", 0)));
-        if split {
-            self.line(format!("u32 {};", regs("h", 1)));
-            self.line(format!("u32 {};", regs("s1h_", 1)));
-        }
+        self.line(format!("u32 {};", regs("c")));
+        self.line(format!("u32 {};", regs("s1_")));
         let rank_to_slice = |r: &str| {
             if s.wide {
                 format!("(({r}) & 1 ? {} - (({r}) >> 1) : (({r}) >> 1))", sl - 1)
@@ -214,19 +209,21 @@ impl Emitter<'_> {
         self.line(format!(
             "const int lo1 = max(0, g1 - {k}), lo2 = max(0, g2 - {k});"
         ));
+        // A truncated product's last row block of each slice is its diagonal: it is done after the
+        // loop with only the products on or below the diagonal.
+        let skip = u64::from(!s.wide);
         self.line(format!(
-            "const int n1 = has1 ? min(g1, {}) - lo1 + 1 : 0, n2 = has2 ? min(g2, {}) - lo2 + 1 : 0;",
+            "const int n1 = has1 ? min(g1, {}) - lo1 + {} : 0, n2 = has2 ? min(g2, {}) - lo2 + {} : 0;",
             k - 1,
-            k - 1
+            1 - skip,
+            k - 1,
+            1 - skip
         ));
         self.line("#pragma unroll 1");
         self.open("for (int j = 0; j < n1 + n2; ++j) {");
-        let mut copy: Vec<String> = (0..w + 2)
+        let copy: Vec<String> = (0..w + 2)
             .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
             .collect();
-        if split {
-            copy.extend((1..w + 2).map(|i| format!("s1h_{i} = h{i}; h{i} = 0u;")));
-        }
         self.line(format!("if (j == n1) {{ {} }}", copy.join(" ")));
         self.line("const bool first = j < n1;");
         self.line("const int g = first ? g1 : g2;");
@@ -240,100 +237,78 @@ impl Emitter<'_> {
             .collect();
         self.line(format!("const u32 {};", b_loads.join(", ")));
         for ii in 0..w {
-            if split {
-                self.split_chain(w, ii, false);
-                self.split_chain(w, ii, true);
-            } else {
-                self.chain(w, ii, false);
-                self.chain(w, ii, true);
-            }
+            self.chain_from("c", "b", w, ii, 0, false);
+            self.chain_from("c", "b", w, ii, 0, true);
         }
         self.close("}");
-        // With two slices, the first one was saved when the second began.
-        let mut keep: Vec<String> = (0..w + 2).map(|i| format!("s1_{i} = c{i};")).collect();
-        if split {
-            keep.extend((1..w + 2).map(|i| format!("s1h_{i} = h{i};")));
-        }
-        self.line(format!("if (!has2) {{ {} }}", keep.join(" ")));
-        if split {
-            // Fold the high-half accumulators into the low ones: c[1..] += h[1..].
-            for (lo, hi) in [("s1_", "s1h_"), ("c", "h")] {
-                let mut text = vec![format!("add.cc.u32 %0, %0, %{};", w + 1)];
-                for i in 1..w {
-                    text.push(format!("addc.cc.u32 %{i}, %{i}, %{};", w + 1 + i));
-                }
-                text.push(format!("addc.u32 %{w}, %{}, 0;", 2 * w + 1));
-                let outs: Vec<String> = (1..w + 2).map(|i| format!("\"+r\"({lo}{i})")).collect();
-                let ins: Vec<String> = (1..w + 2).map(|i| format!("\"r\"({hi}{i})")).collect();
-                self.line(format!(
-                    "asm(\"{}\" : {} : {});",
-                    text.join(" "),
-                    outs.join(", "),
-                    ins.join(", ")
-                ));
-            }
+        // With two slices, the first one was saved when the second began; a thread whose second
+        // slice has no full row block never reached the save.
+        let keep: Vec<String> = (0..w + 2)
+            .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
+            .collect();
+        self.line(format!("if (!has2 || n2 == 0) {{ {} }}", keep.join(" ")));
+        if !s.wide {
+            self.line("if (has1)");
+            self.diagonal("s1_", "g1", w);
+            self.line("if (has2)");
+            self.diagonal("c", "g2", w);
         }
     }
 
-    /// One row into split accumulators: low halves into c0..c{w-1} (carries counted in c{w}), high
-    /// halves into h1..h{w} (carries counted in h{w+1}). The two chains are independent.
-    fn split_chain(&mut self, w: u64, ii: u64, high: bool) {
-        let (p, first) = if high { ("h", 1) } else { ("c", 0) };
-        let outs: Vec<u64> = (first..first + w + 1).collect();
-        let n_out = outs.len() as u64;
-        let half = if high { "hi" } else { "lo" };
-        let mut text = Vec::new();
-        for k in 0..w {
-            let op = if k == 0 { "mad" } else { "madc" };
-            text.push(format!(
-                "{op}.{half}.cc.u32 %{k}, %{n_out}, %{}, %{k};",
-                n_out + 1 + k
-            ));
-        }
-        text.push(format!("addc.u32 %{w}, %{w}, 0;"));
-        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+r\"({p}{i})")).collect();
-        let mut inputs = vec![format!("\"r\"(a{ii})")];
-        inputs.extend((0..w).map(|k| format!("\"r\"(b{})", k + w - 1 - ii)));
-        self.line(format!(
-            "asm(\"{}\" : {} : {});",
-            text.join(" "),
-            outputs.join(", "),
-            inputs.join(", ")
-        ));
-    }
-
-    /// One row of a slice: digit `a[ii]` times the window, low halves into c0..c{w-1} (carry on
-    /// into c{w}, c{w+1}) or high halves into c1..c{w} (carry into c{w+1}).
-    fn chain(&mut self, w: u64, ii: u64, high: bool) {
-        let first = if high { 1 } else { 0 };
+    /// The row `ii` chain over columns `from..w` into accumulators `{acc}0..{acc}{w+1}`, with the
+    /// window digits named `{window}{k - ii + w - 1}`. Columns below `from` are skipped (their
+    /// products are zero on a diagonal block).
+    fn chain_from(&mut self, acc: &str, window: &str, w: u64, ii: u64, from: u64, high: bool) {
+        // Output operands: the written accumulators (low chain: columns from..w-1 then the two
+        // overflow words; high chain: columns from+1..w then the top word).
+        let first = from + u64::from(high);
         let outs: Vec<u64> = (first..w + 2).collect();
         let n_out = outs.len() as u64;
         let a_op = n_out;
-        let b_op = |k: u64| n_out + 1 + k;
         let half = if high { "hi" } else { "lo" };
         let mut text = Vec::new();
-        for k in 0..w {
-            let d = k; // output operand index of column k (+first offset already in outs)
-            let op = if k == 0 { "mad" } else { "madc" };
-            text.push(format!(
-                "{op}.{half}.cc.u32 %{d}, %{a_op}, %{}, %{d};",
-                b_op(k)
-            ));
-        }
-        if high {
-            text.push(format!("addc.u32 %{w}, %{w}, 0;"));
-        } else {
-            text.push(format!("addc.cc.u32 %{w}, %{w}, 0;"));
-            text.push(format!("addc.u32 %{}, %{}, 0;", w + 1, w + 1));
-        }
-        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+r\"(c{i})")).collect();
         let mut inputs = vec![format!("\"r\"(a{ii})")];
-        inputs.extend((0..w).map(|k| format!("\"r\"(b{})", k + w - 1 - ii)));
+        for (i, k) in (from..w).enumerate() {
+            let op = if i == 0 { "mad" } else { "madc" };
+            text.push(format!(
+                "{op}.{half}.cc.u32 %{i}, %{a_op}, %{}, %{i};",
+                n_out + 1 + i as u64
+            ));
+            inputs.push(format!("\"r\"({window}{})", k + w - 1 - ii));
+        }
+        let top = n_out - 1; // operand index of {acc}{w+1}
+        if high {
+            text.push(format!("addc.u32 %{top}, %{top}, 0;"));
+        } else {
+            text.push(format!("addc.cc.u32 %{}, %{}, 0;", top - 1, top - 1));
+            text.push(format!("addc.u32 %{top}, %{top}, 0;"));
+        }
+        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+r\"({acc}{i})")).collect();
         self.line(format!(
             "asm(\"{}\" : {} : {});",
             text.join(" "),
             outputs.join(", "),
             inputs.join(", ")
         ));
+    }
+
+    /// The diagonal block (row block r = slice g) of a truncated product: only the products on or
+    /// below the diagonal, into accumulators `{acc}*`.
+    fn diagonal(&mut self, acc: &str, slice: &str, w: u64) {
+        self.open("{");
+        self.line(format!("const u32* pa = ma + {slice} * {};", w + 1));
+        self.line("const u32* pb = mb + 1;");
+        let a_loads: Vec<String> = (0..w).map(|i| format!("a{i} = pa[{i}]")).collect();
+        self.line(format!("const u32 {};", a_loads.join(", ")));
+        // Window digits b0..b(w-1) sit at window positions w-1..2w-2 (one padding word before).
+        let b_loads: Vec<String> = (w - 1..2 * w - 1)
+            .map(|x| format!("d{x} = pb[{}]", x + 1))
+            .collect();
+        self.line(format!("const u32 {};", b_loads.join(", ")));
+        for ii in 0..w {
+            self.chain_from(acc, "d", w, ii, ii, false);
+            self.chain_from(acc, "d", w, ii, ii, true);
+        }
+        self.close("}");
     }
 }

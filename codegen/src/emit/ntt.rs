@@ -242,68 +242,62 @@ impl Emitter<'_> {
             if forward { "forward" } else { "inverse" },
             s0 + r - 1
         ));
-        for u in 0..groups {
-            self.open("{");
-            self.line(format!("const u32 g = t + {}u;", u * t_count));
-            self.line(format!("const u32 low = g & {}u;", (1u64 << low_bits) - 1));
-            self.line(format!(
-                "const u32 base = ((g >> {low_bits}) << {}) | low;",
-                low_bits + r
-            ));
-            for (bi, buf) in bufs.iter().enumerate() {
+        // One operand at a time: half the live registers, and the same single barrier, since the
+        // operands live in different buffers.
+        for buf in bufs {
+            for u in 0..groups {
+                self.open("{");
+                self.line(format!("const u32 g = t + {}u;", u * t_count));
+                self.line(format!("const u32 low = g & {}u;", (1u64 << low_bits) - 1));
+                self.line(format!(
+                    "const u32 base = ((g >> {low_bits}) << {}) | low;",
+                    low_bits + r
+                ));
                 let regs: Vec<String> = (0..size)
                     .map(|k| {
-                        format!(
-                            "e{bi}_{k} = {buf}[(base | {}u) + ((base | {}u) >> 5)]",
-                            k << low_bits,
-                            k << low_bits
-                        )
+                        let off = k << low_bits;
+                        format!("e{k} = {buf}[(base | {off}u) + ((base | {off}u) >> 5)]")
                     })
                     .collect();
                 self.line(format!("u32 {};", regs.join(", ")));
-            }
-            for j in 0..r {
-                let (dist, stage) = if forward {
-                    (1u64 << (r - 1 - j), s0 + j)
-                } else {
-                    (1u64 << j, s0 + j)
-                };
-                for k in 0..size {
-                    if k & dist != 0 {
-                        continue;
-                    }
-                    let part = (k & (dist - 1)) << low_bits;
-                    let shift = if forward { stage } else { log_n - 1 - stage };
-                    let tw = if forward { "tf" } else { "ti" };
-                    self.open("{");
-                    self.line(format!(
-                        "const uint2 w = __ldg(&{tw}[(low | {part}u) << {shift}]);"
-                    ));
-                    for bi in 0..bufs.len() {
-                        let (xa, xb) = (format!("e{bi}_{k}"), format!("e{bi}_{}", k + dist));
+                for j in 0..r {
+                    let (dist, stage) = if forward {
+                        (1u64 << (r - 1 - j), s0 + j)
+                    } else {
+                        (1u64 << j, s0 + j)
+                    };
+                    for k in 0..size {
+                        if k & dist != 0 {
+                            continue;
+                        }
+                        let part = (k & (dist - 1)) << low_bits;
+                        let shift = if forward { stage } else { log_n - 1 - stage };
+                        let tw = if forward { "tf" } else { "ti" };
+                        let (xa, xb) = (format!("e{k}"), format!("e{}", k + dist));
+                        self.open("{");
+                        self.line(format!(
+                            "const uint2 w = __ldg(&{tw}[(low | {part}u) << {shift}]);"
+                        ));
                         if forward {
                             self.line(format!(
-                                "{{ const u32 u = {xa}, v = {xb}; const u32 s = u + v; {xa} = s >= p ? s - p : s; {xb} = bf_shoup(u + p - v, w.x, w.y, p); }}"
+                                "const u32 u = {xa}, v = {xb}; const u32 s = u + v; {xa} = s >= p ? s - p : s; {xb} = bf_shoup(u + p - v, w.x, w.y, p);"
                             ));
                         } else {
                             self.line(format!(
-                                "{{ const u32 u = {xa}, v = bf_shoup({xb}, w.x, w.y, p); const u32 s = u + v; {xa} = s >= p ? s - p : s; {xb} = u >= v ? u - v : u + p - v; }}"
+                                "const u32 u = {xa}, v = bf_shoup({xb}, w.x, w.y, p); const u32 s = u + v; {xa} = s >= p ? s - p : s; {xb} = u >= v ? u - v : u + p - v;"
                             ));
                         }
+                        self.close("}");
                     }
-                    self.close("}");
                 }
-            }
-            for (bi, buf) in bufs.iter().enumerate() {
                 for k in 0..size {
+                    let off = k << low_bits;
                     self.line(format!(
-                        "{buf}[(base | {}u) + ((base | {}u) >> 5)] = e{bi}_{k};",
-                        k << low_bits,
-                        k << low_bits
+                        "{buf}[(base | {off}u) + ((base | {off}u) >> 5)] = e{k};"
                     ));
                 }
+                self.close("}");
             }
-            self.close("}");
         }
         self.line("__syncthreads();");
     }
