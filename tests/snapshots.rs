@@ -106,3 +106,10 @@ fn multiplication_kernels() {
         }
     }
 }
+
+#[test]
+fn explain_poly() {
+    let dev = bigfuse::Device::cpu();
+    let text = poly::explain(&dev, 2048).unwrap();
+    insta::assert_snapshot!("explain_poly_2048", text);
+}

@@ -201,7 +201,8 @@ fn probe(sizes: &[u64]) -> bigfuse::Result<()> {
         for (k, f) in &list {
             let line = match k.prepare(&gpu, &[bits]) {
                 Err(e) => format!("prepare failed: {e}"),
-                Ok(gk) => {
+                Ok(program) => {
+                    let gk = &program.parts[0];
                     let c = &gk.compiled;
                     let plan = format!(
                         "T={} Q={} IPB={} block={} shared={} regs={} local={}",
@@ -213,7 +214,7 @@ fn probe(sizes: &[u64]) -> bigfuse::Result<()> {
                         gk.resources.registers,
                         gk.resources.local_bytes
                     );
-                    let run = gk
+                    let run = program
                         .launch(&gpu, n as u64, &[&a, &b], &mut out)
                         .and_then(|_| gpu.download(&out[0], "out"));
                     match run {

@@ -2,7 +2,7 @@
 //! kernel's result is checked against num-bigint on sampled instances before it is timed.
 
 use bigfuse::runtime::DeviceBuffer as Slice;
-use bigfuse::runtime::{GpuDevice, GpuKernel};
+use bigfuse::runtime::{GpuDevice, GpuProgram};
 use bigfuse::{BigUint, Hints, Kernel};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -115,13 +115,21 @@ impl Bench {
         reference: Reference,
     ) -> bigfuse::Result<Measured> {
         let n = 1u64 << (TOTAL_LOG - bits.trailing_zeros());
-        let gk: Arc<GpuKernel> = kernel.prepare_with(&self.gpu, &[bits], hints)?;
-        gk.launch(&self.gpu, n, &[&self.a, &self.b], &mut self.out)?;
+        let program: Arc<GpuProgram> = kernel.prepare_with(&self.gpu, &[bits], hints)?;
+        let gk = &program.parts[0];
+        if program.parts.len() > 1 {
+            eprintln!(
+                "    ({} at {bits} bits runs as {} kernels)",
+                kernel.name(),
+                program.parts.len()
+            );
+        }
+        program.launch(&self.gpu, n, &[&self.a, &self.b], &mut self.out)?;
         let got = self.gpu.download(&self.out[0], "result")?;
         self.verify(kernel.name(), bits, &got, reference)?;
         let (gpu, a, b) = (self.gpu.clone(), &self.a, &self.b);
         let out = &mut self.out;
-        let mut launch = || gk.launch(&gpu, n, &[a, b], out);
+        let mut launch = || program.launch(&gpu, n, &[a, b], out);
         for _ in 0..3 {
             launch()?;
         }

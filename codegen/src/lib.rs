@@ -20,6 +20,7 @@ pub mod mul;
 pub mod ntt;
 pub mod place;
 pub mod schedule;
+pub mod split;
 pub mod target;
 
 pub use emit::{emit, BufferLayout};
@@ -28,6 +29,7 @@ pub use fuse::{fuse, Fused, KernelGroup};
 pub use lower::lower;
 pub use place::{place, Place, Placement};
 pub use schedule::{schedule, Hints, Schedule};
+pub use split::{compile_plan, Part, Plan, Source};
 pub use target::Target;
 
 use bigfuse_core::{print, specialize, validate, Func};

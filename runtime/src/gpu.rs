@@ -341,3 +341,104 @@ fn check_len(c: &Compiled, name: &str, len: usize, words: u64, n: u64) -> Result
     }
     Ok(())
 }
+
+/// A plan loaded on a GPU: one kernel, or several with intermediates between them.
+pub struct GpuProgram {
+    pub plan: bigfuse_codegen::Plan,
+    pub parts: Vec<GpuKernel>,
+}
+
+impl GpuDevice {
+    /// Compiles (or takes from the cache) and loads every kernel of a plan.
+    pub fn load_plan(&self, plan: bigfuse_codegen::Plan) -> Result<GpuProgram> {
+        let parts = plan
+            .parts
+            .iter()
+            .map(|p| self.load(p.compiled.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(GpuProgram { plan, parts })
+    }
+}
+
+impl GpuProgram {
+    /// The kernel, when the plan is a single one.
+    pub fn single(&self) -> Option<&GpuKernel> {
+        (self.parts.len() == 1).then(|| &self.parts[0])
+    }
+
+    /// Words per instance of each result.
+    pub fn result_words(&self) -> Vec<u64> {
+        match self.single() {
+            Some(k) => k.compiled.outputs.iter().map(|o| o.words).collect(),
+            None => self
+                .plan
+                .results
+                .iter()
+                .map(|b| words_of(&self.plan.buffers[*b]))
+                .collect(),
+        }
+    }
+
+    /// Launches every kernel over `n` instances: `inputs` are the program's arguments, `outputs`
+    /// its results (sized by [`GpuProgram::result_words`]). Intermediates of a split plan live in
+    /// temporary buffers for the duration of the call.
+    pub fn launch(
+        &self,
+        dev: &GpuDevice,
+        n: u64,
+        inputs: &[&CudaSlice<u64>],
+        outputs: &mut [CudaSlice<u64>],
+    ) -> Result<()> {
+        if let Some(k) = self.single() {
+            return k.launch(dev, n, inputs, outputs);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut temps: Vec<Option<CudaSlice<u64>>> = Vec::with_capacity(self.plan.buffers.len());
+        for (i, t) in self.plan.buffers.iter().enumerate() {
+            let words = words_of(t) as usize * n as usize;
+            temps.push(Some(dev.alloc(words, &format!("intermediate {i}"))?));
+        }
+        for (part, kernel) in self.plan.parts.iter().zip(&self.parts) {
+            let mut outs: Vec<CudaSlice<u64>> = part
+                .outputs
+                .iter()
+                .map(|b| {
+                    temps[*b]
+                        .take()
+                        .expect("each buffer is written by one part")
+                })
+                .collect();
+            {
+                let ins: Vec<&CudaSlice<u64>> = part
+                    .inputs
+                    .iter()
+                    .map(|s| match s {
+                        bigfuse_codegen::Source::Arg(i) => inputs[*i],
+                        bigfuse_codegen::Source::Buffer(b) => temps[*b]
+                            .as_ref()
+                            .expect("inputs are written before they are read"),
+                    })
+                    .collect();
+                kernel.launch(dev, n, &ins, &mut outs)?;
+            }
+            for (b, buf) in part.outputs.iter().zip(outs) {
+                temps[*b] = Some(buf);
+            }
+        }
+        for (k, b) in self.plan.results.iter().enumerate() {
+            let src = temps[*b].as_ref().expect("every result has a buffer");
+            let words = words_of(&self.plan.buffers[*b]) as usize * n as usize;
+            guarded("copying a result", || {
+                dev.stream
+                    .memcpy_dtod(&src.slice(0..words), &mut outputs[k].slice_mut(0..words))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn words_of(t: &bigfuse_core::Type) -> u64 {
+    bigfuse_codegen::emit::layout_of("", t).map_or(1, |l| l.words)
+}

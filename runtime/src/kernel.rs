@@ -3,8 +3,8 @@
 use crate::column::{check_args, to_words, Arg, Column};
 use crate::device::{CpuLevel, Device};
 use crate::error::Result;
-use crate::gpu::{GpuDevice, GpuKernel};
-use bigfuse_codegen::{compile, lower, Compiled, Hints, Target};
+use crate::gpu::{GpuDevice, GpuProgram};
+use bigfuse_codegen::{compile, compile_plan, lower, Compiled, Hints, Plan, Target};
 use bigfuse_core::{eval, specialize, validate, Func, Type, Value};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ type LoadKey = (Vec<u64>, Hints, usize);
 /// A kernel program. Compiled forms are cached per (sizes, schedule hints, GPU).
 pub struct Kernel {
     func: Func,
-    loaded: Mutex<HashMap<LoadKey, Arc<GpuKernel>>>,
+    loaded: Mutex<HashMap<LoadKey, Arc<GpuProgram>>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -86,8 +86,8 @@ impl Kernel {
         match dev {
             Device::Cpu(c) => run_cpu(&concrete, c.level, args, n),
             Device::Gpu(g) => {
-                let k = self.prepare_with(g, sizes, hints)?;
-                run_gpu(g, &k, args, n)
+                let program = self.prepare_with(g, sizes, hints)?;
+                run_gpu(g, &program, &concrete, args, n)
             }
         }
     }
@@ -97,13 +97,24 @@ impl Kernel {
         Ok(compile(&self.func, sizes, target, hints)?)
     }
 
-    /// The generated CUDA C for these sizes and target.
+    /// The plan for these sizes: one kernel, or several when the program does not fit one.
+    pub fn plan(&self, sizes: &[u64], target: &Target, hints: &Hints) -> Result<Plan> {
+        Ok(compile_plan(&self.func, sizes, target, hints)?)
+    }
+
+    /// The generated CUDA C for these sizes and target (every kernel of the plan, in order).
     pub fn cuda_source(&self, sizes: &[u64], target: &Target) -> Result<String> {
-        Ok(self.compile(sizes, target, &env_hints())?.source)
+        let plan = self.plan(sizes, target, &env_hints())?;
+        let sources: Vec<&str> = plan
+            .parts
+            .iter()
+            .map(|p| p.compiled.source.as_str())
+            .collect();
+        Ok(sources.join("\n"))
     }
 
     /// Compiled and loaded on `gpu` (cached): for callers that keep data on the device.
-    pub fn prepare(&self, gpu: &GpuDevice, sizes: &[u64]) -> Result<Arc<GpuKernel>> {
+    pub fn prepare(&self, gpu: &GpuDevice, sizes: &[u64]) -> Result<Arc<GpuProgram>> {
         self.prepare_with(gpu, sizes, &env_hints())
     }
 
@@ -112,7 +123,7 @@ impl Kernel {
         gpu: &GpuDevice,
         sizes: &[u64],
         hints: &Hints,
-    ) -> Result<Arc<GpuKernel>> {
+    ) -> Result<Arc<GpuProgram>> {
         let key = (sizes.to_vec(), hints.clone(), gpu.ordinal());
         if let Some(k) = self
             .loaded
@@ -122,8 +133,8 @@ impl Kernel {
         {
             return Ok(k.clone());
         }
-        let compiled = self.compile(sizes, gpu.target(), hints)?;
-        let k = Arc::new(gpu.load(compiled)?);
+        let plan = self.plan(sizes, gpu.target(), hints)?;
+        let k = Arc::new(gpu.load_plan(plan)?);
         self.loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -136,24 +147,29 @@ impl Kernel {
     pub fn explain(&self, dev: &Device, sizes: &[u64]) -> Result<String> {
         match dev {
             Device::Gpu(g) => {
-                let k = self.prepare(g, sizes)?;
-                let r = k.resources;
-                Ok(format!(
-                    "{}\n== driver ==\n{} registers per thread, {} bytes shared memory, {} bytes local memory per thread{}\n",
-                    k.compiled.explain(),
-                    r.registers,
-                    r.shared_bytes,
-                    r.local_bytes,
-                    if r.local_bytes > 0 { " (spills!)" } else { " (no spills)" }
-                ))
+                let program = self.prepare(g, sizes)?;
+                let mut s = program.plan.explain();
+                s.push_str("== driver ==\n");
+                for k in &program.parts {
+                    let r = k.resources;
+                    s.push_str(&format!(
+                        "{}: {} registers per thread, {} bytes shared memory, {} bytes local memory per thread{}\n",
+                        k.compiled.kernel_name,
+                        r.registers,
+                        r.shared_bytes,
+                        r.local_bytes,
+                        if r.local_bytes > 0 { " (spills)" } else { " (no spills)" }
+                    ));
+                }
+                Ok(s)
             }
             Device::Cpu(_) => {
                 let target = Target::h100();
-                let c = self.compile(sizes, &target, &env_hints())?;
+                let plan = self.plan(sizes, &target, &env_hints())?;
                 Ok(format!(
                     "(CPU backend: the evaluator runs the program; this is the plan for a {})\n{}",
                     target.name,
-                    c.explain()
+                    plan.explain()
                 ))
             }
         }
@@ -186,30 +202,35 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
         .collect()
 }
 
-fn run_gpu(g: &GpuDevice, k: &GpuKernel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
-    let c = &k.compiled;
+fn run_gpu(
+    g: &GpuDevice,
+    program: &GpuProgram,
+    concrete: &Func,
+    args: &[Arg],
+    n: usize,
+) -> Result<Vec<Column>> {
+    let result_types = concrete.output_types();
     if n == 0 {
-        return Ok(c
-            .outputs
+        return Ok(result_types
             .iter()
-            .map(|o| Column::from_words(&o.ty, &[], 0))
+            .map(|t| Column::from_words(t, &[], 0))
             .collect());
     }
     let mut inputs = Vec::with_capacity(args.len());
-    for (a, l) in args.iter().zip(&c.inputs) {
-        let words = to_words(a, l.words as usize);
-        inputs.push(g.upload(&words, &format!("argument `{}`", l.name))?);
+    for (a, p) in args.iter().zip(&concrete.params) {
+        let words = bigfuse_codegen::emit::layout_of(&p.name, &p.ty)?.words as usize;
+        inputs.push(g.upload(&to_words(a, words), &format!("argument `{}`", p.name))?);
     }
-    let mut outputs = Vec::with_capacity(c.outputs.len());
-    for l in &c.outputs {
-        outputs.push(g.alloc(n * l.words as usize, &l.name)?);
+    let mut outputs = Vec::with_capacity(result_types.len());
+    for (k, w) in program.result_words().iter().enumerate() {
+        outputs.push(g.alloc(n * *w as usize, &format!("result {k}"))?);
     }
     let refs: Vec<_> = inputs.iter().collect();
-    k.launch(g, n as u64, &refs, &mut outputs)?;
+    program.launch(g, n as u64, &refs, &mut outputs)?;
     let mut cols = Vec::with_capacity(outputs.len());
-    for (buf, l) in outputs.iter().zip(&c.outputs) {
-        let words = g.download(buf, &l.name)?;
-        cols.push(Column::from_words(&l.ty, &words, n));
+    for (k, (buf, t)) in outputs.iter().zip(&result_types).enumerate() {
+        let words = g.download(buf, &format!("result {k}"))?;
+        cols.push(Column::from_words(t, &words, n));
     }
     Ok(cols)
 }

@@ -12,7 +12,7 @@ pub mod nvrtc;
 pub use column::{big_from_limbs, Arg, Column};
 pub use device::{gpu_for_tests, CpuDevice, CpuLevel, Device};
 pub use error::{Error, Result};
-pub use gpu::{GpuDevice, GpuKernel, Resources};
+pub use gpu::{GpuDevice, GpuKernel, GpuProgram, Resources};
 
 /// A buffer of 64-bit words on the GPU (inputs and outputs of [`GpuKernel::launch`]).
 pub type DeviceBuffer = cudarc::driver::CudaSlice<u64>;
