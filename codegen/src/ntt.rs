@@ -438,36 +438,55 @@ pub fn phys(i: u64) -> u64 {
 }
 
 /// Word offsets (32-bit) of one instance's buffers in its staging region. The residues of the
-/// result's digits stay in the registers of the threads that combine them, so only the two
-/// transforms live in shared memory.
+/// first two primes for the result's digits live in shared memory when it has room (`r1`, `r2`),
+/// else in the registers of the threads that combine them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NttLayout {
-    /// First operand's transform, then the product's.
+    /// First operand's transform, then the product's; at the end the third prime's residues.
     pub x: u64,
     /// Second operand's transform; at the end the high words of the column sums (as u64).
     pub y: u64,
+    /// Residues of the first two primes, when they are kept in shared memory.
+    pub residues: Option<(u64, u64)>,
     pub stride: u64,
     pub flags: u64,
     pub total: u64,
 }
 
 impl NttPlan {
-    pub fn layout(&self, instances_per_block: u64, warps_per_instance: u64) -> NttLayout {
+    /// The layout for `instances_per_block` instances, keeping the residues in shared memory if
+    /// the whole block still fits `shared_limit` bytes.
+    pub fn layout(
+        &self,
+        instances_per_block: u64,
+        warps_per_instance: u64,
+        shared_limit: u64,
+    ) -> NttLayout {
         let round4 = |w: u64| w.div_ceil(4) * 4;
         let xy = round4(phys(self.n()) + 1);
-        let stride = 2 * xy;
-        let flags = stride * instances_per_block;
+        let r = round4(phys(self.digits_out) + 1);
         let flag_words = if warps_per_instance > 1 {
             instances_per_block * warps_per_instance
         } else {
             0
         };
-        NttLayout {
-            x: 0,
-            y: xy,
-            stride,
-            flags,
-            total: round4(flags + flag_words),
+        let build = |with_residues: bool| {
+            let stride = 2 * xy + if with_residues { 2 * r } else { 0 };
+            let flags = stride * instances_per_block;
+            NttLayout {
+                x: 0,
+                y: xy,
+                residues: with_residues.then_some((2 * xy, 2 * xy + r)),
+                stride,
+                flags,
+                total: round4(flags + flag_words),
+            }
+        };
+        let wide = build(true);
+        if wide.total * 4 <= shared_limit {
+            wide
+        } else {
+            build(false)
         }
     }
 

@@ -64,9 +64,12 @@ fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
             return None;
         };
         let plan = crate::ntt::plan(in_len.as_const()?, out_len.as_const()?).ok()?;
+        // Leave room for the other steps' staging (a few words per warp).
+        let limit = (sched.shared_limit as u64).saturating_sub(4096);
         let layout = plan.layout(
             sched.instances_per_block as u64,
             sched.warps_per_instance() as u64,
+            limit,
         );
         return Some((layout.total * 4) as u32);
     }

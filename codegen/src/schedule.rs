@@ -40,6 +40,8 @@ pub struct Schedule {
     pub mul_width: u32,
     /// Blocks per SM in `__launch_bounds__` (registers per thread <= 65536 / (blocks * block)).
     pub min_blocks: u32,
+    /// Shared memory a block may use (bytes): placement sizes buffers within it.
+    pub shared_limit: u32,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -256,6 +258,7 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         est_registers: est,
         mul_width,
         min_blocks,
+        shared_limit: target.max_shared_per_block,
         decisions,
     })
 }

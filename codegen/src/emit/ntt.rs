@@ -40,6 +40,7 @@ impl Emitter<'_> {
         let lay = plan.layout(
             self.sched.instances_per_block as u64,
             self.sched.warps_per_instance() as u64,
+            (self.sched.shared_limit as u64).saturating_sub(4096),
         );
         let offset = self
             .placement
@@ -66,9 +67,14 @@ impl Emitter<'_> {
             lay.x, lay.y
         ));
         let cols = 2 * q_out;
-        self.line(format!(
-            "u32 ra[{cols}], rb[{cols}], rc[{cols}]; // residues of this thread's {cols} result digits, per prime"
-        ));
+        match lay.residues {
+            Some((r1, r2)) => self.line(format!(
+                "u32* r1 = ms + {r1}u; u32* r2 = ms + {r2}u; // residues of the first two primes"
+            )),
+            None => self.line(format!(
+                "u32 ra[{cols}], rb[{cols}], rc[{cols}]; // residues of this thread's {cols} result digits, per prime"
+            )),
+        }
         self.line("#pragma unroll 1");
         self.open("for (int pi = 0; pi < 3; ++pi) {");
         let pick = |v: [u32; 3]| format!("(pi == 0 ? {}u : pi == 1 ? {}u : {}u)", v[0], v[1], v[2]);
@@ -143,16 +149,30 @@ impl Emitter<'_> {
         for &(s0, r) in &inv_passes {
             self.pass(&plan, per_thread, s0, r, false);
         }
-        self.line("// scale by N^-1 and keep this thread's result digits in registers");
-        self.line("#pragma unroll");
-        self.open(format!("for (int j = 0; j < {cols}; ++j) {{"));
-        self.line(format!("const u32 c = t * {cols}u + (u32)j;"));
-        self.line(format!(
-            "const u32 v = c < {}u ? bf_shoup(nx[c + (c >> 5)], sc, scs, p) : 0u;",
-            plan.digits_out
-        ));
-        self.line("if (pi == 0) ra[j] = v; else if (pi == 1) rb[j] = v; else rc[j] = v;");
-        self.close("}");
+        if lay.residues.is_some() {
+            self.line(
+                "// scale by N^-1 and keep the result's digits (the third prime's stay in place)",
+            );
+            self.open(format!(
+                "for (u32 c = t; c < {}u; c += {t_count}u) {{",
+                plan.digits_out
+            ));
+            self.line("const u32 k = c + (c >> 5);");
+            self.line("const u32 v = bf_shoup(nx[k], sc, scs, p);");
+            self.line("if (pi == 0) r1[k] = v; else if (pi == 1) r2[k] = v; else nx[k] = v;");
+            self.close("}");
+        } else {
+            self.line("// scale by N^-1 and keep this thread's result digits in registers");
+            self.line("#pragma unroll");
+            self.open(format!("for (int j = 0; j < {cols}; ++j) {{"));
+            self.line(format!("const u32 c = t * {cols}u + (u32)j;"));
+            self.line(format!(
+                "const u32 v = c < {}u ? bf_shoup(nx[c + (c >> 5)], sc, scs, p) : 0u;",
+                plan.digits_out
+            ));
+            self.line("if (pi == 0) ra[j] = v; else if (pi == 1) rb[j] = v; else rc[j] = v;");
+            self.close("}");
+        }
         self.line("__syncthreads();");
         self.close("}");
 
@@ -168,8 +188,18 @@ impl Emitter<'_> {
         self.line("u64 lo[2], hi[2];");
         self.line("#pragma unroll");
         self.open("for (int h = 0; h < 2; ++h) {");
-        self.line("const u32 j = 2u * (u32)q + (u32)h;");
-        self.line("const u32 v1 = ra[j], g2 = rb[j], g3 = rc[j];");
+        if lay.residues.is_some() {
+            self.line("const u32 c = 2u * l + (u32)h;");
+            self.line(format!(
+                "if (c >= {}u) {{ lo[h] = 0ull; hi[h] = 0ull; continue; }}",
+                plan.digits_out
+            ));
+            self.line("const u32 k = c + (c >> 5);");
+            self.line("const u32 v1 = r1[k], g2 = r2[k], g3 = nx[k];");
+        } else {
+            self.line("const u32 j = 2u * (u32)q + (u32)h;");
+            self.line("const u32 v1 = ra[j], g2 = rb[j], g3 = rc[j];");
+        }
         self.line(format!(
             "const u32 u = v1 >= {p2}u ? v1 - {p2}u : v1;",
             p2 = ps[1]
