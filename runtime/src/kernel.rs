@@ -25,6 +25,11 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
+/// Whether `BIGFUSE_AUTOTUNE=1` asks [`Kernel::run`] to tune schedules on the GPU.
+pub fn autotune_enabled() -> bool {
+    std::env::var("BIGFUSE_AUTOTUNE").is_ok_and(|v| v == "1")
+}
+
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
 /// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
 /// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds).
@@ -63,9 +68,15 @@ impl Kernel {
         &self.func.name
     }
 
-    /// Runs over a batch: one column per parameter, one value per instance in each.
+    /// Runs over a batch: one column per parameter, one value per instance in each. With
+    /// `BIGFUSE_AUTOTUNE=1` the GPU schedule is tuned on the first call at each size (and cached
+    /// on disk); otherwise it comes from the cost model and any `BIGFUSE_*` overrides.
     pub fn run(&self, dev: &Device, sizes: &[u64], args: &[Arg]) -> Result<Vec<Column>> {
-        self.run_with(dev, sizes, args, &env_hints())
+        let hints = match dev {
+            Device::Gpu(g) if autotune_enabled() => self.autotune(g, sizes)?.hints,
+            _ => env_hints(),
+        };
+        self.run_with(dev, sizes, args, &hints)
     }
 
     /// [`Kernel::run`] with explicit schedule hints (GPU only; the CPU backend ignores them).

@@ -2,6 +2,7 @@
 //! device), moves batches of big integers to and from the GPU in a coalesced layout, launches; and a
 //! CPU backend that runs the same programs through the evaluator, in parallel, when there is no GPU.
 
+pub mod autotune;
 pub mod column;
 pub mod device;
 pub mod error;
@@ -9,6 +10,7 @@ pub mod gpu;
 pub mod kernel;
 pub mod nvrtc;
 
+pub use autotune::Tuned;
 pub use column::{big_from_limbs, Arg, Column};
 pub use device::{gpu_for_tests, CpuDevice, CpuLevel, Device};
 pub use error::{Error, Result};
