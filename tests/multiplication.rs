@@ -24,6 +24,10 @@ fn check_mul(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
     for i in 0..a.len() {
         assert_eq!(r[i], &a[i] * &b[i], "{}", ctx("a.mul_wide(b)", i));
     }
+    let r = square::run(dev, bits, a).unwrap();
+    for i in 0..a.len() {
+        assert_eq!(r[i], (&a[i] * &a[i]) % &m, "{}", ctx("a * a", i));
+    }
     let r = poly::run(dev, bits, a, b).unwrap();
     for i in 0..a.len() {
         let (x, y) = (&a[i], &b[i]);

@@ -96,10 +96,13 @@ fn multiplication_kernels() {
     snap("poly", poly::kernel().unwrap(), 2048);
     snap("mul", mul::kernel().unwrap(), 65536);
     snap("mul_wide", mul_wide::kernel().unwrap(), 32768);
+    snap("square", square::kernel().unwrap(), 2048);
+    snap("square", square::kernel().unwrap(), 65536);
     for k in [
         mul::kernel().unwrap(),
         mul_wide::kernel().unwrap(),
         poly::kernel().unwrap(),
+        square::kernel().unwrap(),
     ] {
         for &bits in common::SIZES {
             nvrtc_compiles(k, bits);

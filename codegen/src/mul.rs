@@ -111,6 +111,29 @@ impl MulShape {
     }
 }
 
+/// Squaring (truncated products of an operand with itself): each cross product a_i a_j (i < j) is
+/// computed once and the slice doubled, then the squares a_i^2 are added. Row block `r` of slice
+/// `g` holds only pairs with i < j when 2r <= g - 2 (a full block), only pairs with i > j when
+/// 2r >= g + 2 (skipped), and both when 2r - g is -1, 0 or 1: those blocks keep the products with
+/// `k - 2 ii > (2r - g) width` ([`square_keeps`]).
+pub fn square_full_blocks(g: u64) -> u64 {
+    g / 2
+}
+
+/// The partial blocks of slice `g`: `(r, 2r - g)`.
+pub fn square_partial_blocks(g: u64) -> Vec<(u64, i64)> {
+    if g % 2 == 0 {
+        vec![(g / 2, 0)]
+    } else {
+        vec![((g - 1) / 2, -1), (g.div_ceil(2), 1)]
+    }
+}
+
+/// Whether a partial block with `2r - g = d` keeps the product of row `ii` and column `k`.
+pub fn square_keeps(d: i64, ii: u64, k: u64, width: u64) -> bool {
+    k as i64 - 2 * ii as i64 > d * width as i64
+}
+
 /// Word offsets (32-bit) of one instance's buffers inside its staging region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MulLayout {
@@ -196,6 +219,56 @@ mod tests {
                 }
                 let (min, max) = (busy.iter().min().unwrap(), busy.iter().max().unwrap());
                 assert!(max - min <= 2, "{s:?}: loads from {min} to {max}");
+            }
+        }
+    }
+
+    #[test]
+    fn squaring_counts_every_cross_product_once_and_no_square() {
+        for (limbs, threads) in [(4u64, 1u32), (32, 4), (64, 8), (47, 4), (128, 16)] {
+            let s = shape(limbs, limbs, threads, DEFAULT_WIDTH);
+            if s.width % 2 == 1 {
+                continue; // squaring needs an even width (the emitter falls back otherwise)
+            }
+            let w = s.width;
+            for g in 0..s.slices {
+                // count[(i, j)] = how often the ordered product a_i a_j is accumulated for slice g
+                let mut count = std::collections::HashMap::new();
+                let mut add_block = |r: u64, keep: &dyn Fn(u64, u64) -> bool| {
+                    for ii in 0..w {
+                        for k in 0..w {
+                            if !keep(ii, k) {
+                                continue;
+                            }
+                            let (i, c) = ((r * w + ii) as i64, (g * w + k) as i64);
+                            let j = c - i;
+                            if j >= 0 {
+                                *count.entry((i, j)).or_insert(0) += 1;
+                            }
+                        }
+                    }
+                };
+                for r in 0..square_full_blocks(g) {
+                    add_block(r, &|_, _| true);
+                }
+                for (r, d) in square_partial_blocks(g) {
+                    add_block(r, &|ii, k| square_keeps(d, ii, k, w));
+                }
+                for c in g * w..(g + 1) * w {
+                    for i in 0..=c as i64 {
+                        let j = c as i64 - i;
+                        let n = count.get(&(i, j)).copied().unwrap_or(0)
+                            + if i != j {
+                                count.get(&(j, i)).copied().unwrap_or(0)
+                            } else {
+                                0
+                            };
+                        let want = if i == j { 0 } else { 1 };
+                        if i <= j {
+                            assert_eq!(n, want, "{s:?} slice {g} column {c}: pair ({i}, {j})");
+                        }
+                    }
+                }
             }
         }
     }

@@ -62,3 +62,9 @@ pub fn poly(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     let b2 = b * b;
     (a2 + b) * (b2 + b) + a * b
 }
+
+/// A square (the product of a value with itself takes the squaring path).
+#[bigfuse::kernel]
+pub fn square(a: U<BITS>) -> U<BITS> {
+    a * a
+}

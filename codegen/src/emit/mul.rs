@@ -84,7 +84,9 @@ impl Emitter<'_> {
         ));
         self.line("__syncthreads();");
 
-        self.slices(&s);
+        // A square (the same array twice) of even slice width: cross products once, then doubled.
+        let square = a == b && !s.wide && s.width % 2 == 0;
+        self.slices(&s, square);
 
         // Everyone has read the operands: L and O take their place.
         self.line("__syncthreads();");
@@ -178,7 +180,7 @@ impl Emitter<'_> {
     /// The slices of this thread: a loop over row blocks, each a fully unrolled block of
     /// `width` x `width` digit products in multiply-add-with-carry chains. Leaves the slices'
     /// `width + 2` words in `s1_*` (first slice) and `c*` (second slice).
-    fn slices(&mut self, s: &MulShape) {
+    fn slices(&mut self, s: &MulShape, square: bool) {
         let w = s.width;
         let (sl, k) = (s.slices, s.blocks);
         let regs = |p: &str| {
@@ -209,16 +211,21 @@ impl Emitter<'_> {
         self.line(format!(
             "const int lo1 = max(0, g1 - {k}), lo2 = max(0, g2 - {k});"
         ));
-        // A truncated product's last row block of each slice is its diagonal: it is done after the
-        // loop with only the products on or below the diagonal.
-        let skip = u64::from(!s.wide);
-        self.line(format!(
-            "const int n1 = has1 ? min(g1, {}) - lo1 + {} : 0, n2 = has2 ? min(g2, {}) - lo2 + {} : 0;",
-            k - 1,
-            1 - skip,
-            k - 1,
-            1 - skip
-        ));
+        if square {
+            // Squares: the full blocks of slice g are its first floor(g/2) (see mul::square_*).
+            self.line("const int n1 = has1 ? (g1 >> 1) : 0, n2 = has2 ? (g2 >> 1) : 0;");
+        } else {
+            // A truncated product's last row block of each slice is its diagonal: it is done after
+            // the loop with only the products on or below the diagonal.
+            let skip = u64::from(!s.wide);
+            self.line(format!(
+                "const int n1 = has1 ? min(g1, {}) - lo1 + {} : 0, n2 = has2 ? min(g2, {}) - lo2 + {} : 0;",
+                k - 1,
+                1 - skip,
+                k - 1,
+                1 - skip
+            ));
+        }
         self.line("#pragma unroll 1");
         self.open("for (int j = 0; j < n1 + n2; ++j) {");
         let copy: Vec<String> = (0..w + 2)
@@ -247,7 +254,19 @@ impl Emitter<'_> {
             .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
             .collect();
         self.line(format!("if (!has2 || n2 == 0) {{ {} }}", keep.join(" ")));
-        if !s.wide {
+        if square {
+            for (has, acc, g) in [("has1", "s1_", "g1"), ("has2", "c", "g2")] {
+                self.open(format!("if ({has}) {{"));
+                self.line(format!("if (({g} & 1) == 0) {{"));
+                self.partial(acc, g, &format!("({g} >> 1)"), 0, w);
+                self.line("} else {");
+                self.partial(acc, g, &format!("({g} >> 1)"), -1, w);
+                self.partial(acc, g, &format!("(({g} >> 1) + 1)"), 1, w);
+                self.line("}");
+                self.double_and_add_squares(acc, g, w);
+                self.close("}");
+            }
+        } else if !s.wide {
             self.line("if (has1)");
             self.diagonal("s1_", "g1", w);
             self.line("if (has2)");
@@ -309,6 +328,78 @@ impl Emitter<'_> {
             self.chain_from(acc, "d", w, ii, ii, false);
             self.chain_from(acc, "d", w, ii, ii, true);
         }
+        self.close("}");
+    }
+
+    /// A partial block of a square: row block `r` of slice `g` with 2r - g = `d`, keeping only the
+    /// products `k - 2 ii > d width` (each cross product of the slice once).
+    fn partial(&mut self, acc: &str, g: &str, r: &str, d: i64, w: u64) {
+        self.open("{");
+        self.line(format!("const int r = {r};"));
+        self.line(format!("const u32* pa = ma + r * {};", w + 1));
+        self.line(format!("const u32* pb = mb + ({g} - r) * {} + 1;", w + 1));
+        let a_loads: Vec<String> = (0..w).map(|i| format!("a{i} = pa[{i}]")).collect();
+        self.line(format!("const u32 {};", a_loads.join(", ")));
+        let b_loads: Vec<String> = (0..2 * w - 1)
+            .map(|x| format!("b{x} = pb[{}]", x + u64::from(x + 1 >= w)))
+            .collect();
+        self.line(format!("const u32 {};", b_loads.join(", ")));
+        self.line("(void)a0; (void)b0;");
+        for ii in 0..w {
+            let from = (2 * ii as i64 + d * w as i64 + 1).max(0) as u64;
+            if from < w {
+                self.chain_from(acc, "b", w, ii, from, false);
+                self.chain_from(acc, "b", w, ii, from, true);
+            }
+        }
+        self.close("}");
+    }
+
+    /// Doubles a square's slice accumulators (every cross product stands for two) and adds the
+    /// squares a_i^2 whose column 2i falls in slice `g`.
+    fn double_and_add_squares(&mut self, acc: &str, g: &str, w: u64) {
+        let n = w + 2;
+        let mut text: Vec<String> = vec!["add.cc.u32 %0, %0, %0;".into()];
+        for i in 1..n {
+            let op = if i + 1 == n {
+                "addc.u32"
+            } else {
+                "addc.cc.u32"
+            };
+            text.push(format!("{op} %{i}, %{i}, %{i};"));
+        }
+        let outs: Vec<String> = (0..n).map(|i| format!("\"+r\"({acc}{i})")).collect();
+        self.line(format!(
+            "asm(\"{}\" : {});",
+            text.join(" "),
+            outs.join(", ")
+        ));
+        self.open("{");
+        let half = w / 2;
+        for m in 0..half {
+            self.line(format!(
+                "const u32 q{m} = ma[({g} * {half}u + {m}u) + ({g} * {half}u + {m}u) / {w}u];"
+            ));
+        }
+        let mut text = Vec::new();
+        let mut ins = Vec::new();
+        for m in 0..half {
+            let (lo, hi) = (2 * m, 2 * m + 1);
+            let op_lo = if m == 0 { "add.cc.u32" } else { "addc.cc.u32" };
+            text.push(format!("{op_lo} %{lo}, %{lo}, %{};", n + 2 * m));
+            text.push(format!("addc.cc.u32 %{hi}, %{hi}, %{};", n + 2 * m + 1));
+            ins.push(format!("\"r\"(q{m} * q{m})"));
+            ins.push(format!("\"r\"(__umulhi(q{m}, q{m}))"));
+        }
+        text.push(format!("addc.cc.u32 %{w}, %{w}, 0;"));
+        text.push(format!("addc.u32 %{}, %{}, 0;", w + 1, w + 1));
+        let outs: Vec<String> = (0..n).map(|i| format!("\"+r\"({acc}{i})")).collect();
+        self.line(format!(
+            "asm(\"{}\" : {} : {});",
+            text.join(" "),
+            outs.join(", "),
+            ins.join(", ")
+        ));
         self.close("}");
     }
 }

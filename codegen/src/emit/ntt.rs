@@ -29,6 +29,8 @@ impl Emitter<'_> {
         };
         let (a_leaves, q_in, in_len) = self.array_parts(a);
         let (b_leaves, _, _) = self.array_parts(b);
+        // A square transforms its operand once and multiplies the transform by itself.
+        let square = a == b;
         let out_len = out_len.as_const().unwrap_or(0);
         let q_out = self.sched.q_of(out_len);
         let plan =
@@ -106,7 +108,12 @@ impl Emitter<'_> {
         self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
         self.line(format!("const u32 d = 2u * (t * {q_in}u + (u32)q);"));
         self.open(format!("if (d < {}u) {{", plan.digits_in));
-        for (buf, leaf) in [("nx", &a_leaves[0]), ("ny", &b_leaves[0])] {
+        let staged: Vec<(&str, &String)> = if square {
+            vec![("nx", &a_leaves[0])]
+        } else {
+            vec![("nx", &a_leaves[0]), ("ny", &b_leaves[0])]
+        };
+        for (buf, leaf) in staged {
             for half in 0..2u32 {
                 let v = if half == 0 {
                     format!("(u32){leaf}[q]")
@@ -121,8 +128,13 @@ impl Emitter<'_> {
         self.close("}");
         self.close("}");
         self.line(format!(
-            "for (u32 i = {}u + t; i < {n}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u; ny[i + (i >> 5)] = 0u; }}",
-            plan.digits_in
+            "for (u32 i = {}u + t; i < {n}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u;{} }}",
+            plan.digits_in,
+            if square {
+                ""
+            } else {
+                " ny[i + (i >> 5)] = 0u;"
+            }
         ));
         self.line("__syncthreads();");
 
@@ -131,11 +143,12 @@ impl Emitter<'_> {
             "// forward transforms (decimation in frequency): natural order in, bit-reversed out",
         );
         for &(s0, r) in &passes {
-            self.pass(&plan, per_thread, s0, r, true);
+            self.pass(&plan, per_thread, s0, r, true, square);
         }
         self.line("// pointwise products (Montgomery: the 2^-32 is undone by the final scaling)");
         self.line(format!(
-            "for (u32 i = t; i < {n}u; i += {t_count}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(nx[k], ny[k], p, ni); }}"
+            "for (u32 i = t; i < {n}u; i += {t_count}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(nx[k], {}[k], p, ni); }}",
+            if square { "nx" } else { "ny" }
         ));
         self.line("__syncthreads();");
         self.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
@@ -147,7 +160,7 @@ impl Emitter<'_> {
             s += r;
         }
         for &(s0, r) in &inv_passes {
-            self.pass(&plan, per_thread, s0, r, false);
+            self.pass(&plan, per_thread, s0, r, false, true);
         }
         if lay.residues.is_some() {
             self.line(
@@ -260,13 +273,22 @@ impl Emitter<'_> {
 
     /// One register pass of `r` stages starting at stage `s0`: forward (decimation in frequency,
     /// stages counted from the widest) or inverse (decimation in time, from the narrowest).
-    fn pass(&mut self, plan: &NttPlan, per_thread: u64, s0: u32, r: u32, forward: bool) {
+    /// `one_operand`: transform only `nx` (inverse transforms, and forward ones of a square).
+    fn pass(
+        &mut self,
+        plan: &NttPlan,
+        per_thread: u64,
+        s0: u32,
+        r: u32,
+        forward: bool,
+        one_operand: bool,
+    ) {
         let log_n = plan.log_n;
         let t_count = plan.n() / per_thread;
         let low_bits = if forward { log_n - s0 - r } else { s0 };
         let groups = per_thread >> r;
         let size = 1u64 << r;
-        let bufs: &[&str] = if forward { &["nx", "ny"] } else { &["nx"] };
+        let bufs: &[&str] = if one_operand { &["nx"] } else { &["nx", "ny"] };
         self.line(format!(
             "// {} stages {s0}..{}: elements base | k << {low_bits}, {groups} group(s) of {size} per thread",
             if forward { "forward" } else { "inverse" },
