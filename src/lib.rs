@@ -36,6 +36,8 @@ pub use bigfuse_codegen::{Hints, Target};
 pub use bigfuse_runtime::{Arg, Column, Device, Error, Kernel, Result};
 pub use num_bigint::BigUint;
 
+pub mod fuzz;
+
 /// What a kernel-writing program needs.
 pub mod prelude {
     pub use crate::{BigUint, Device, Kernel, Target};

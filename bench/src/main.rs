@@ -72,6 +72,15 @@ enum Cmd {
         #[arg(long, default_value = "bench-plots")]
         plots: PathBuf,
     },
+    /// Differential fuzzing on the GPU: random programs against the reference evaluator
+    Fuzz {
+        /// how many programs
+        #[arg(long, default_value_t = 10000)]
+        programs: u64,
+        /// first seed (programs use seed, seed+1, ...)
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Plan, driver resources and one checked launch of each bench kernel at some sizes
     Probe {
         #[arg(
@@ -166,6 +175,93 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Probe { bits } => probe(&bits).map_err(s),
+        Cmd::Fuzz { programs, seed } => fuzz(programs, seed),
+    }
+}
+
+/// Random programs on the GPU against the reference evaluator. PTX is compiled in parallel first
+/// (NVRTC is the slow part), then each program runs on a small batch; mismatching seeds are
+/// printed (add them to `REGRESSIONS` in tests/fuzz.rs) and fail the command.
+fn fuzz(programs: u64, first: u64) -> Result<(), String> {
+    use bigfuse::fuzz::{as_columns, inputs, program, reference};
+    use rayon::prelude::*;
+    let gpu = std::sync::Arc::new(bigfuse::runtime::GpuDevice::new(0).map_err(|e| e.to_string())?);
+    let arch = gpu.target().sm();
+    let target = gpu.target().clone();
+    eprintln!(
+        "fuzz: {programs} programs from seed {first} on {}",
+        target.name
+    );
+    let start = std::time::Instant::now();
+    let dev = bigfuse::Device::Gpu(gpu);
+    let (mut ran, mut bad, mut failed) = (0u64, Vec::new(), Vec::new());
+    // Chunks: compile and compute references in parallel, then run on the GPU in order.
+    let mut next = first;
+    while next < first + programs {
+        let end = (next + 512).min(first + programs);
+        let prepared: Vec<_> = (next..end)
+            .into_par_iter()
+            .map(|seed| {
+                let p = program(seed, seed % 2 == 0).map_err(|e| format!("seed {seed}: {e}"))?;
+                let kernel = bigfuse::Kernel::new(p.func.clone())
+                    .map_err(|e| format!("seed {seed}: {e}"))?;
+                let plan = kernel
+                    .plan(&[p.bits], &target, &bigfuse::Hints::default())
+                    .map_err(|e| format!("seed {seed}: {e}"))?;
+                for part in &plan.parts {
+                    let c = &part.compiled;
+                    bigfuse::runtime::nvrtc::compile(&c.source, &c.kernel_name, &arch)
+                        .map_err(|e| format!("seed {seed}: {e}"))?;
+                }
+                let n = [1usize, 2, 7, 31, 97][(seed % 5) as usize];
+                let cols = inputs(&p, n);
+                let want = reference(&p, &cols, n).map_err(|e| format!("seed {seed}: {e}"))?;
+                Ok::<_, String>((p, kernel, cols, want))
+            })
+            .collect();
+        for item in prepared {
+            match item {
+                Err(e) => failed.push(e),
+                Ok((p, kernel, cols, want)) => {
+                    let args = as_columns(&cols);
+                    let args: Vec<_> = args.iter().map(|c| c.arg()).collect();
+                    match kernel.run(&dev, &[p.bits], &args) {
+                        Ok(got) if got == want => ran += 1,
+                        Ok(_) => bad.push(p.seed),
+                        Err(e) => failed.push(format!("seed {}: {e}", p.seed)),
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "  {}/{programs} programs, {} mismatch(es), {} error(s), {:.0} s",
+            end - first,
+            bad.len(),
+            failed.len(),
+            start.elapsed().as_secs_f64()
+        );
+        next = end;
+    }
+    println!(
+        "fuzz: {ran} programs equal the reference evaluator on the GPU, {} mismatch(es), {} error(s), {:.0} s",
+        bad.len(),
+        failed.len(),
+        start.elapsed().as_secs_f64()
+    );
+    for s in &bad {
+        println!("MISMATCH seed {s}");
+    }
+    for e in failed.iter().take(20) {
+        println!("ERROR {e}");
+    }
+    if bad.is_empty() && failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} mismatch(es), {} error(s)",
+            bad.len(),
+            failed.len()
+        ))
     }
 }
 

@@ -1,0 +1,224 @@
+//! Random kernel programs for differential testing: every compiler path is checked against the
+//! reference evaluator on programs nobody wrote by hand (`tests/fuzz.rs` on the CPU in every test
+//! run, `bench fuzz` on the GPU).
+
+use crate::ir::{Builder, Func, IrResult, Size, Type, Value, ValueId};
+use num_bigint::BigUint;
+
+/// A small deterministic generator (xorshift64*), so that a failing seed reproduces anywhere.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545f4914f6cdd1d)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A random program and the sizes to run it at.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub seed: u64,
+    pub func: Func,
+    pub bits: u64,
+}
+
+/// Sizes the fuzzer draws from: small and large, powers of two and not.
+pub const BITS: &[u64] = &[
+    64, 128, 192, 256, 320, 512, 1024, 2048, 3008, 4096, 8192, 16384, 65536,
+];
+
+/// A random DAG of additions, subtractions, products, comparisons, selects and scalar operations
+/// over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to three results.
+/// `products` allows multiplications (slower to compile at large sizes).
+pub fn program(seed: u64, products: bool) -> IrResult<Program> {
+    let mut r = Rng::new(seed);
+    let bits = BITS[r.below(BITS.len() as u64) as usize];
+    let mut b = Builder::new(&format!("fuzz{seed}"), &["BITS"]);
+    let big = Type::Big(Size::param(0));
+    let n_big = 2 + r.below(2);
+    let mut bigs: Vec<ValueId> = (0..n_big)
+        .map(|i| b.param(&format!("x{i}"), big.clone()))
+        .collect();
+    let mut words: Vec<ValueId> = vec![b.param("k", Type::U64)];
+    let mut flags: Vec<ValueId> = vec![b.param("f", Type::Bool)];
+    let steps = 3 + r.below(10);
+    for _ in 0..steps {
+        let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
+        match r.below(12) {
+            0..=2 => {
+                let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
+                let v = b.add(x, y)?;
+                bigs.push(v);
+            }
+            3..=4 => {
+                let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
+                let v = b.sub(x, y)?;
+                bigs.push(v);
+            }
+            5 if products => {
+                let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
+                let v = b.mul(x, y)?;
+                bigs.push(v);
+            }
+            6 | 7 => {
+                let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
+                let v = match r.below(5) {
+                    0 => b.lt(x, y)?,
+                    1 => b.le(x, y)?,
+                    2 => b.gt(x, y)?,
+                    3 => b.eq(x, y)?,
+                    _ => b.ne(x, y)?,
+                };
+                flags.push(v);
+            }
+            8 | 9 => {
+                let c = pick(&mut r, &flags);
+                let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
+                let v = b.select(c, x, y)?;
+                bigs.push(v);
+            }
+            10 => {
+                let (p, q) = (pick(&mut r, &flags), pick(&mut r, &flags));
+                let v = match r.below(3) {
+                    0 => b.and(p, q)?,
+                    1 => b.or(p, q)?,
+                    _ => b.not(p)?,
+                };
+                flags.push(v);
+            }
+            _ => {
+                let (x, c) = (pick(&mut r, &words), pick(&mut r, &flags));
+                let c = b.cast(c, Type::U64)?;
+                let v = match r.below(3) {
+                    0 => b.add(x, c)?,
+                    1 => b.binary(crate::ir::BinOp::Mul, x, x)?,
+                    _ => b.xor(x, c)?,
+                };
+                words.push(v);
+            }
+        }
+    }
+    // Results: the last big value, and sometimes a flag and a word.
+    let mut outs = vec![*bigs.last().unwrap()];
+    if r.chance(50) {
+        outs.push(*flags.last().unwrap());
+    }
+    if r.chance(30) {
+        outs.push(*words.last().unwrap());
+    }
+    if r.chance(30) && bigs.len() > 3 {
+        outs.push(bigs[bigs.len() / 2]);
+    }
+    Ok(Program {
+        seed,
+        func: b.finish(&outs)?,
+        bits,
+    })
+}
+
+/// Random inputs for `n` instances of a program: values with long carry chains and equal
+/// operands mixed in.
+pub fn inputs(p: &Program, n: usize) -> Vec<Vec<Value>> {
+    let mut r = Rng::new(p.seed ^ 0xabcdef);
+    let words = (p.bits / 64) as usize;
+    let mut cols: Vec<Vec<Value>> = Vec::new();
+    for param in &p.func.params {
+        let col = (0..n)
+            .map(|i| match param.ty {
+                Type::Bool => Value::Bool(r.chance(50)),
+                Type::U64 => Value::U64(r.next_u64()),
+                _ => {
+                    let limbs: Vec<u64> = (0..words)
+                        .map(|_| match r.below(4) {
+                            0 => u64::MAX,
+                            1 => 0,
+                            _ => r.next_u64(),
+                        })
+                        .collect();
+                    let v = crate::runtime::big_from_limbs(&limbs);
+                    // Sometimes the same value as the previous column's instance.
+                    match cols.last().map(|c: &Vec<Value>| &c[i]) {
+                        Some(Value::Big(prev)) if r.chance(20) => Value::Big(prev.clone()),
+                        _ => Value::Big(v),
+                    }
+                }
+            })
+            .collect();
+        cols.push(col);
+    }
+    cols
+}
+
+/// The columns of `inputs` as kernel arguments.
+pub fn as_columns(cols: &[Vec<Value>]) -> Vec<ArgColumn> {
+    cols.iter()
+        .map(|c| match c.first() {
+            Some(Value::Bool(_)) => {
+                ArgColumn::Bool(c.iter().map(|v| v.as_bool().unwrap_or(false)).collect())
+            }
+            Some(Value::U64(_)) => {
+                ArgColumn::U64(c.iter().map(|v| v.as_u64().unwrap_or(0)).collect())
+            }
+            _ => ArgColumn::Big(
+                c.iter()
+                    .map(|v| v.as_big().cloned().unwrap_or_default())
+                    .collect(),
+            ),
+        })
+        .collect()
+}
+
+/// Owned argument columns (borrow them with [`ArgColumn::arg`]).
+#[derive(Clone, Debug)]
+pub enum ArgColumn {
+    Big(Vec<BigUint>),
+    Bool(Vec<bool>),
+    U64(Vec<u64>),
+}
+
+impl ArgColumn {
+    pub fn arg(&self) -> crate::Arg<'_> {
+        match self {
+            ArgColumn::Big(v) => crate::Arg::Big(v),
+            ArgColumn::Bool(v) => crate::Arg::Bool(v),
+            ArgColumn::U64(v) => crate::Arg::U64(v),
+        }
+    }
+}
+
+/// The reference results of instance `i`, per program output, as kernel columns would hold them.
+pub fn reference(p: &Program, cols: &[Vec<Value>], n: usize) -> IrResult<Vec<crate::Column>> {
+    let concrete = crate::ir::specialize(&p.func, &[p.bits])?;
+    let mut outs: Vec<Vec<Value>> = vec![Vec::with_capacity(n); concrete.outputs.len()];
+    for i in 0..n {
+        let args: Vec<Value> = cols.iter().map(|c| c[i].clone()).collect();
+        for (o, v) in outs.iter_mut().zip(crate::ir::eval(&concrete, &args)?) {
+            o.push(v);
+        }
+    }
+    Ok(concrete
+        .output_types()
+        .iter()
+        .zip(outs)
+        .map(|(t, vals)| {
+            crate::Column::from_values(t, vals).expect("evaluator results have their types")
+        })
+        .collect())
+}

@@ -1,0 +1,82 @@
+//! Differential fuzzing: random programs (DAGs of +, -, *, comparisons, selects, scalar operations;
+//! random sizes; batches of 1, primes and more) through the compiler, compared with the reference
+//! evaluator — on the CPU (lowered evaluator, every pass, NVRTC for a sample) in every test run,
+//! and on the GPU whenever one is present. `bench fuzz` runs many more on a GPU.
+
+use bigfuse::fuzz::{as_columns, inputs, program, reference, Program};
+use bigfuse::{Device, Hints, Kernel, Target};
+use std::time::{Duration, Instant};
+
+/// Seeds that once failed, kept as regression tests (none so far).
+const REGRESSIONS: &[u64] = &[];
+
+/// Batch sizes: 1, primes, and enough to fill a few blocks.
+const BATCHES: &[usize] = &[1, 2, 7, 31, 97];
+
+fn check(p: &Program, dev: &Device, nvrtc: bool) {
+    let kernel = Kernel::new(p.func.clone()).unwrap();
+    let n = BATCHES[(p.seed % BATCHES.len() as u64) as usize];
+    let cols = inputs(p, n);
+    let want = reference(p, &cols, n).unwrap();
+    let args = as_columns(&cols);
+    let args: Vec<_> = args.iter().map(|c| c.arg()).collect();
+    let got = kernel
+        .run(dev, &[p.bits], &args)
+        .unwrap_or_else(|e| panic!("seed {} on {dev}: {e}", p.seed));
+    assert_eq!(
+        got,
+        want,
+        "seed {} ({} bits) on {dev}:\n{}",
+        p.seed,
+        p.bits,
+        bigfuse::ir::print(&p.func)
+    );
+    // Every pass must accept the program (splitting it if it must).
+    let plan = kernel
+        .plan(&[p.bits], &Target::h100(), &Hints::default())
+        .unwrap();
+    if nvrtc && bigfuse::runtime::nvrtc::available() {
+        for part in &plan.parts {
+            let c = &part.compiled;
+            bigfuse::runtime::nvrtc::compile_uncached(&c.source, &c.kernel_name, "sm_90")
+                .unwrap_or_else(|e| panic!("seed {}: {e}", p.seed));
+        }
+    }
+}
+
+#[test]
+fn regressions() {
+    for &seed in REGRESSIONS {
+        check(&program(seed, true).unwrap(), &Device::cpu_lowered(), true);
+    }
+}
+
+#[test]
+fn random_programs_on_the_cpu() {
+    // Bounded: at most 1500 programs or 60 seconds; NVRTC compiles one in twenty-five.
+    let start = Instant::now();
+    let mut done = 0;
+    for seed in 0..1500u64 {
+        if start.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        let p = program(seed, seed % 3 == 0).unwrap();
+        check(&p, &Device::cpu_lowered(), seed % 25 == 0);
+        done += 1;
+    }
+    assert!(done >= 20, "only {done} programs in the time budget");
+    eprintln!("{done} random programs agreed with the reference evaluator");
+}
+
+#[test]
+fn random_programs_on_the_gpu() {
+    let Some(gpu) =
+        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
+    else {
+        return;
+    };
+    let dev = Device::Gpu(gpu);
+    for seed in 1000..1200u64 {
+        check(&program(seed, seed % 2 == 0).unwrap(), &dev, false);
+    }
+}
