@@ -91,3 +91,130 @@ fn no_gpu_is_an_error_value_and_auto_falls_back() {
         }
     }
 }
+
+#[test]
+fn a_missing_nvrtc_library_is_an_error_value() {
+    // In a child process whose library path has no NVRTC: the compile reports NoNvrtc, no panic.
+    if std::env::var("BIGFUSE_TEST_CHILD").as_deref() == Ok("no_nvrtc") {
+        let k = add::kernel().unwrap();
+        let c = k
+            .compile(&[256], &bigfuse::Target::h100(), &Default::default())
+            .unwrap();
+        match bigfuse::runtime::nvrtc::compile_uncached(&c.source, &c.kernel_name, "sm_90") {
+            Err(Error::NoNvrtc) => println!("CHILD: NoNvrtc"),
+            Ok(_) => println!("CHILD: NVRTC found on the system path"),
+            Err(e) => println!("CHILD: unexpected {e}"),
+        }
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "a_missing_nvrtc_library_is_an_error_value",
+            "--nocapture",
+        ])
+        .env("BIGFUSE_TEST_CHILD", "no_nvrtc")
+        .env("LD_LIBRARY_PATH", "")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the child must not crash: {text}");
+    // Machines with a system-wide NVRTC (GPU machines) cannot hide it; others must say NoNvrtc.
+    assert!(
+        text.contains("CHILD: NoNvrtc") || text.contains("CHILD: NVRTC found on the system path"),
+        "{text}"
+    );
+    assert!(Error::NoNvrtc.to_string().contains("pip install"));
+}
+
+#[test]
+fn nvrtc_failures_carry_the_log_and_the_source() {
+    if !bigfuse::runtime::nvrtc::available() {
+        eprintln!("NVRTC not available: nothing to fail");
+        return;
+    }
+    let src = "extern \"C\" __global__ void bf_broken() { this is not CUDA; }";
+    match bigfuse::runtime::nvrtc::compile_uncached(src, "bf_broken", "sm_90") {
+        Err(Error::Compile { kernel, path, log }) => {
+            assert_eq!(kernel, "bf_broken");
+            assert!(log.contains("error"), "{log}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), src);
+            let msg = Error::Compile {
+                kernel,
+                path: path.clone(),
+                log,
+            }
+            .to_string();
+            assert!(msg.contains(&path.display().to_string()), "{msg}");
+        }
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_kernel_too_big_even_after_splitting_is_an_error() {
+    // One product of 2^22-bit numbers: no split can help a single operation.
+    let k = mul::kernel().unwrap();
+    let e = k
+        .plan(&[1 << 22], &bigfuse::Target::h100(), &Default::default())
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("kernel too big") && msg.contains("even one operation"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn out_of_device_memory_is_an_error_value() {
+    let Some(gpu) = bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU")
+    else {
+        return;
+    };
+    // 2^45 words = 256 TiB: more than any GPU has.
+    match gpu.alloc(1usize << 45, "a huge batch") {
+        Err(Error::OutOfMemory { bytes, .. }) => assert_eq!(bytes, 8usize << 45),
+        Err(e) => panic!("expected OutOfMemory, got {e}"),
+        Ok(_) => panic!("256 TiB were allocated"),
+    }
+}
+
+#[test]
+fn no_panic_crosses_the_api() {
+    // Random sequences of calls, valid and not: every one returns Ok or Err, none panics.
+    let mut r = bigfuse::fuzz::Rng::new(7);
+    let sizes = [0u64, 1, 63, 64, 100, 192, 4096, 1 << 20, u64::MAX];
+    let devs = [Device::cpu(), Device::cpu_lowered()];
+    for _ in 0..300 {
+        let bits = sizes[r.below(sizes.len() as u64) as usize];
+        let dev = &devs[r.below(2) as usize];
+        let n = r.below(4) as usize;
+        let m = if r.chance(20) { n + 1 } else { n };
+        let wide = r.chance(20);
+        let a: Vec<BigUint> = (0..n)
+            .map(|i| {
+                if wide {
+                    BigUint::from(1u8) << (bits.min(1 << 16) as u32 + 1)
+                } else {
+                    BigUint::from(i as u64 * 977)
+                }
+            })
+            .collect();
+        let b: Vec<BigUint> = (0..m).map(|i| BigUint::from(i as u64 + 5)).collect();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = match r.below(6) {
+                0 => add::run(dev, bits, &a, &b).map(|_| ()),
+                1 => sub::run(dev, bits, &a, &b).map(|_| ()),
+                2 => compare::run(dev, bits, &a, &b).map(|_| ()),
+                3 => mul::run(dev, bits.min(1 << 12), &a, &b).map(|_| ()),
+                4 => six_add::explain(dev, bits).map(|_| ()),
+                _ => add::cuda(&bigfuse::Target::h100(), bits).map(|_| ()),
+            };
+        }));
+        assert!(
+            result.is_ok(),
+            "a call panicked at {bits} bits, batch {n}/{m}"
+        );
+    }
+}

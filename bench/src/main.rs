@@ -197,7 +197,7 @@ fn fuzz(programs: u64, first: u64) -> Result<(), String> {
     let (mut ran, mut bad, mut failed) = (0u64, Vec::new(), Vec::new());
     // Chunks: compile and compute references in parallel, then run on the GPU in order.
     let mut next = first;
-    while next < first + programs {
+    while next < first + programs && !stopped() {
         let end = (next + 512).min(first + programs);
         let prepared: Vec<_> = (next..end)
             .into_par_iter()
@@ -339,7 +339,20 @@ fn probe(sizes: &[u64]) -> bigfuse::Result<()> {
     Ok(())
 }
 
+/// Set by Ctrl-C: long loops finish the item in hand, report what they have, and stop.
+pub static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn stopped() -> bool {
+    STOP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn main() {
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            std::process::exit(130); // a second Ctrl-C stops at once
+        }
+        eprintln!("\nstopping after the current step (Ctrl-C again to quit now)");
+    });
     if let Err(e) = run(Cli::parse()) {
         eprintln!("error: {e}");
         std::process::exit(1);

@@ -36,6 +36,9 @@ fn progress(what: &str, log: u32, variant: &Variant) {
 pub fn add(bench: &mut Bench, lo: u32, hi: u32, variants: &[Variant]) -> bigfuse::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for log in lo..=hi {
+        if crate::stopped() {
+            break;
+        }
         let bits = 1u64 << log;
         let copy_gbs = bench.copy_gbs()?;
         let mut figures = Vec::new();
@@ -75,6 +78,9 @@ pub fn mul(
 ) -> bigfuse::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for log in lo..=hi {
+        if crate::stopped() {
+            break;
+        }
         let bits = 1u64 << log;
         let copy_gbs = bench.copy_gbs()?;
         let mut figures = Vec::new();

@@ -11,15 +11,15 @@ pub const MAX_BITS: u64 = 1 << 24;
 
 /// Checks that `bits` is a width `U<bits>` can have.
 pub fn check_bits(bits: u64) -> IrResult<()> {
+    if bits > MAX_BITS {
+        return Err(IrError::Size(format!(
+            "{bits} bits is wider than the largest supported width, {MAX_BITS}"
+        )));
+    }
     if bits == 0 || bits % 64 != 0 {
         return Err(IrError::Size(format!(
             "{bits} bits is not a positive multiple of 64 (U<BITS> is made of 64-bit limbs): round up to {}",
             bits.div_ceil(64).max(1) * 64
-        )));
-    }
-    if bits > MAX_BITS {
-        return Err(IrError::Size(format!(
-            "{bits} bits is wider than the largest supported width, {MAX_BITS}"
         )));
     }
     Ok(())
