@@ -8,6 +8,38 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use std::sync::Arc;
 
+/// Median of `runs` CUDA-event timings of `f`, after three untimed warm-up calls.
+fn median_ms(
+    gpu: &GpuDevice,
+    runs: usize,
+    mut f: impl FnMut() -> bigfuse::Result<()>,
+) -> bigfuse::Result<f64> {
+    for _ in 0..3 {
+        f()?;
+    }
+    gpu.synchronize()?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let start = gpu.event()?;
+        let end = gpu.event()?;
+        start
+            .record(gpu.stream())
+            .map_err(|e| driver("recording an event", e))?;
+        f()?;
+        end.record(gpu.stream())
+            .map_err(|e| driver("recording an event", e))?;
+        end.synchronize()
+            .map_err(|e| driver("waiting for an event", e))?;
+        times.push(
+            start
+                .elapsed_ms(&end)
+                .map_err(|e| driver("reading an event", e))? as f64,
+        );
+    }
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Ok(times[times.len() / 2])
+}
+
 /// log2 of NumBits x NumInsts (the paper's setup).
 pub const TOTAL_LOG: u32 = 32;
 
@@ -74,36 +106,14 @@ impl Bench {
     /// Device-to-device copy of one operand, GB/s counting bytes read + written.
     pub fn copy_gbs(&mut self) -> bigfuse::Result<f64> {
         let bytes = self.a_host.len() * 8;
-        let (a, scratch, stream) = (&self.a, &mut self.scratch, self.gpu.stream().clone());
-        let mut copy = || {
-            stream
+        let gpu = self.gpu.clone();
+        let (a, scratch) = (&self.a, &mut self.scratch);
+        let ms = median_ms(&gpu, self.runs, || {
+            gpu.stream()
                 .memcpy_dtod(a, scratch)
                 .map_err(|e| driver("copying", e))
-        };
-        for _ in 0..3 {
-            copy()?;
-        }
-        self.gpu.synchronize()?;
-        let mut times = Vec::new();
-        for _ in 0..self.runs {
-            let start = self.gpu.event()?;
-            let end = self.gpu.event()?;
-            start
-                .record(&stream)
-                .map_err(|e| driver("recording an event", e))?;
-            copy()?;
-            end.record(&stream)
-                .map_err(|e| driver("recording an event", e))?;
-            end.synchronize()
-                .map_err(|e| driver("waiting for an event", e))?;
-            times.push(
-                start
-                    .elapsed_ms(&end)
-                    .map_err(|e| driver("reading an event", e))? as f64,
-            );
-        }
-        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        Ok(2.0 * bytes as f64 / (times[times.len() / 2] * 1e-3) / 1e9)
+        })?;
+        Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
     }
 
     /// Compiles `kernel` for `bits` with `hints`, checks it, and times it over NumInsts = 2^32 / bits.
@@ -129,30 +139,7 @@ impl Bench {
         self.verify(kernel.name(), bits, &got, reference)?;
         let (gpu, a, b) = (self.gpu.clone(), &self.a, &self.b);
         let out = &mut self.out;
-        let mut launch = || program.launch(&gpu, n, &[a, b], out);
-        for _ in 0..3 {
-            launch()?;
-        }
-        gpu.synchronize()?;
-        let mut times = Vec::with_capacity(self.runs);
-        for _ in 0..self.runs {
-            let start = gpu.event()?;
-            let end = gpu.event()?;
-            start
-                .record(gpu.stream())
-                .map_err(|e| driver("recording an event", e))?;
-            launch()?;
-            end.record(gpu.stream())
-                .map_err(|e| driver("recording an event", e))?;
-            end.synchronize()
-                .map_err(|e| driver("waiting for an event", e))?;
-            times.push(
-                start
-                    .elapsed_ms(&end)
-                    .map_err(|e| driver("reading an event", e))? as f64,
-            );
-        }
-        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let ms = median_ms(&gpu, self.runs, || program.launch(&gpu, n, &[a, b], out))?;
         let c = &gk.compiled;
         let algo = c
             .stages
@@ -170,7 +157,7 @@ impl Bench {
             .unwrap_or("-")
             .to_string();
         Ok(Measured {
-            ms: times[times.len() / 2],
+            ms,
             registers: gk.resources.registers,
             local_bytes: gk.resources.local_bytes,
             q: c.schedule.q,

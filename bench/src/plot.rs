@@ -70,63 +70,55 @@ fn draw(
         .x_label_area_size(50)
         .y_label_area_size(90);
     if log_y {
-        let mut chart = chart_builder
+        let chart = chart_builder
             .build_cartesian_2d(xmin - 0.3..xmax + 0.3, (ymin * 0.7..ymax * 1.4).log_scale())
             .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("log2 NumBits")
-            .y_desc(y_label)
-            .draw()
-            .map_err(|e| err(&e))?;
-        for (name, pts, color, dashed) in series {
-            let style = ShapeStyle::from(color).stroke_width(if *dashed { 1 } else { 3 });
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), style))
-                .map_err(|e| err(&e))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, style.filled())))
-                .map_err(|e| err(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| err(&e))?;
+        lines(chart, y_label, series, SeriesLabelPosition::UpperRight).map_err(|e| err(&e))?;
     } else {
-        let mut chart = chart_builder
+        let chart = chart_builder
             .build_cartesian_2d(xmin - 0.3..xmax + 0.3, 0.0..ymax * 1.15)
             .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("log2 NumBits")
-            .y_desc(y_label)
-            .draw()
-            .map_err(|e| err(&e))?;
-        for (name, pts, color, dashed) in series {
-            let style = ShapeStyle::from(color).stroke_width(if *dashed { 1 } else { 3 });
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), style))
-                .map_err(|e| err(&e))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, style.filled())))
-                .map_err(|e| err(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerLeft)
-            .draw()
-            .map_err(|e| err(&e))?;
+        lines(chart, y_label, series, SeriesLabelPosition::LowerLeft).map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))
+}
+
+/// The mesh, one line (with points) per series, and the legend, on a linear or logarithmic chart.
+fn lines<'a, DB, Y>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    y_label: &str,
+    series: &[Series],
+    legend: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    chart
+        .configure_mesh()
+        .x_desc("log2 NumBits")
+        .y_desc(y_label)
+        .draw()
+        .map_err(|x| e(&x))?;
+    for (name, pts, color, dashed) in series {
+        let style = ShapeStyle::from(color).stroke_width(if *dashed { 1 } else { 3 });
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), style))
+            .map_err(|x| e(&x))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        chart
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 3, style.filled())))
+            .map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(legend)
+        .draw()
+        .map_err(|x| e(&x))
 }
 
 fn ours(rows: &[Row], pick: impl Fn(&Row) -> f64) -> Vec<(f64, f64)> {
