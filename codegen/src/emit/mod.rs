@@ -656,6 +656,58 @@ impl<'a> Emitter<'a> {
         format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
     }
 
+    /// `x` shuffled (`kind`, `arg`, `width`), with `init` where `first` holds (the lane that has no
+    /// predecessor): the exclusive shift of a lane scan.
+    #[allow(clippy::too_many_arguments)]
+    fn shifted(
+        &mut self,
+        types: &[Type],
+        x: &[String],
+        kind: &str,
+        arg: &str,
+        width: u32,
+        first: &str,
+        init: &[String],
+    ) -> Vec<String> {
+        let moved: Vec<String> = types
+            .iter()
+            .zip(x)
+            .map(|(t, v)| self.shfl(kind, t, v, arg, width))
+            .collect();
+        let moved = self.bind(types, moved);
+        let sel = moved
+            .iter()
+            .zip(init)
+            .map(|(p, i)| format!("({first} ? {i} : {p})"))
+            .collect();
+        self.bind(types, sel)
+    }
+
+    /// Lane `lane` of each warp writes its `values` (one u64 per leaf) to the instance's slots of
+    /// staging buffer `st`; then the block synchronises.
+    fn stage_warp_values(&mut self, st: &str, values: &[String], lane: u32) {
+        let (w, n) = (self.sched.warps_per_instance(), values.len());
+        self.open(format!("if (lane == {lane}u) {{"));
+        for (k, v) in values.iter().enumerate() {
+            self.line(format!(
+                "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
+            ));
+        }
+        self.close("}");
+        self.line("__syncthreads();");
+    }
+
+    /// Leaf `k` (of type `t`, one of `n`) of the value warp `lane` staged in `st`, read by this lane.
+    fn staged_value(&self, st: &str, t: &Type, k: usize, n: usize) -> String {
+        let w = self.sched.warps_per_instance();
+        let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
+        if *t == Type::Bool {
+            format!("({raw} != 0ull)")
+        } else {
+            format!("({})({raw})", ctype(t))
+        }
+    }
+
     /// Exclusive prefix, over the threads of this thread's instance, of `agg` (generic operator).
     fn thread_prefix(
         &mut self,
@@ -669,70 +721,32 @@ impl<'a> Emitter<'a> {
         let x = self.vars(types, agg);
         if t_count <= 32 {
             self.lane_scan(op, types, &x, t_count, "t");
-            let pre: Vec<String> = types
-                .iter()
-                .zip(&x)
-                .map(|(t, v)| self.shfl("up", t, v, "1", t_count))
-                .collect();
-            let pre = self.bind(types, pre);
-            let sel = pre
-                .iter()
-                .zip(init)
-                .map(|(p, i)| format!("(t == 0u ? {i} : {p})"))
-                .collect();
-            return self.bind(types, sel);
+            return self.shifted(types, &x, "up", "1", t_count, "t == 0u", init);
         }
         let w = self.sched.warps_per_instance();
         self.lane_scan(op, types, &x, 32, "lane");
         let st = self.staging(id, "u64");
-        let n = types.len();
-        self.open("if (lane == 31u) {");
-        for (k, v) in x.iter().enumerate() {
-            self.line(format!(
-                "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
-            ));
-        }
-        self.close("}");
-        self.line("__syncthreads();");
+        self.stage_warp_values(&st, &x, 31);
         let wv: Vec<String> = types
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
-                let v = if *t == Type::Bool {
-                    format!("({raw} != 0ull)")
-                } else {
-                    format!("({})({raw})", ctype(t))
-                };
+                let v = self.staged_value(&st, t, k, types.len());
                 format!("(lane < {w}u ? {v} : {})", init[k])
             })
             .collect();
         let wv = self.vars(types, &wv);
         self.lane_scan(op, types, &wv, w.next_power_of_two(), "lane");
-        let wp: Vec<String> = types
-            .iter()
-            .zip(&wv)
-            .map(|(t, v)| self.shfl("idx", t, v, "(warp + 31u) & 31u", 32))
-            .collect();
-        let wp = self.bind(types, wp);
-        let wp: Vec<String> = wp
-            .iter()
-            .zip(init)
-            .map(|(p, i)| format!("(warp == 0u ? {i} : {p})"))
-            .collect();
-        let wp = self.bind(types, wp);
-        let lp: Vec<String> = types
-            .iter()
-            .zip(&x)
-            .map(|(t, v)| self.shfl("up", t, v, "1", 32))
-            .collect();
-        let lp = self.bind(types, lp);
-        let lp: Vec<String> = lp
-            .iter()
-            .zip(init)
-            .map(|(p, i)| format!("(lane == 0u ? {i} : {p})"))
-            .collect();
-        let lp = self.bind(types, lp);
+        let wp = self.shifted(
+            types,
+            &wv,
+            "idx",
+            "(warp + 31u) & 31u",
+            32,
+            "warp == 0u",
+            init,
+        );
+        let lp = self.shifted(types, &x, "up", "1", 32, "lane == 0u", init);
         let pre = self.vars(types, init);
         self.apply(op, &[wp, lp], &pre);
         pre
@@ -912,24 +926,11 @@ impl<'a> Emitter<'a> {
             self.lane_reduce(op, &types, &result, t_count, "t");
         } else if t_count > 32 {
             let w = self.sched.warps_per_instance();
-            let n = types.len();
             self.lane_reduce(op, &types, &result, 32, "lane");
             let st = self.staging(id, "u64");
-            self.open("if (lane == 0u) {");
-            for (k, v) in result.iter().enumerate() {
-                self.line(format!(
-                    "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
-                ));
-            }
-            self.close("}");
-            self.line("__syncthreads();");
+            self.stage_warp_values(&st, &result, 0);
             for (k, (t, v)) in types.iter().zip(&result).enumerate() {
-                let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
-                let val = if *t == Type::Bool {
-                    format!("({raw} != 0ull)")
-                } else {
-                    format!("({})({raw})", ctype(t))
-                };
+                let val = self.staged_value(&st, t, k, types.len());
                 self.line(format!("{v} = lane < {w}u ? {val} : {};", init[k]));
             }
             let width = w.next_power_of_two();

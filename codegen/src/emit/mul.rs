@@ -132,11 +132,24 @@ impl Emitter<'_> {
         self.line(format!("{x}[q] = (u64)l0 | ((u64)l1 << 32);"));
         self.line(format!("{y}[q] = (u64)o0 | ((u64)o1 << 32);"));
         self.close("}");
-        let flags = format!(
-            "(reinterpret_cast<u32*>(bf_smem + {offset}) + {}u)",
-            lay.flags
-        );
-        self.add_with_carries(&x, &y, q_out, &out[0], &flags);
+        self.finish_product(&x, &y, out, q_out, out_len, offset, lay.flags)
+    }
+
+    /// The end of a product: `out = x + y` with carries (flags at word `flags` of the staging buffer
+    /// at byte `offset`), then a barrier that frees the staging buffer; closes the product's block.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn finish_product(
+        &mut self,
+        x: &str,
+        y: &str,
+        out: Vec<String>,
+        q_out: u32,
+        out_len: u64,
+        offset: u32,
+        flags: u64,
+    ) -> Val {
+        let flags = format!("(reinterpret_cast<u32*>(bf_smem + {offset}) + {flags}u)");
+        self.add_with_carries(x, y, q_out, &out[0], &flags);
         self.line("__syncthreads(); // the staging buffer is free for the next step");
         self.close("}");
         Val::Array {
@@ -235,14 +248,7 @@ impl Emitter<'_> {
         self.line("const bool first = j < n1;");
         self.line("const int g = first ? g1 : g2;");
         self.line("const int r = first ? lo1 + j : lo2 + (j - n1);");
-        self.line(format!("const u32* pa = ma + r * {};", w + 1));
-        self.line(format!("const u32* pb = mb + (g - r) * {} + 1;", w + 1));
-        let a_loads: Vec<String> = (0..w).map(|i| format!("a{i} = pa[{i}]")).collect();
-        self.line(format!("const u32 {};", a_loads.join(", ")));
-        let b_loads: Vec<String> = (0..2 * w - 1)
-            .map(|x| format!("b{x} = pb[{}]", x + u64::from(x + 1 >= w)))
-            .collect();
-        self.line(format!("const u32 {};", b_loads.join(", ")));
+        self.load_block("g", w);
         for ii in 0..w {
             self.chain_from("c", "b", w, ii, 0, false);
             self.chain_from("c", "b", w, ii, 0, true);
@@ -331,11 +337,9 @@ impl Emitter<'_> {
         self.close("}");
     }
 
-    /// A partial block of a square: row block `r` of slice `g` with 2r - g = `d`, keeping only the
-    /// products `k - 2 ii > d width` (each cross product of the slice once).
-    fn partial(&mut self, acc: &str, g: &str, r: &str, d: i64, w: u64) {
-        self.open("{");
-        self.line(format!("const int r = {r};"));
+    /// Row block `r` (a C variable in scope) of slice `g` (a C expression): digits a0..a{w-1} of
+    /// the first operand and the window b0..b{2w-2} of the second (skipping the padding word).
+    fn load_block(&mut self, g: &str, w: u64) {
         self.line(format!("const u32* pa = ma + r * {};", w + 1));
         self.line(format!("const u32* pb = mb + ({g} - r) * {} + 1;", w + 1));
         let a_loads: Vec<String> = (0..w).map(|i| format!("a{i} = pa[{i}]")).collect();
@@ -344,6 +348,14 @@ impl Emitter<'_> {
             .map(|x| format!("b{x} = pb[{}]", x + u64::from(x + 1 >= w)))
             .collect();
         self.line(format!("const u32 {};", b_loads.join(", ")));
+    }
+
+    /// A partial block of a square: row block `r` of slice `g` with 2r - g = `d`, keeping only the
+    /// products `k - 2 ii > d width` (each cross product of the slice once).
+    fn partial(&mut self, acc: &str, g: &str, r: &str, d: i64, w: u64) {
+        self.open("{");
+        self.line(format!("const int r = {r};"));
+        self.load_block(g, w);
         self.line("(void)a0; (void)b0;");
         for ii in 0..w {
             let from = (2 * ii as i64 + d * w as i64 + 1).max(0) as u64;

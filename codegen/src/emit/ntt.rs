@@ -257,18 +257,7 @@ impl Emitter<'_> {
         self.line(format!(
             "for (int q = 0; q < {q_out}; ++q) {{ const u32 l = t * {q_out}u + (u32)q; {y}[q] = (l >= 1u && l - 1u < {out_len}u) ? nh[l - 1u] : 0ull; }}"
         ));
-        let flags = format!(
-            "(reinterpret_cast<u32*>(bf_smem + {offset}) + {}u)",
-            lay.flags
-        );
-        self.add_with_carries(&x, &y, q_out, &out[0], &flags);
-        self.line("__syncthreads(); // the staging buffer is free for the next step");
-        self.close("}");
-        Val::Array {
-            leaves: out,
-            q: q_out,
-            len: out_len,
-        }
+        self.finish_product(&x, &y, out, q_out, out_len, offset, lay.flags)
     }
 
     /// One register pass of `r` stages starting at stage `s0`: forward (decimation in frequency,
