@@ -116,8 +116,8 @@ fn split(
     let work: Vec<usize> = (0..concrete.nodes.len())
         .filter(|&i| !matches!(concrete.nodes[i].op, Op::Param(_) | Op::Const(_)))
         .collect();
-    let mut ranges = Vec::new();
-    cut(&concrete, &work, target, hints, &mut ranges)?;
+    let mut cuts = Vec::new();
+    cut(&concrete, &work, target, hints, &mut cuts)?;
     let size_names: Vec<String> = func
         .size_params
         .iter()
@@ -133,11 +133,7 @@ fn split(
     let mut buffer_of: std::collections::HashMap<ValueId, usize> = Default::default();
     let mut buffers = Vec::new();
     let mut parts = Vec::new();
-    let count = ranges.len();
-    for (pi, nodes) in ranges.iter().enumerate() {
-        let later: Vec<usize> = ranges[pi + 1..].iter().flatten().copied().collect();
-        let (part_func, inputs, outputs) =
-            build_part(&concrete, nodes, &later, pi, pi + 1 == count)?;
+    for (part_func, inputs, outputs, compiled) in cuts {
         let inputs = inputs
             .iter()
             .map(|v| match concrete.node(*v).op {
@@ -154,7 +150,6 @@ fn split(
                 b
             })
             .collect();
-        let compiled = compile(&part_func, &[], target, hints)?;
         parts.push(Part {
             compiled,
             inputs,
@@ -182,13 +177,17 @@ fn split(
     })
 }
 
-/// Halves `nodes` until each half compiles; appends the ranges in order.
+/// A part as `cut` finds it: its function, inputs and outputs (values of the whole program), and
+/// its compiled kernel.
+type Cut = (Func, Vec<ValueId>, Vec<ValueId>, Compiled);
+
+/// Halves `nodes` until each half compiles; appends the parts in order, compiled once.
 fn cut(
     concrete: &Func,
     nodes: &[usize],
     target: &Target,
     hints: &Hints,
-    out: &mut Vec<Vec<usize>>,
+    out: &mut Vec<Cut>,
 ) -> CgResult<()> {
     // Whatever comes after this range may read its values: they are its outputs.
     let end = nodes.last().map_or(0, |&i| i + 1);
@@ -196,10 +195,10 @@ fn cut(
     let last = end >= concrete.nodes.len()
         || (end..concrete.nodes.len())
             .all(|i| matches!(concrete.nodes[i].op, Op::Param(_) | Op::Const(_)));
-    let (f, _, _) = build_part(concrete, nodes, &later, 0, last)?;
+    let (f, inputs, outputs) = build_part(concrete, nodes, &later, out.len(), last)?;
     match compile(&f, &[], target, hints) {
-        Ok(_) => {
-            out.push(nodes.to_vec());
+        Ok(compiled) => {
+            out.push((f, inputs, outputs, compiled));
             Ok(())
         }
         Err(CodegenError::TooBig(why)) if nodes.len() <= 1 => Err(CodegenError::TooBig(format!(
