@@ -3,8 +3,9 @@
 
 use crate::anchors;
 use crate::kernels::*;
-use crate::measure::{Bench, Measured, TOTAL_LOG};
+use crate::measure::{Bench, Measured, Reference, TOTAL_LOG};
 use crate::variant::Variant;
+use bigfuse::Kernel;
 use std::fmt::Write as _;
 
 /// One size: the copy, then per variant the two kernels' figures (NaN where a variant failed).
@@ -32,8 +33,23 @@ fn progress(what: &str, log: u32, variant: &Variant) {
     eprintln!("  {what} 2^{log} [{}]", variant.name);
 }
 
-/// 1-Add and 6-Add at 2^lo .. 2^hi bits.
-pub fn add(bench: &mut Bench, lo: u32, hi: u32, variants: &[Variant]) -> bigfuse::Result<Vec<Row>> {
+/// One benchmarked kernel: its label, the kernel, its reference, and its figure from (log, ms).
+type Column = (
+    &'static str,
+    &'static Kernel,
+    Reference,
+    fn(u32, f64) -> f64,
+);
+
+/// Times each column's kernel at 2^lo .. 2^hi bits under every variant (a missing column is NaN).
+fn measure_rows(
+    bench: &mut Bench,
+    what: &str,
+    lo: u32,
+    hi: u32,
+    variants: &[Variant],
+    columns: [Option<Column>; 2],
+) -> bigfuse::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for log in lo..=hi {
         if crate::stopped() {
@@ -43,20 +59,23 @@ pub fn add(bench: &mut Bench, lo: u32, hi: u32, variants: &[Variant]) -> bigfuse
         let copy_gbs = bench.copy_gbs()?;
         let mut figures = Vec::new();
         for v in variants {
-            progress("add", log, v);
-            let one = bench.measure(add1::kernel()?, bits, &v.hints, ref_add1);
-            let six = bench.measure(add6::kernel()?, bits, &v.hints, ref_add6);
-            if let Err(e) = &one {
-                eprintln!("    1-Add: {e}");
-            }
-            if let Err(e) = &six {
-                eprintln!("    6-Add: {e}");
-            }
+            progress(what, log, v);
+            let mut measured = columns.iter().map(|c| {
+                let (label, kernel, reference, metric) = (*c)?;
+                match bench.measure(kernel, bits, &v.hints, reference) {
+                    Ok(m) => Some((metric(log, m.ms), m)),
+                    Err(e) => {
+                        eprintln!("    {label}: {e}");
+                        None
+                    }
+                }
+            });
+            let (a, b) = (measured.next().flatten(), measured.next().flatten());
             figures.push((
-                one.as_ref().map_or(f64::NAN, |m| add_gbs(log, m.ms)),
-                six.as_ref().map_or(f64::NAN, |m| add_gbs(log, m.ms)),
-                one.ok(),
-                six.ok(),
+                a.as_ref().map_or(f64::NAN, |x| x.0),
+                b.as_ref().map_or(f64::NAN, |x| x.0),
+                a.map(|x| x.1),
+                b.map(|x| x.1),
             ));
         }
         rows.push(Row {
@@ -68,6 +87,21 @@ pub fn add(bench: &mut Bench, lo: u32, hi: u32, variants: &[Variant]) -> bigfuse
     Ok(rows)
 }
 
+/// 1-Add and 6-Add at 2^lo .. 2^hi bits.
+pub fn add(bench: &mut Bench, lo: u32, hi: u32, variants: &[Variant]) -> bigfuse::Result<Vec<Row>> {
+    measure_rows(
+        bench,
+        "add",
+        lo,
+        hi,
+        variants,
+        [
+            Some(("1-Add", add1::kernel()?, ref_add1, add_gbs)),
+            Some(("6-Add", add6::kernel()?, ref_add6, add_gbs)),
+        ],
+    )
+}
+
 /// 1-Mul and Poly (four products) at 2^lo .. 2^hi bits.
 pub fn mul(
     bench: &mut Bench,
@@ -76,43 +110,26 @@ pub fn mul(
     variants: &[Variant],
     poly_too: bool,
 ) -> bigfuse::Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    for log in lo..=hi {
-        if crate::stopped() {
-            break;
-        }
-        let bits = 1u64 << log;
-        let copy_gbs = bench.copy_gbs()?;
-        let mut figures = Vec::new();
-        for v in variants {
-            progress("mul", log, v);
-            let one = bench.measure(mul1::kernel()?, bits, &v.hints, ref_mul1);
-            if let Err(e) = &one {
-                eprintln!("    1-Mul: {e}");
-            }
-            let p = if poly_too {
-                let p = bench.measure(poly::kernel()?, bits, &v.hints, ref_poly);
-                if let Err(e) = &p {
-                    eprintln!("    Poly: {e}");
-                }
-                p.ok()
-            } else {
-                None
-            };
-            figures.push((
-                one.as_ref().map_or(f64::NAN, |m| gu32ops(log, 1.0, m.ms)),
-                p.as_ref().map_or(f64::NAN, |m| gu32ops(log, 4.0, m.ms)),
-                one.ok(),
-                p,
-            ));
-        }
-        rows.push(Row {
-            log,
-            copy_gbs,
-            figures,
-        });
-    }
-    Ok(rows)
+    let poly: Option<Column> = if poly_too {
+        Some(("Poly", poly::kernel()?, ref_poly, |log, ms| {
+            gu32ops(log, 4.0, ms)
+        }))
+    } else {
+        None
+    };
+    measure_rows(
+        bench,
+        "mul",
+        lo,
+        hi,
+        variants,
+        [
+            Some(("1-Mul", mul1::kernel()?, ref_mul1, |log, ms| {
+                gu32ops(log, 1.0, ms)
+            })),
+            poly,
+        ],
+    )
 }
 
 fn cell(x: f64, reference: Option<f64>, pct: bool) -> String {

@@ -34,11 +34,13 @@ pub const DEFAULT_WIDTH: u32 = 8;
 /// A chain's operands must fit one inline-asm statement (at most 30 operands).
 pub const MAX_WIDTH: u32 = 12;
 
-pub fn shape(in_limbs: u64, out_limbs: u64, threads: u32, width_hint: u32) -> MulShape {
+/// The split of a product of `in_limbs`-limb operands into `out_limbs` limbs over `threads`
+/// threads: the slice width follows from the thread count (the schedule picks the threads from the
+/// width it wants, [`threads_for`]).
+pub fn shape(in_limbs: u64, out_limbs: u64, threads: u32) -> MulShape {
     let digits_in = 2 * in_limbs;
     let digits_out = 2 * out_limbs;
     let t = threads as u64;
-    let _ = width_hint;
     let width = digits_out.div_ceil(2 * t).clamp(2, MAX_WIDTH as u64);
     let slices = digits_out.div_ceil(width);
     let blocks = digits_in.div_ceil(width);
@@ -191,7 +193,7 @@ mod tests {
             (2048, 4096),
         ] {
             for threads in [1u32, 2, 4, 8, 64, 512] {
-                let s = shape(inl, outl, threads, DEFAULT_WIDTH);
+                let s = shape(inl, outl, threads);
                 assert!(s.slices * s.width >= s.digits_out);
                 assert!(
                     s.slices <= 2 * threads as u64 || s.width == MAX_WIDTH as u64,
@@ -226,7 +228,7 @@ mod tests {
     #[test]
     fn squaring_counts_every_cross_product_once_and_no_square() {
         for (limbs, threads) in [(4u64, 1u32), (32, 4), (64, 8), (47, 4), (128, 16)] {
-            let s = shape(limbs, limbs, threads, DEFAULT_WIDTH);
+            let s = shape(limbs, limbs, threads);
             if s.width % 2 == 1 {
                 continue; // squaring needs an even width (the emitter falls back otherwise)
             }
@@ -275,7 +277,7 @@ mod tests {
 
     #[test]
     fn row_blocks_cover_exactly_the_products_of_a_slice() {
-        let s = shape(6, 12, 2, 4);
+        let s = shape(6, 12, 2);
         for slice in 0..s.slices {
             let (lo, hi) = s.rows(slice);
             for i in 0..s.digits_in {

@@ -82,7 +82,6 @@ fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
             in_len.as_const().unwrap_or(0),
             out_len.as_const().unwrap_or(0),
             sched.threads_per_instance,
-            sched.mul_width,
         );
         let layout = mul::layout(
             &shape,

@@ -12,7 +12,7 @@ mod ntt;
 
 use crate::error::{CgResult, CodegenError};
 pub(crate) use crate::place::is_carry_scan;
-use crate::place::{Place, Placement};
+use crate::place::Placement;
 use crate::schedule::Schedule;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
 
@@ -1068,11 +1068,6 @@ pub fn emit(
     }
     e.depth = 0;
     e.line("}");
-    // Placement facts the emitter relies on.
-    debug_assert!(placement
-        .places
-        .iter()
-        .all(|p| matches!(p, Place::Global | Place::Registers { .. } | Place::Scalar)));
     let mut out = e.out;
     while out.contains("\n\n\n") {
         out = out.replace("\n\n\n", "\n\n");

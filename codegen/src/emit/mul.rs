@@ -16,7 +16,7 @@ impl Emitter<'_> {
         let out_len = out_len.as_const().unwrap_or(0);
         let q_out = self.sched.q_of(out_len);
         let t_count = self.sched.threads_per_instance as u64;
-        let s = mul::shape(in_len, out_len, t_count as u32, self.sched.mul_width);
+        let s = mul::shape(in_len, out_len, t_count as u32);
         let lay = mul::layout(
             &s,
             self.sched.instances_per_block as u64,
