@@ -16,6 +16,7 @@ pub mod emit;
 pub mod error;
 pub mod fuse;
 pub mod lower;
+pub mod modular;
 pub mod mul;
 pub mod ntt;
 pub mod place;

@@ -207,6 +207,16 @@ impl Builder {
         self.binary(BinOp::Xor, a, b)
     }
 
+    /// `x^e` for `x: Zp<P>`, `e: u64`.
+    pub fn zp_pow(&mut self, x: ValueId, e: ValueId) -> IrResult<ValueId> {
+        self.push(Op::ZpPow(x, e))
+    }
+
+    /// The inverse of `x: Zp<P>` (0 maps to 0).
+    pub fn zp_inv(&mut self, x: ValueId) -> IrResult<ValueId> {
+        self.push(Op::ZpInv(x))
+    }
+
     pub fn not(&mut self, a: ValueId) -> IrResult<ValueId> {
         self.push(Op::Unary(UnOp::Not, a))
     }

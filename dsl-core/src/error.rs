@@ -15,6 +15,9 @@ pub enum IrError {
     /// The evaluator was given inputs that do not match the program.
     #[error("evaluation error: {0}")]
     Eval(String),
+    /// An operator declared associative (a scan's or a reduction's) is not, on sampled values.
+    #[error("{0}")]
+    Law(String),
 }
 
 pub type IrResult<T> = Result<T, IrError>;

@@ -5,6 +5,7 @@
 
 use crate::error::{IrError, IrResult};
 use crate::ir::{BinOp, CmpOp, Func, Op, UnOp};
+use crate::modular;
 use crate::types::Type;
 use crate::value::Value;
 use num_bigint::BigUint;
@@ -42,6 +43,12 @@ pub fn eval(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
         .iter()
         .map(|o| vals[o.index()].clone())
         .collect())
+}
+
+/// The value of every node of `func` on these inputs (for checks that look inside a program).
+pub fn eval_nodes(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
+    eval(func, inputs)?;
+    run(func, inputs)
 }
 
 /// Applies a one-output lambda to its arguments.
@@ -90,6 +97,31 @@ fn array(v: &Value) -> IrResult<&[Value]> {
         Value::Array(xs) => Ok(xs),
         _ => fail("expected an array"),
     }
+}
+
+fn modulus(p: &crate::types::Size) -> IrResult<u64> {
+    match p.as_const() {
+        Some(p) if p >= 2 => Ok(p),
+        _ => fail("Zp<P> with an unspecialized or invalid modulus"),
+    }
+}
+
+fn modulus_of(ty: &Type) -> IrResult<u64> {
+    match ty {
+        Type::Zp(p) => modulus(p),
+        _ => fail("expected a Zp<P> result"),
+    }
+}
+
+fn zp_binary(op: BinOp, x: u64, y: u64, p: u64) -> IrResult<Value> {
+    Ok(match op {
+        BinOp::Add => Value::U64(modular::add_mod(x, y, p)),
+        BinOp::Sub => Value::U64(modular::sub_mod(x, y, p)),
+        BinOp::Mul => Value::U64(modular::mul_mod(x, y, p)),
+        BinOp::Eq => Value::Bool(x == y),
+        BinOp::Ne => Value::Bool(x != y),
+        other => return fail(format!("{} on Zp<P>", other.mnemonic())),
+    })
 }
 
 fn eval_binary(op: BinOp, a: &Value, b: &Value) -> IrResult<Value> {
@@ -148,12 +180,22 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             Value::U64(x) => Value::U64(!x),
             _ => return fail("! on a non-scalar"),
         },
-        Op::Binary(b, x, y) => eval_binary(*b, v(*x), v(*y))?,
+        Op::Binary(b, x, y) => match func.ty(*x) {
+            Type::Zp(p) => zp_binary(*b, scalar_int(v(*x))?, scalar_int(v(*y))?, modulus(p)?)?,
+            _ => eval_binary(*b, v(*x), v(*y))?,
+        },
+        Op::ZpPow(x, e) => Value::U64(modular::pow_mod(
+            scalar_int(v(*x))?,
+            scalar_int(v(*e))?,
+            modulus_of(ty)?,
+        )),
+        Op::ZpInv(x) => Value::U64(modular::inv_mod(scalar_int(v(*x))?, modulus_of(ty)?)),
         Op::Cast(a) => {
             let x = scalar_int(v(*a))?;
             match ty {
                 Type::U32 => Value::U32(x as u32),
                 Type::U64 => Value::U64(x),
+                Type::Zp(p) => Value::U64(x % modulus(p)?),
                 _ => return fail("cast to a non-integer"),
             }
         }

@@ -30,6 +30,8 @@ pub enum Literal {
     Bool(bool),
     U32(u32),
     U64(u64),
+    /// A residue (below the modulus once specialized) of `Zp<modulus>`.
+    Zp(u64, Size),
     Tuple(Vec<Literal>),
 }
 
@@ -39,6 +41,7 @@ impl Literal {
             Literal::Bool(_) => Type::Bool,
             Literal::U32(_) => Type::U32,
             Literal::U64(_) => Type::U64,
+            Literal::Zp(_, m) => Type::Zp(*m),
             Literal::Tuple(ls) => Type::Tuple(ls.iter().map(Literal::ty).collect()),
         }
     }
@@ -58,6 +61,7 @@ impl std::fmt::Display for Literal {
             Literal::Bool(b) => write!(f, "{b}"),
             Literal::U32(v) => write!(f, "{v}u32"),
             Literal::U64(v) => write!(f, "{v}u64"),
+            Literal::Zp(v, m) => write!(f, "{v}zp{}", m.display(&[])),
             Literal::Tuple(ls) => {
                 write!(f, "(")?;
                 for (i, l) in ls.iter().enumerate() {
@@ -166,6 +170,11 @@ pub enum Op {
     Tuple(Vec<ValueId>),
     Extract(ValueId, u32),
 
+    /// `x^e` in `Zp<P>`, with `e` a u64.
+    ZpPow(ValueId, ValueId),
+    /// The inverse in `Zp<P>` (0 maps to 0).
+    ZpInv(ValueId),
+
     /// Big-integer addition modulo 2^bits.
     BigAdd(ValueId, ValueId),
     /// Big-integer subtraction modulo 2^bits.
@@ -219,10 +228,16 @@ impl Op {
     pub fn args(&self) -> Vec<ValueId> {
         match self {
             Op::Param(_) | Op::Const(_) | Op::Iota(_) => vec![],
-            Op::Unary(_, a) | Op::Cast(a) | Op::Extract(a, _) | Op::Limbs(a) | Op::FromLimbs(a) => {
+            Op::Unary(_, a)
+            | Op::Cast(a)
+            | Op::Extract(a, _)
+            | Op::Limbs(a)
+            | Op::FromLimbs(a)
+            | Op::ZpInv(a) => {
                 vec![*a]
             }
             Op::Binary(_, a, b)
+            | Op::ZpPow(a, b)
             | Op::BigAdd(a, b)
             | Op::BigSub(a, b)
             | Op::BigCmp(_, a, b)
@@ -245,10 +260,14 @@ impl Op {
     pub fn map_args(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
         match self {
             Op::Param(_) | Op::Const(_) | Op::Iota(_) => {}
-            Op::Unary(_, a) | Op::Cast(a) | Op::Extract(a, _) | Op::Limbs(a) | Op::FromLimbs(a) => {
-                *a = f(*a)
-            }
+            Op::Unary(_, a)
+            | Op::Cast(a)
+            | Op::Extract(a, _)
+            | Op::Limbs(a)
+            | Op::FromLimbs(a)
+            | Op::ZpInv(a) => *a = f(*a),
             Op::Binary(_, a, b)
+            | Op::ZpPow(a, b)
             | Op::BigAdd(a, b)
             | Op::BigSub(a, b)
             | Op::BigCmp(_, a, b)
@@ -279,7 +298,13 @@ impl Op {
     pub fn is_high_level(&self) -> bool {
         matches!(
             self,
-            Op::BigAdd(..) | Op::BigSub(..) | Op::BigCmp(..) | Op::BigMul(..) | Op::BigMulWide(..)
+            Op::BigAdd(..)
+                | Op::BigSub(..)
+                | Op::BigCmp(..)
+                | Op::BigMul(..)
+                | Op::BigMulWide(..)
+                | Op::ZpPow(..)
+                | Op::ZpInv(..)
         )
     }
 
@@ -346,6 +371,7 @@ impl Func {
     pub fn is_lowered(&self) -> bool {
         self.nodes.iter().all(|n| {
             !n.op.is_high_level()
+                && !n.ty.mentions_zp()
                 && !matches!(n.op, Op::Select(_, a, _) if matches!(self.ty(a), Type::Big(_)))
                 && n.op.lambdas().iter().all(|l| l.is_lowered())
         })

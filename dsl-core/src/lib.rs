@@ -11,6 +11,8 @@ pub mod builder;
 pub mod error;
 pub mod eval;
 pub mod ir;
+pub mod laws;
+pub mod modular;
 pub mod ops;
 pub mod print;
 pub mod specialize;

@@ -78,6 +78,8 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::Unary(UnOp::Not, a) => format!("not {a}"),
         Op::Binary(b, x, y) => format!("{} {x}, {y}", b.mnemonic()),
         Op::Cast(a) => format!("cast {a}"),
+        Op::ZpPow(a, e) => format!("zp.pow {a}, {e}"),
+        Op::ZpInv(a) => format!("zp.inv {a}"),
         Op::Select(c, a, b) => format!("select {c}, {a}, {b}"),
         Op::Tuple(xs) => format!("tuple {}", list(xs)),
         Op::Extract(t, k) => format!("extract {t}.{k}"),

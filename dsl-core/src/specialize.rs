@@ -2,7 +2,7 @@
 //! stage sees constant lengths.
 
 use crate::error::{IrError, IrResult};
-use crate::ir::{Func, Op};
+use crate::ir::{Func, Literal, Op};
 use crate::validate::validate;
 
 /// The widest big integer the IR accepts (the evaluator has no limit of its own; the GPU schedule
@@ -37,24 +37,49 @@ pub fn specialize(func: &Func, sizes: &[u64]) -> IrResult<Func> {
         )));
     }
     let out = subst(func, sizes)?;
-    for p in &out.params {
-        check_type_sizes(&p.ty)?;
-    }
-    for n in &out.nodes {
-        check_type_sizes(&n.ty)?;
-    }
+    check_func_sizes(&out)?;
     validate(&out)?;
     Ok(out)
+}
+
+fn check_func_sizes(f: &Func) -> IrResult<()> {
+    for p in &f.params {
+        check_type_sizes(&p.ty)?;
+    }
+    for n in &f.nodes {
+        check_type_sizes(&n.ty)?;
+        for l in n.op.lambdas() {
+            check_func_sizes(l)?;
+        }
+    }
+    Ok(())
 }
 
 fn check_type_sizes(t: &crate::types::Type) -> IrResult<()> {
     use crate::types::Type;
     match t {
         Type::Big(s) => check_bits(s.as_const().unwrap_or(0)),
+        Type::Zp(p) => crate::modular::check_modulus(p.as_const().unwrap_or(0)).map_err(IrError::Size),
         Type::Array(e, _) => check_type_sizes(e),
         Type::Tuple(ts) => ts.iter().try_for_each(check_type_sizes),
         _ => Ok(()),
     }
+}
+
+/// A literal with its moduli substituted (and its residues reduced by them).
+fn subst_literal(l: &Literal, sizes: &[u64]) -> Option<Literal> {
+    Some(match l {
+        Literal::Zp(v, m) => {
+            let p = m.eval(sizes)?;
+            Literal::Zp(if p == 0 { *v } else { v % p }, crate::types::Size::lit(p))
+        }
+        Literal::Tuple(ls) => Literal::Tuple(
+            ls.iter()
+                .map(|x| subst_literal(x, sizes))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        other => other.clone(),
+    })
 }
 
 fn subst(func: &Func, sizes: &[u64]) -> IrResult<Func> {
@@ -73,7 +98,11 @@ fn subst(func: &Func, sizes: &[u64]) -> IrResult<Func> {
         match &mut n.op {
             Op::Iota(s) => *s = crate::types::Size::lit(s.eval(sizes).ok_or_else(overflow)?),
             Op::Map { f, .. } => **f = subst(f, sizes)?,
-            Op::Scan { op, .. } | Op::Reduce { op, .. } => **op = subst(op, sizes)?,
+            Op::Scan { op, init, .. } | Op::Reduce { op, init, .. } => {
+                **op = subst(op, sizes)?;
+                *init = subst_literal(init, sizes).ok_or_else(overflow)?;
+            }
+            Op::Const(l) => *l = subst_literal(l, sizes).ok_or_else(overflow)?,
             _ => {}
         }
     }

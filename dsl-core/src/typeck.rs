@@ -34,7 +34,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         Op::Const(l) => l.ty(),
         Op::Unary(UnOp::Not, a) => {
             let t = ty(*a);
-            if !t.is_scalar() {
+            if !t.is_scalar() || t.is_zp() {
                 return Err(err(
                     func,
                     format!("`!` needs a bool or an integer, not {}", show(t)),
@@ -61,6 +61,18 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 {
                     Type::Bool
                 }
+                BinOp::Eq | BinOp::Ne if tx.is_zp() => Type::Bool,
+                BinOp::Add | BinOp::Sub | BinOp::Mul if tx.is_zp() => tx.clone(),
+                _ if tx.is_zp() => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "`{}` does not apply to {}: Zp<P> has +, -, *, ==, !=, pow and inv",
+                            b.mnemonic(),
+                            show(tx)
+                        ),
+                    ))
+                }
                 _ if !tx.is_integer() => {
                     return Err(err(
                         func,
@@ -78,6 +90,28 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 format!("cast of {} needs its target type", show(ty(*a))),
             ));
         }
+        Op::ZpPow(x, e) => match (ty(*x), ty(*e)) {
+            (t @ Type::Zp(_), Type::U64) => t.clone(),
+            (tx, te) => {
+                return Err(err(
+                    func,
+                    format!(
+                        "pow needs a Zp<P> base and a u64 exponent, not {} and {}",
+                        show(tx),
+                        show(te)
+                    ),
+                ))
+            }
+        },
+        Op::ZpInv(x) => match ty(*x) {
+            t @ Type::Zp(_) => t.clone(),
+            other => {
+                return Err(err(
+                    func,
+                    format!("inv needs a Zp<P>, not {}", show(other)),
+                ))
+            }
+        },
         Op::Select(c, a, b) => {
             if *ty(*c) != Type::Bool {
                 return Err(err(
@@ -300,13 +334,19 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
 
 /// Checks a cast node: scalar to integer.
 pub fn check_cast(func: &Func, from: &Type, to: &Type) -> IrResult<()> {
-    if from.is_scalar() && to.is_integer() {
+    let ok = match (from, to) {
+        // A residue converts to its integer value, which needs all 64 bits.
+        (Type::Zp(_), to) => *to == Type::U64,
+        (from, Type::Zp(_)) => from.is_scalar(),
+        (from, to) => from.is_scalar() && to.is_integer(),
+    };
+    if ok {
         Ok(())
     } else {
         Err(err(
             func,
             format!(
-                "cannot convert {} to {} (casts go from bool/u32/u64 to u32/u64)",
+                "cannot convert {} to {} (casts go from bool/u32/u64 to u32/u64/Zp<P>, and from Zp<P> to u64)",
                 from.display(&func.size_params),
                 to.display(&func.size_params)
             ),

@@ -92,6 +92,10 @@ pub enum Type {
     U32,
     U64,
     Big(Size),
+    /// An integer modulo a prime P < 2^64 (`Zp<P>`); the modulus is a size, chosen per call like
+    /// BITS, so every kernel is specialized to one prime. Lowering turns it into a u64 holding the
+    /// Montgomery form.
+    Zp(Size),
     Array(Box<Type>, Size),
     Tuple(Vec<Type>),
 }
@@ -101,8 +105,23 @@ impl Type {
         Type::Array(Box::new(elem), len)
     }
 
+    /// Bool, u32, u64 or `Zp<P>`: one register.
     pub fn is_scalar(&self) -> bool {
-        matches!(self, Type::Bool | Type::U32 | Type::U64)
+        matches!(self, Type::Bool | Type::U32 | Type::U64 | Type::Zp(_))
+    }
+
+    pub fn is_zp(&self) -> bool {
+        matches!(self, Type::Zp(_))
+    }
+
+    /// True when a `Zp<P>` occurs anywhere in the type (lowering removes them all).
+    pub fn mentions_zp(&self) -> bool {
+        match self {
+            Type::Zp(_) => true,
+            Type::Array(e, _) => e.mentions_zp(),
+            Type::Tuple(ts) => ts.iter().any(Type::mentions_zp),
+            _ => false,
+        }
     }
 
     pub fn is_integer(&self) -> bool {
@@ -112,7 +131,7 @@ impl Type {
     /// A scalar or a (nested) tuple of scalars: what an array element or a lambda value may be.
     pub fn is_element(&self) -> bool {
         match self {
-            Type::Bool | Type::U32 | Type::U64 => true,
+            Type::Bool | Type::U32 | Type::U64 | Type::Zp(_) => true,
             Type::Tuple(ts) => ts.iter().all(Type::is_element),
             _ => false,
         }
@@ -145,7 +164,7 @@ impl Type {
     /// True when every size in the type is a constant.
     pub fn is_concrete(&self) -> bool {
         match self {
-            Type::Big(s) => s.param.is_none(),
+            Type::Big(s) | Type::Zp(s) => s.param.is_none(),
             Type::Array(e, s) => s.param.is_none() && e.is_concrete(),
             Type::Tuple(ts) => ts.iter().all(Type::is_concrete),
             _ => true,
@@ -156,6 +175,7 @@ impl Type {
     pub fn specialize(&self, sizes: &[u64]) -> Option<Type> {
         Some(match self {
             Type::Big(s) => Type::Big(Size::lit(s.eval(sizes)?)),
+            Type::Zp(s) => Type::Zp(Size::lit(s.eval(sizes)?)),
             Type::Array(e, s) => Type::array(e.specialize(sizes)?, Size::lit(s.eval(sizes)?)),
             Type::Tuple(ts) => Type::Tuple(
                 ts.iter()
@@ -184,6 +204,7 @@ impl fmt::Display for TypeDisplay<'_> {
             Type::U32 => write!(f, "u32"),
             Type::U64 => write!(f, "u64"),
             Type::Big(s) => write!(f, "U<{}>", s.display(self.names)),
+            Type::Zp(s) => write!(f, "Zp<{}>", s.display(self.names)),
             Type::Array(e, s) => {
                 write!(f, "[{}; {}]", e.display(self.names), s.display(self.names))
             }

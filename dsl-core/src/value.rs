@@ -19,7 +19,7 @@ impl Value {
         match l {
             Literal::Bool(b) => Value::Bool(*b),
             Literal::U32(v) => Value::U32(*v),
-            Literal::U64(v) => Value::U64(*v),
+            Literal::U64(v) | Literal::Zp(v, _) => Value::U64(*v),
             Literal::Tuple(ls) => Value::Tuple(ls.iter().map(Value::from_literal).collect()),
         }
     }
@@ -30,6 +30,8 @@ impl Value {
             (Value::Bool(_), Type::Bool)
             | (Value::U32(_), Type::U32)
             | (Value::U64(_), Type::U64) => true,
+            // Residues are held reduced.
+            (Value::U64(v), Type::Zp(p)) => p.as_const().is_some_and(|p| *v < p),
             (Value::Big(v), Type::Big(s)) => s.as_const().is_some_and(|bits| v.bits() <= bits),
             (Value::Array(vs), Type::Array(e, n)) => {
                 n.as_const() == Some(vs.len() as u64) && vs.iter().all(|v| v.has_type(e))

@@ -60,7 +60,9 @@ fn literal(l: &Literal) -> Vec<String> {
             Literal::U32(v) => format!("{v}u"),
             Literal::U64(v) if *v > 0xffff => format!("0x{v:x}ull"),
             Literal::U64(v) => format!("{v}ull"),
-            Literal::Tuple(_) => unreachable!(),
+            Literal::Tuple(_) | Literal::Zp(..) => {
+                unreachable!("tuples are flattened and residues lowered before emission")
+            }
         })
         .collect()
 }
@@ -415,9 +417,11 @@ impl<'a> Emitter<'a> {
             | Op::BigSub(..)
             | Op::BigCmp(..)
             | Op::BigMul(..)
-            | Op::BigMulWide(..) => {
+            | Op::BigMulWide(..)
+            | Op::ZpPow(..)
+            | Op::ZpInv(..) => {
                 return Err(CodegenError::Unsupported(
-                    "big-integer operations must be lowered first".into(),
+                    "big-integer and modular operations must be lowered first".into(),
                 ))
             }
         };
