@@ -29,7 +29,7 @@
 
 pub use bigfuse_codegen as codegen;
 pub use bigfuse_core as ir;
-pub use bigfuse_macros::kernel;
+pub use bigfuse_macros::{kernel, op};
 pub use bigfuse_runtime as runtime;
 
 pub use bigfuse_codegen::{Hints, Target};

@@ -183,9 +183,9 @@ pub fn lower_zp(func: &Func) -> CgResult<Func> {
 
 fn uses_zp(f: &Func) -> bool {
     f.params.iter().any(|p| p.ty.mentions_zp())
-        || f.nodes.iter().any(|n| {
-            n.ty.mentions_zp() || n.op.lambdas().iter().any(|l| uses_zp(l))
-        })
+        || f.nodes
+            .iter()
+            .any(|n| n.ty.mentions_zp() || n.op.lambdas().iter().any(|l| uses_zp(l)))
 }
 
 fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
@@ -276,11 +276,7 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     }
                     None => b.map(widen_lambda(), &[m(*input)])?,
                 };
-                let acc = b.reduce(
-                    add192(),
-                    Literal::Tuple(vec![Literal::U64(0); 3]),
-                    words,
-                )?;
+                let acc = b.reduce(add192(), Literal::Tuple(vec![Literal::U64(0); 3]), words)?;
                 // Products of forms carry R^2: the sum is S·R^-1; a plain sum of forms is S.
                 let shift = if product_map.is_some() { -1 } else { 0 };
                 finish_sum(&mut b, mont, acc, shift)?
@@ -339,10 +335,7 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
 fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool) -> CgResult<ValueId> {
     match ty {
         Type::Zp(_) => {
-            let mut a = Arith {
-                m: modulus(ty)?,
-                b,
-            };
+            let mut a = Arith { m: modulus(ty)?, b };
             if into {
                 a.to_form(v)
             } else {
@@ -503,12 +496,7 @@ mod tests {
     use bigfuse_core::modular::{inv_mod, mul_mod, pow_mod};
     use bigfuse_core::{eval, specialize, Size, Value};
 
-    const PRIMES: [u64; 4] = [
-        97,
-        3221225473,
-        4179340454199820289,
-        18446744073709551557,
-    ];
+    const PRIMES: [u64; 4] = [97, 3221225473, 4179340454199820289, 18446744073709551557];
 
     fn zp() -> Type {
         Type::Zp(Size::param(0))
@@ -601,7 +589,11 @@ mod tests {
                 let Op::Reduce { init, .. } = reduces[0] else {
                     unreachable!()
                 };
-                assert_eq!(init.ty(), Type::Tuple(vec![Type::U64; 3]), "192-bit accumulator");
+                assert_eq!(
+                    init.ty(),
+                    Type::Tuple(vec![Type::U64; 3]),
+                    "192-bit accumulator"
+                );
                 for fill in [0u64, 1, p - 1, 12345] {
                     let xs: Vec<Value> = (0..n)
                         .map(|i| Value::U64(if fill == 12345 { (i * fill) % p } else { fill }))

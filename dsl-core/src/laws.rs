@@ -121,7 +121,9 @@ mod tests {
     }
 
     fn input() -> Vec<Value> {
-        vec![Value::Array((1..=16u64).map(|x| Value::U64(x * 7919)).collect())]
+        vec![Value::Array(
+            (1..=16u64).map(|x| Value::U64(x * 7919)).collect(),
+        )]
     }
 
     #[test]
@@ -135,7 +137,10 @@ mod tests {
     fn a_non_associative_operator_is_reported_with_a_counterexample() {
         let e = check_operators(&scan_with(BinOp::Sub, 0), &input(), 64).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("op(x, 0u64)") || msg.contains("differs"), "{msg}");
+        assert!(
+            msg.contains("op(x, 0u64)") || msg.contains("differs"),
+            "{msg}"
+        );
         let e = check_operators(&scan_with(BinOp::Add, 1), &input(), 64).unwrap_err();
         assert!(e.to_string().contains("identity 1u64"), "{e}");
     }

@@ -59,7 +59,9 @@ fn check_type_sizes(t: &crate::types::Type) -> IrResult<()> {
     use crate::types::Type;
     match t {
         Type::Big(s) => check_bits(s.as_const().unwrap_or(0)),
-        Type::Zp(p) => crate::modular::check_modulus(p.as_const().unwrap_or(0)).map_err(IrError::Size),
+        Type::Zp(p) => {
+            crate::modular::check_modulus(p.as_const().unwrap_or(0)).map_err(IrError::Size)
+        }
         Type::Array(e, _) => check_type_sizes(e),
         Type::Tuple(ts) => ts.iter().try_for_each(check_type_sizes),
         _ => Ok(()),

@@ -105,12 +105,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         },
         Op::ZpInv(x) => match ty(*x) {
             t @ Type::Zp(_) => t.clone(),
-            other => {
-                return Err(err(
-                    func,
-                    format!("inv needs a Zp<P>, not {}", show(other)),
-                ))
-            }
+            other => return Err(err(func, format!("inv needs a Zp<P>, not {}", show(other)))),
         },
         Op::Select(c, a, b) => {
             if *ty(*c) != Type::Bool {

@@ -1,11 +1,15 @@
-//! Type checking of a kernel function, producing straight-line SSA instructions for `expand`.
+//! Type checking of a kernel function (or an operator), producing SSA instructions for `expand`.
+//! Closures become nested bodies (lambdas of the IR); a closure may read scalars of the enclosing
+//! kernel (they are broadcast) and, in a map over `iota(n)`, another array at its own index.
 
-use crate::types::{parse_type, KType};
+use crate::types::{length, parse_type, KType, Width};
 use std::collections::HashMap;
 
 const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `a.mul_wide(b)`, comparisons, \
-                         `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>` (scalars), `as u32` / `as u64`, parentheses \
-                         and `if`/`else` (which selects between two values)";
+                         `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>` (scalars), `as u32` / `as u64` / `as Zp<P>`, parentheses, \
+                         `if`/`else` (which selects between two values), tuples, and on arrays `.map(f)`, `.zip(ys)`, \
+                         `.unzip()`, `.scan_inclusive(op, e)`, `.scan_exclusive(op, e)`, `.reduce(op, e)` and `iota(N)`; \
+                         on Zp<P> `.pow(e)`, `.inv()`, `.value()`, `Zp::from(x)`, `Zp::ZERO`, `Zp::ONE`";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BOp {
@@ -30,6 +34,22 @@ pub enum Lit {
     Bool(bool),
     U32(u32),
     U64(u64),
+    Zp(u64, Width),
+    Tuple(Vec<Lit>),
+}
+
+/// An operator of a scan or a reduction (or a map): a closure, or a `#[bigfuse::op]` function.
+#[derive(Clone, Debug)]
+pub enum OpRef {
+    Closure(Body),
+    Named(syn::Path),
+}
+
+/// A closure's (or an operator function's) straight-line code: params are its first instructions.
+#[derive(Clone, Debug)]
+pub struct Body {
+    pub insts: Vec<(Inst, KType)>,
+    pub output: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -41,6 +61,27 @@ pub enum Inst {
     Select(usize, usize, usize),
     Cast(usize),
     MulWide(usize, usize),
+    Tuple(Vec<usize>),
+    Extract(usize, u32),
+    Zip(Vec<usize>),
+    Iota(Width),
+    Map {
+        f: OpRef,
+        args: Vec<usize>,
+    },
+    Scan {
+        op: OpRef,
+        init: Lit,
+        exclusive: bool,
+        input: usize,
+    },
+    Reduce {
+        op: OpRef,
+        init: Lit,
+        input: usize,
+    },
+    Pow(usize, usize),
+    Inv(usize),
 }
 
 pub struct Checked {
@@ -54,10 +95,30 @@ pub struct Checked {
     pub tuple_return: bool,
 }
 
+/// What a closure sees of the kernel around it.
+struct Outer {
+    scopes: Vec<HashMap<String, usize>>,
+    types: Vec<KType>,
+}
+
+/// A closure being checked: what it captured, and which of its values is its element's index.
+struct Lambda {
+    outer: Outer,
+    /// Values of the enclosing kernel read by the closure, in the order of its extra parameters.
+    captures: Vec<usize>,
+    /// Whether captures are allowed (maps only: scan and reduce operators take exactly two values).
+    may_capture: bool,
+    /// The closure parameter bound to the element of `iota(n)`, which may index other arrays.
+    own_index: Option<usize>,
+    /// The length of the mapped array (own-index accesses must have it).
+    len: Option<Width>,
+}
+
 struct Checker {
     sizes: Vec<String>,
     insts: Vec<(Inst, KType)>,
     scopes: Vec<HashMap<String, usize>>,
+    lambda: Option<Lambda>,
 }
 
 /// An error covering all of `tokens` (first to last token, where the compiler can show that).
@@ -65,31 +126,30 @@ fn err<T>(tokens: impl quote::ToTokens, msg: impl std::fmt::Display) -> syn::Res
     Err(syn::Error::new_spanned(tokens, msg.to_string()))
 }
 
-pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
-    let sig = &f.sig;
+fn check_signature(sig: &syn::Signature, what: &str) -> syn::Result<()> {
     if let Some(c) = &sig.constness {
-        return err(c, "a kernel cannot be `const`");
+        return err(c, format!("{what} cannot be `const`"));
     }
     if let Some(a) = &sig.asyncness {
-        return err(a, "a kernel cannot be `async`");
+        return err(a, format!("{what} cannot be `async`"));
     }
     if let Some(u) = &sig.unsafety {
-        return err(u, "a kernel cannot be `unsafe`");
+        return err(u, format!("{what} cannot be `unsafe`"));
     }
     if !sig.generics.params.is_empty() {
         return err(
             &sig.generics,
-            "a kernel takes no generic parameters: write sizes directly, as in U<BITS>; BITS becomes an argument of `run`",
+            format!("{what} takes no generic parameters: write sizes directly, as in U<BITS> or [u64; N]; they become arguments of `run`"),
         );
     }
     if let Some(v) = &sig.variadic {
-        return err(v, "a kernel cannot be variadic");
+        return err(v, format!("{what} cannot be variadic"));
     }
-    let mut c = Checker {
-        sizes: Vec::new(),
-        insts: Vec::new(),
-        scopes: vec![HashMap::new()],
-    };
+    Ok(())
+}
+
+/// The typed parameters of a kernel or operator signature, pushed as `Param` instructions.
+fn check_params(c: &mut Checker, sig: &syn::Signature) -> syn::Result<Vec<(syn::Ident, KType)>> {
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
@@ -113,6 +173,12 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
                     return err(pi, "kernel parameters are plain names");
                 }
                 let ty = parse_type(&pt.ty, &mut c.sizes)?;
+                if matches!(ty, KType::Tuple(_)) {
+                    return err(
+                        &pt.ty,
+                        "kernel parameters cannot be tuples: pass each value as its own parameter",
+                    );
+                }
                 let name = pi.ident.to_string();
                 if params
                     .iter()
@@ -120,17 +186,30 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
                 {
                     return err(&pi.ident, format!("parameter `{name}` is declared twice"));
                 }
-                let id = c.push(Inst::Param(name.clone()), ty);
+                let id = c.push(Inst::Param(name.clone()), ty.clone());
                 c.scopes[0].insert(name, id);
                 params.push((pi.ident.clone(), ty));
             }
         }
     }
+    Ok(params)
+}
+
+pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
+    let sig = &f.sig;
+    check_signature(sig, "a kernel")?;
+    let mut c = Checker {
+        sizes: Vec::new(),
+        insts: Vec::new(),
+        scopes: vec![HashMap::new()],
+        lambda: None,
+    };
+    let params = check_params(&mut c, sig)?;
     let (output_types, tuple_return) =
         match &sig.output {
             syn::ReturnType::Default => return err(
                 &sig.ident,
-                "a kernel must return a value: add `-> U<BITS>` (or bool, u32, u64, or a tuple)",
+                "a kernel must return a value: add `-> U<BITS>` (or bool, u32, u64, Zp<P>, an array, or a tuple)",
             ),
             syn::ReturnType::Type(_, ty) => match &**ty {
                 syn::Type::Tuple(t) if t.elems.is_empty() => {
@@ -146,6 +225,14 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
                 other => (vec![c.declared(other)?], false),
             },
         };
+    for t in &output_types {
+        if matches!(t, KType::Tuple(_)) {
+            return err(
+                &sig.output,
+                "a kernel returns values or a flat tuple of them, not nested tuples",
+            );
+        }
+    }
     let (stmts, tail) = split_block(&f.block)?;
     for s in stmts {
         c.stmt(s)?;
@@ -164,17 +251,35 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
             }
             let mut outs = Vec::new();
             for (e, want) in t.elems.iter().zip(&output_types) {
-                outs.push(c.expect(e, *want, "this result")?);
+                outs.push(c.expect(e, want, "this result")?);
             }
             outs
         }
         (e, true) => {
-            return err(
-                e,
-                "the function returns a tuple: end the body with a tuple expression `(x, y)`",
-            )
+            let v = c.expr(e, None)?;
+            match c.insts[v].0.clone() {
+                Inst::Tuple(xs) if xs.len() == output_types.len() => {
+                    for ((x, want), e2) in xs.iter().zip(&output_types).zip(std::iter::repeat(e)) {
+                        if c.ty(*x) != *want {
+                            return err(
+                                e2,
+                                format!(
+                                    "this result is {} but {} is expected",
+                                    c.show(&c.ty(*x)),
+                                    c.show(want)
+                                ),
+                            );
+                        }
+                    }
+                    xs
+                }
+                _ => return err(
+                    e,
+                    "the function returns a tuple: end the body with a tuple expression `(x, y)`",
+                ),
+            }
         }
-        (e, false) => vec![c.expect(e, output_types[0], "the result")?],
+        (e, false) => vec![c.expect(e, &output_types[0], "the result")?],
     };
     Ok(Checked {
         name: sig.ident.clone(),
@@ -184,6 +289,61 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
         outputs,
         output_types,
         tuple_return,
+    })
+}
+
+/// A `#[bigfuse::op]` function: typed parameters (scalars, tuples), one scalar or tuple result.
+pub struct CheckedOp {
+    pub sizes: Vec<String>,
+    pub body: Body,
+    pub param_types: Vec<KType>,
+    pub output_type: KType,
+}
+
+pub fn check_op(f: &syn::ItemFn) -> syn::Result<CheckedOp> {
+    let sig = &f.sig;
+    check_signature(sig, "an operator")?;
+    let mut c = Checker {
+        sizes: Vec::new(),
+        insts: Vec::new(),
+        scopes: vec![HashMap::new()],
+        lambda: None,
+    };
+    let params = check_params(&mut c, sig)?;
+    for (p, t) in &params {
+        if !t.is_element() {
+            return err(
+                p,
+                format!(
+                    "an operator takes scalars or tuples of them, not {}",
+                    c.show(t)
+                ),
+            );
+        }
+    }
+    let syn::ReturnType::Type(_, out_ty) = &sig.output else {
+        return err(
+            &sig.ident,
+            "an operator returns a value: add `-> u32` (or another scalar or tuple type)",
+        );
+    };
+    let out = c.declared(out_ty)?;
+    if !out.is_element() {
+        return err(out_ty, "an operator returns a scalar or a tuple of scalars");
+    }
+    let (stmts, tail) = split_block(&f.block)?;
+    for s in stmts {
+        c.stmt(s)?;
+    }
+    let output = c.expect(tail, &out, "the result")?;
+    Ok(CheckedOp {
+        sizes: c.sizes,
+        param_types: params.into_iter().map(|(_, t)| t).collect(),
+        output_type: out,
+        body: Body {
+            insts: c.insts,
+            output,
+        },
     })
 }
 
@@ -203,6 +363,40 @@ fn split_block(b: &syn::Block) -> syn::Result<(Vec<&syn::Stmt>, &syn::Expr)> {
     }
 }
 
+/// A name bound by a closure parameter or a `let` pattern.
+enum Pattern {
+    Name(syn::Ident, Option<syn::Type>),
+    Wild,
+    Tuple(Vec<Pattern>),
+}
+
+fn pattern(p: &syn::Pat) -> syn::Result<Pattern> {
+    match p {
+        syn::Pat::Ident(pi) => {
+            if let Some(m) = &pi.mutability {
+                return err(m, "kernel values are immutable: drop `mut`");
+            }
+            if pi.by_ref.is_some() || pi.subpat.is_some() {
+                return err(pi, "bind plain names here");
+            }
+            Ok(Pattern::Name(pi.ident.clone(), None))
+        }
+        syn::Pat::Wild(_) => Ok(Pattern::Wild),
+        syn::Pat::Tuple(t) => Ok(Pattern::Tuple(
+            t.elems.iter().map(pattern).collect::<syn::Result<_>>()?,
+        )),
+        syn::Pat::Paren(p) => pattern(&p.pat),
+        syn::Pat::Type(pt) => match pattern(&pt.pat)? {
+            Pattern::Name(n, _) => Ok(Pattern::Name(n, Some((*pt.ty).clone()))),
+            other => Ok(other),
+        },
+        other => err(
+            other,
+            "bind a name, `_` or a tuple of them, e.g. `|(x, y)|`",
+        ),
+    }
+}
+
 impl Checker {
     fn push(&mut self, inst: Inst, ty: KType) -> usize {
         self.insts.push((inst, ty));
@@ -210,10 +404,10 @@ impl Checker {
     }
 
     fn ty(&self, v: usize) -> KType {
-        self.insts[v].1
+        self.insts[v].1.clone()
     }
 
-    fn show(&self, t: KType) -> String {
+    fn show(&self, t: &KType) -> String {
         t.describe(&self.sizes)
     }
 
@@ -232,39 +426,141 @@ impl Checker {
         Ok(t)
     }
 
-    fn lookup(&self, name: &str) -> Option<usize> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    /// A name in scope; inside a closure, a scalar of the enclosing kernel is captured (it becomes
+    /// a broadcast argument of the map).
+    fn lookup(&mut self, ident: &syn::Ident) -> syn::Result<Option<usize>> {
+        let name = ident.to_string();
+        if let Some(v) = self.scopes.iter().rev().find_map(|s| s.get(&name).copied()) {
+            return Ok(Some(v));
+        }
+        let Some(l) = &self.lambda else {
+            return Ok(None);
+        };
+        let Some(outer) = l
+            .outer
+            .scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(&name).copied())
+        else {
+            return Ok(None);
+        };
+        let ty = l.outer.types[outer].clone();
+        if !l.may_capture {
+            return err(ident, format!("a scan or reduce operator sees only its two arguments: `{name}` belongs to the enclosing kernel"));
+        }
+        if !ty.is_scalar() {
+            return err(ident, format!(
+                "`{name}` is {}: a closure cannot read a whole array; zip it with the mapped array (`xs.zip({name}).map(|(x, y)| ..)`), or map over `iota(n)` and read `{name}[i]` at the element's own index",
+                self.show(&ty)
+            ));
+        }
+        Ok(Some(self.capture(outer, &name, ty)))
+    }
+
+    fn capture(&mut self, outer: usize, name: &str, ty: KType) -> usize {
+        let id = self.push(Inst::Param(name.to_string()), ty);
+        self.scopes[0].insert(name.to_string(), id);
+        self.lambda
+            .as_mut()
+            .expect("captures happen in closures")
+            .captures
+            .push(outer);
+        id
+    }
+
+    /// Binds a pattern to a value of type `ty`: names to values, tuples field by field.
+    fn bind(&mut self, pat: &Pattern, v: usize, span: &dyn quote::ToTokens) -> syn::Result<()> {
+        match pat {
+            Pattern::Wild => Ok(()),
+            Pattern::Name(n, declared) => {
+                if let Some(t) = declared {
+                    let want = self.declared(t)?;
+                    if want != self.ty(v) {
+                        return err(
+                            t,
+                            format!(
+                                "this value is {}, not {}",
+                                self.show(&self.ty(v)),
+                                self.show(&want)
+                            ),
+                        );
+                    }
+                }
+                self.scopes.last_mut().unwrap().insert(n.to_string(), v);
+                Ok(())
+            }
+            Pattern::Tuple(ps) => {
+                let KType::Tuple(ts) = self.ty(v) else {
+                    return err(
+                        span,
+                        format!(
+                            "a tuple pattern needs a tuple, not {}",
+                            self.show(&self.ty(v))
+                        ),
+                    );
+                };
+                if ts.len() != ps.len() {
+                    return err(
+                        span,
+                        format!(
+                            "this pattern has {} fields but the value has {}",
+                            ps.len(),
+                            ts.len()
+                        ),
+                    );
+                }
+                for (i, p) in ps.iter().enumerate() {
+                    let f = self.extract(v, i as u32);
+                    self.bind(p, f, span)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Field `i` of a tuple value; a tuple built here gives its field directly (so tuples of arrays
+    /// never reach the IR).
+    fn extract(&mut self, v: usize, i: u32) -> usize {
+        if let Inst::Tuple(xs) = &self.insts[v].0 {
+            return xs[i as usize];
+        }
+        let KType::Tuple(ts) = self.ty(v) else {
+            unreachable!("callers check for tuples")
+        };
+        self.push(Inst::Extract(v, i), ts[i as usize].clone())
     }
 
     fn stmt(&mut self, s: &syn::Stmt) -> syn::Result<()> {
         match s {
             syn::Stmt::Local(local) => {
-                let (ident, declared) = match &local.pat {
-                    syn::Pat::Ident(pi) => (pi, None),
-                    syn::Pat::Type(pt) => match &*pt.pat {
-                        syn::Pat::Ident(pi) => (pi, Some(self.declared(&pt.ty)?)),
-                        other => return err(other, "`let` binds a plain name here, not a pattern"),
-                    },
-                    other => return err(other, "`let` binds a plain name here, not a pattern"),
-                };
-                if let Some(m) = &ident.mutability {
-                    return err(m, "kernel values are immutable: drop `mut` and bind a new name with `let` instead");
-                }
+                let pat = pattern(&local.pat).map_err(|e| {
+                    if let syn::Pat::Ident(pi) = &local.pat {
+                        if let Some(m) = &pi.mutability {
+                            return syn::Error::new_spanned(m, "kernel values are immutable: drop `mut` and bind a new name with `let` instead");
+                        }
+                    }
+                    e
+                })?;
                 let Some(init) = &local.init else {
                     return err(local, "a `let` in a kernel needs a value: `let x = ...;`");
                 };
                 if let Some((_, diverge)) = &init.diverge {
                     return err(diverge, "`let ... else` is not supported in a kernel");
                 }
-                let v = match declared {
+                let declared = match &pat {
+                    Pattern::Name(_, Some(t)) => Some(self.declared(t)?),
+                    _ => None,
+                };
+                let v = match &declared {
                     Some(t) => self.expect(&init.expr, t, "this value")?,
                     None => self.expr(&init.expr, None)?,
                 };
-                self.scopes
-                    .last_mut()
-                    .unwrap()
-                    .insert(ident.ident.to_string(), v);
-                Ok(())
+                let pat = match pat {
+                    Pattern::Name(n, _) => Pattern::Name(n, None),
+                    p => p,
+                };
+                self.bind(&pat, v, &local.pat)
             }
             syn::Stmt::Expr(e, _) => err(
                 e,
@@ -278,14 +574,14 @@ impl Checker {
         }
     }
 
-    fn expect(&mut self, e: &syn::Expr, want: KType, what: &str) -> syn::Result<usize> {
+    fn expect(&mut self, e: &syn::Expr, want: &KType, what: &str) -> syn::Result<usize> {
         let v = self.expr(e, Some(want))?;
-        if self.ty(v) != want {
+        if self.ty(v) != *want {
             return err(
                 e,
                 format!(
                     "{what} is {} but {} is expected",
-                    self.show(self.ty(v)),
+                    self.show(&self.ty(v)),
                     self.show(want)
                 ),
             );
@@ -293,7 +589,7 @@ impl Checker {
         Ok(v)
     }
 
-    fn literal(&mut self, lit: &syn::Lit, expected: Option<KType>) -> syn::Result<usize> {
+    fn literal(&mut self, lit: &syn::Lit, expected: Option<&KType>) -> syn::Result<usize> {
         match lit {
             syn::Lit::Bool(b) => Ok(self.push(Inst::Const(Lit::Bool(b.value)), KType::Bool)),
             syn::Lit::Int(i) => {
@@ -301,7 +597,15 @@ impl Checker {
                     "u32" => KType::U32,
                     "u64" => KType::U64,
                     "" => match expected {
-                        Some(t @ (KType::U32 | KType::U64)) => t,
+                        Some(t @ (KType::U32 | KType::U64)) => t.clone(),
+                        Some(KType::Zp(w)) => {
+                            // An integer literal as a residue: its value modulo P.
+                            let v: u64 = i.base10_parse().map_err(|_| {
+                                syn::Error::new(i.span(), "this literal does not fit a u64")
+                            })?;
+                            let c = self.push(Inst::Const(Lit::U64(v)), KType::U64);
+                            return Ok(self.push(Inst::Cast(c), KType::Zp(*w)));
+                        }
                         Some(KType::Big(_)) => {
                             return err(
                                 i,
@@ -335,36 +639,63 @@ impl Checker {
         }
     }
 
-    fn expr(&mut self, e: &syn::Expr, expected: Option<KType>) -> syn::Result<usize> {
+    /// A constant for the initial value of a scan or reduction, of type `want`.
+    fn constant(&mut self, e: &syn::Expr, want: &KType) -> syn::Result<Lit> {
+        let msg = format!("the initial value must be a constant {} (a literal, `Zp::ZERO`, `Zp::ONE`, `u64::MAX`, or a tuple of those)", self.show(want));
+        let bad = |e: &syn::Expr| err(e, &msg);
+        match (e, want) {
+            (syn::Expr::Paren(p), _) => self.constant(&p.expr, want),
+            (syn::Expr::Tuple(t), KType::Tuple(ts)) if t.elems.len() == ts.len() => Ok(Lit::Tuple(
+                t.elems
+                    .iter()
+                    .zip(ts)
+                    .map(|(e, t)| self.constant(e, t))
+                    .collect::<syn::Result<_>>()?,
+            )),
+            _ => {
+                let before = self.insts.len();
+                let v = self.expr(e, Some(want))?;
+                if self.ty(v) != *want {
+                    return err(
+                        e,
+                        format!(
+                            "the initial value is {} but the elements are {}",
+                            self.show(&self.ty(v)),
+                            self.show(want)
+                        ),
+                    );
+                }
+                let lit = match (&self.insts[v].0, want) {
+                    (Inst::Const(l), _) => l.clone(),
+                    (Inst::Cast(c), KType::Zp(w)) => match &self.insts[*c].0 {
+                        Inst::Const(Lit::U64(x)) => Lit::Zp(*x, *w),
+                        _ => return bad(e),
+                    },
+                    _ => return bad(e),
+                };
+                self.insts.truncate(before);
+                Ok(lit)
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &syn::Expr, expected: Option<&KType>) -> syn::Result<usize> {
         match e {
             syn::Expr::Paren(p) => self.expr(&p.expr, expected),
             syn::Expr::Group(g) => self.expr(&g.expr, expected),
             syn::Expr::Lit(l) => self.literal(&l.lit, expected),
-            syn::Expr::Path(p) => {
-                let Some(ident) = p.path.get_ident() else {
-                    return err(p, format!("`{}` is not a value of this kernel", quote::quote!(#p)));
-                };
-                let name = ident.to_string();
-                self.lookup(&name).map_or_else(
-                    || {
-                        let hint = if self.sizes.contains(&name) {
-                            format!("`{name}` is a size, not a value")
-                        } else {
-                            format!("cannot find `{name}` in this kernel: only its parameters and `let` bindings are in scope")
-                        };
-                        err(ident, hint)
-                    },
-                    Ok,
-                )
-            }
+            syn::Expr::Path(p) => self.path(p, expected),
             syn::Expr::Block(b) if b.label.is_none() && b.attrs.is_empty() => self.block(&b.block, expected),
             syn::Expr::Unary(u) => match u.op {
                 syn::UnOp::Not(_) => {
                     let v = self.expr(&u.expr, expected)?;
-                    if matches!(self.ty(v), KType::Big(_)) {
+                    let t = self.ty(v);
+                    if matches!(t, KType::Big(_)) {
                         return err(u, "`!` (bitwise not) on U<..> is not supported yet");
                     }
-                    let t = self.ty(v);
+                    if !matches!(t, KType::Bool | KType::U32 | KType::U64) {
+                        return err(u, format!("`!` applies to bool, u32 and u64, not {}", self.show(&t)));
+                    }
                     Ok(self.push(Inst::Not(v), t))
                 }
                 syn::UnOp::Neg(_) => err(u, "kernel integers are unsigned: there is no negation (use `a - b`, which wraps)"),
@@ -374,61 +705,412 @@ impl Checker {
             syn::Expr::If(i) => self.if_expr(i, expected),
             syn::Expr::Cast(c) => {
                 let to = self.declared(&c.ty)?;
-                if !to.is_int() {
-                    return err(&c.ty, "`as` converts to u32 or u64 only");
+                if !to.is_int() && !matches!(to, KType::Zp(_)) {
+                    return err(&c.ty, "`as` converts to u32, u64 or Zp<P> only");
                 }
                 let v = self.expr(&c.expr, None)?;
-                if !self.ty(v).is_scalar() {
-                    return err(c, format!("cannot convert {} with `as`", self.show(self.ty(v))));
+                let from = self.ty(v);
+                let ok = match (&from, &to) {
+                    (KType::Zp(_), KType::U64) => true,
+                    (KType::Zp(_), _) => false,
+                    (f, _) => f.is_scalar(),
+                };
+                if !ok {
+                    let hint = if matches!(from, KType::Zp(_)) { " (a residue converts to u64 with `.value()` or `as u64`)" } else { "" };
+                    return err(c, format!("cannot convert {} to {} with `as`{hint}", self.show(&from), self.show(&to)));
                 }
                 Ok(self.push(Inst::Cast(v), to))
             }
-            syn::Expr::MethodCall(m) if m.method == "mul_wide" => {
-                if m.args.len() != 1 || m.turbofish.is_some() {
-                    return err(m, "`a.mul_wide(b)` takes one argument: the other factor");
+            syn::Expr::Tuple(t) => {
+                let hint = match expected {
+                    Some(KType::Tuple(ts)) if ts.len() == t.elems.len() => Some(ts.clone()),
+                    _ => None,
+                };
+                let mut xs = Vec::new();
+                for (k, e) in t.elems.iter().enumerate() {
+                    let h = hint.as_ref().map(|ts| ts[k].clone());
+                    xs.push(self.expr(e, h.as_ref())?);
                 }
-                let x = self.expr(&m.receiver, None)?;
-                let y = self.expr(&m.args[0], Some(self.ty(x)))?;
-                match (self.ty(x), self.ty(y)) {
-                    (KType::Big(wx), KType::Big(wy)) if wx == wy => {
-                        let wide = crate::types::Width {
-                            factor: wx.factor * 2,
-                            param: wx.param,
-                        };
-                        Ok(self.push(Inst::MulWide(x, y), KType::Big(wide)))
-                    }
-                    (tx, ty) => err(
-                        m,
-                        format!(
-                            "`mul_wide` multiplies two U<..> of one width into one twice as wide, not {} and {}",
-                            self.show(tx),
-                            self.show(ty)
-                        ),
-                    ),
+                let ty = KType::Tuple(xs.iter().map(|x| self.ty(*x)).collect());
+                Ok(self.push(Inst::Tuple(xs), ty))
+            }
+            syn::Expr::Field(f) => {
+                let v = self.expr(&f.base, None)?;
+                let syn::Member::Unnamed(idx) = &f.member else {
+                    return err(&f.member, "kernel values have no named fields: tuples have `.0`, `.1`, ..");
+                };
+                match self.ty(v) {
+                    KType::Tuple(ts) if (idx.index as usize) < ts.len() => Ok(self.extract(v, idx.index)),
+                    t => err(f, format!("{} has no field {}", self.show(&t), idx.index)),
                 }
             }
-            syn::Expr::MethodCall(m) => err(
-                &m.method,
-                format!("method calls (`.{}()`) are not supported in a kernel. {SUPPORTED}", m.method),
-            ),
-            syn::Expr::Call(c) => err(c, format!("function calls are not supported in a kernel: write the expression inline. {SUPPORTED}")),
+            syn::Expr::MethodCall(m) => self.method(m, expected),
+            syn::Expr::Call(c) => self.call(c, expected),
+            syn::Expr::Index(i) => self.index(i),
             syn::Expr::Assign(a) => err(a, "kernel values are immutable: bind a new name with `let` instead of assigning"),
             syn::Expr::Return(r) => err(r, "write the result as the block's last expression, without `return`"),
             syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => err(
                 e,
-                "loops are not supported in a kernel: the whole function is one data-parallel expression",
+                "loops are not supported in a kernel: write the loop as map / scan / reduce over an array",
             ),
             syn::Expr::Match(m) => err(m.match_token, "`match` is not supported: use `if`/`else`"),
-            syn::Expr::Closure(c) => err(c, "closures are not supported in this kernel body"),
-            syn::Expr::Index(i) => err(i, "indexing is not supported: a U<..> is one number, not an array"),
-            syn::Expr::Tuple(t) => err(t, "tuples can only be the kernel's result"),
+            syn::Expr::Closure(c) => err(c, "a closure can only be the operator of `.map`, `.scan_inclusive`, `.scan_exclusive` or `.reduce`"),
             syn::Expr::Macro(m) => err(m, "macros cannot be used inside a kernel"),
             syn::Expr::Reference(r) => err(r, "kernel values are not references: drop the `&`"),
             other => err(other, format!("unsupported expression. {SUPPORTED}")),
         }
     }
 
-    fn block(&mut self, b: &syn::Block, expected: Option<KType>) -> syn::Result<usize> {
+    fn path(&mut self, p: &syn::ExprPath, expected: Option<&KType>) -> syn::Result<usize> {
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let zp_of = |s: &Self, what: &str| -> syn::Result<Width> {
+            match expected {
+                Some(KType::Zp(w)) => Ok(*w),
+                _ => err(p, format!("the modulus of `Zp::{what}` is unknown here: use it where a Zp<P> is expected (e.g. as a reduce's initial value or next to a Zp<P> value){}", if s.lambda.is_some() { "" } else { "" })),
+            }
+        };
+        match segs.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            [_] => {
+                let ident = p.path.get_ident().expect("one segment");
+                let name = ident.to_string();
+                match self.lookup(ident)? {
+                    Some(v) => Ok(v),
+                    None => {
+                        let hint = if self.sizes.contains(&name) {
+                            format!("`{name}` is a size, not a value")
+                        } else {
+                            format!("cannot find `{name}` in this kernel: only its parameters and `let` bindings are in scope")
+                        };
+                        err(ident, hint)
+                    }
+                }
+            }
+            ["Zp", c @ ("ZERO" | "ONE")] => {
+                let w = zp_of(self, c)?;
+                Ok(self.push(Inst::Const(Lit::Zp((c == "ONE") as u64, w)), KType::Zp(w)))
+            }
+            ["u64", "MAX"] => Ok(self.push(Inst::Const(Lit::U64(u64::MAX)), KType::U64)),
+            ["u32", "MAX"] => Ok(self.push(Inst::Const(Lit::U32(u32::MAX)), KType::U32)),
+            _ => err(
+                p,
+                format!("`{}` is not a value of this kernel", quote::quote!(#p)),
+            ),
+        }
+    }
+
+    fn call(&mut self, c: &syn::ExprCall, expected: Option<&KType>) -> syn::Result<usize> {
+        let syn::Expr::Path(fp) = &*c.func else {
+            return err(
+                c,
+                format!("function calls are not supported in a kernel. {SUPPORTED}"),
+            );
+        };
+        let segs: Vec<String> = fp
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        match segs.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["iota"] => {
+                if c.args.len() != 1 {
+                    return err(c, "`iota(n)` takes the length: a size name, a literal or {k * N}");
+                }
+                let before = self.sizes.len();
+                let n = length(&c.args[0], &mut self.sizes)?;
+                if self.sizes.len() > before {
+                    return err(&c.args[0], format!("size `{}` does not appear in any parameter, so no call could choose it", self.sizes[before]));
+                }
+                Ok(self.push(Inst::Iota(n), KType::Array(Box::new(KType::U64), n)))
+            }
+            ["Zp", "from"] => {
+                let w = match (&fp.path.segments[0].arguments, expected) {
+                    (syn::PathArguments::AngleBracketed(a), _) => {
+                        let ty: syn::Type = syn::parse_quote!(Zp #a);
+                        match self.declared(&ty)? {
+                            KType::Zp(w) => w,
+                            _ => unreachable!("parsed as Zp"),
+                        }
+                    }
+                    (_, Some(KType::Zp(w))) => *w,
+                    _ => return err(c, "the modulus of `Zp::from` is unknown here: write `Zp::<P>::from(x)` or use it where a Zp<P> is expected"),
+                };
+                if c.args.len() != 1 {
+                    return err(c, "`Zp::from(x)` takes one integer");
+                }
+                let x = self.expr(&c.args[0], Some(&KType::U64))?;
+                let t = self.ty(x);
+                if !matches!(t, KType::U32 | KType::U64 | KType::Bool) {
+                    return err(&c.args[0], format!("`Zp::from` takes an integer, not {}", self.show(&t)));
+                }
+                Ok(self.push(Inst::Cast(x), KType::Zp(w)))
+            }
+            _ => err(c, format!("function calls are not supported in a kernel (a `#[bigfuse::op]` function is passed by name to map, scan or reduce). {SUPPORTED}")),
+        }
+    }
+
+    /// `xs[i]` inside a map over `iota(n)`, where `i` is the element's own index.
+    fn index(&mut self, i: &syn::ExprIndex) -> syn::Result<usize> {
+        let own = self.lambda.as_ref().and_then(|l| l.own_index);
+        let is_own = match (&*i.index, own) {
+            (syn::Expr::Path(p), Some(own)) => p.path.get_ident().is_some_and(|id| {
+                self.scopes
+                    .iter()
+                    .rev()
+                    .find_map(|s| s.get(&id.to_string()).copied())
+                    == Some(own)
+            }),
+            _ => false,
+        };
+        let syn::Expr::Path(base) = &*i.expr else {
+            return err(i, "only a named array can be indexed");
+        };
+        let Some(ident) = base.path.get_ident() else {
+            return err(base, "only a named array can be indexed");
+        };
+        if !is_own {
+            return err(i, "an array can only be read at the element's own index: inside `iota(n).map(|i| ..)`, write `xs[i]` with that `i` (other positions would need communication between threads)");
+        }
+        let name = ident.to_string();
+        let l = self.lambda.as_ref().expect("own index implies a closure");
+        let Some(outer) = l
+            .outer
+            .scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(&name).copied())
+        else {
+            return err(
+                ident,
+                format!("`{name}` is not an array of the enclosing kernel"),
+            );
+        };
+        let ty = l.outer.types[outer].clone();
+        let KType::Array(elem, n) = ty.clone() else {
+            return err(
+                ident,
+                format!("`{name}` is {}, not an array", self.show(&ty)),
+            );
+        };
+        if l.len != Some(n) {
+            return err(
+                i,
+                format!(
+                    "`{name}` has length {}, not the length of the mapped `iota`",
+                    n.describe(&self.sizes)
+                ),
+            );
+        }
+        let key = format!("{name}[]");
+        if let Some(v) = self.scopes[0].get(&key) {
+            return Ok(*v);
+        }
+        let id = self.push(Inst::Param(key.clone()), *elem);
+        self.scopes[0].insert(key, id);
+        self.lambda.as_mut().unwrap().captures.push(outer);
+        Ok(id)
+    }
+
+    fn method(&mut self, m: &syn::ExprMethodCall, expected: Option<&KType>) -> syn::Result<usize> {
+        let name = m.method.to_string();
+        if m.turbofish.is_some() {
+            return err(m, "methods of kernel values take no type arguments");
+        }
+        let nargs = |k: usize, usage: &str| -> syn::Result<()> {
+            if m.args.len() != k {
+                return err(m, format!("`{usage}`"));
+            }
+            Ok(())
+        };
+        if name == "mul_wide" {
+            nargs(1, "a.mul_wide(b) takes one argument: the other factor")?;
+            let x = self.expr(&m.receiver, None)?;
+            let tx = self.ty(x);
+            let y = self.expr(&m.args[0], Some(&tx))?;
+            return match (self.ty(x), self.ty(y)) {
+                (KType::Big(wx), KType::Big(wy)) if wx == wy => {
+                    let wide = Width {
+                        factor: wx.factor * 2,
+                        param: wx.param,
+                    };
+                    Ok(self.push(Inst::MulWide(x, y), KType::Big(wide)))
+                }
+                (tx, ty) => err(
+                    m,
+                    format!(
+                        "`mul_wide` multiplies two U<..> of one width into one twice as wide, not {} and {}",
+                        self.show(&tx),
+                        self.show(&ty)
+                    ),
+                ),
+            };
+        }
+        let x = self.expr(&m.receiver, None)?;
+        let tx = self.ty(x);
+        match (&tx, name.as_str()) {
+            (KType::Zp(_), "pow") => {
+                nargs(1, "x.pow(e) takes the exponent, a u64")?;
+                let e = self.expect(&m.args[0], &KType::U64, "the exponent")?;
+                Ok(self.push(Inst::Pow(x, e), tx))
+            }
+            (KType::Zp(_), "inv") => {
+                nargs(0, "x.inv() takes no arguments")?;
+                Ok(self.push(Inst::Inv(x), tx))
+            }
+            (KType::Zp(_), "value") => {
+                nargs(0, "x.value() takes no arguments")?;
+                Ok(self.push(Inst::Cast(x), KType::U64))
+            }
+            (KType::Array(_, n), "zip") => {
+                nargs(1, "xs.zip(ys) takes the other array")?;
+                let y = self.expr(&m.args[0], None)?;
+                match self.ty(y) {
+                    KType::Array(ey, ny) if ny == *n => {
+                        let KType::Array(ex, _) = tx.clone() else { unreachable!() };
+                        Ok(self.push(Inst::Zip(vec![x, y]), KType::Array(Box::new(KType::Tuple(vec![*ex, *ey])), *n)))
+                    }
+                    t => err(&m.args[0], format!("zip needs an array of the same length ({}), not {}", n.describe(&self.sizes), self.show(&t))),
+                }
+            }
+            (KType::Array(e, n), "unzip") => {
+                nargs(0, "xs.unzip() takes no arguments")?;
+                let KType::Tuple(ts) = &**e else {
+                    return err(m, format!("unzip needs an array of tuples, not {}", self.show(&tx)));
+                };
+                let mut parts = Vec::new();
+                for (k, t) in ts.iter().enumerate() {
+                    parts.push(self.field_map(x, e, k as u32, t, *n));
+                }
+                let ty = KType::Tuple(parts.iter().map(|p| self.ty(*p)).collect());
+                Ok(self.push(Inst::Tuple(parts), ty))
+            }
+            (KType::Array(e, n), "map") => {
+                nargs(1, "xs.map(f) takes a closure or a #[bigfuse::op] function")?;
+                let own_index = matches!(self.insts[x].0, Inst::Iota(_));
+                let (f, out, captures) = self.operator(&m.args[0], &[(**e).clone()], None, true, own_index.then_some(*n))?;
+                let mut args = vec![x];
+                args.extend(captures);
+                let out = out.unwrap_or_else(|| (**e).clone());
+                let _ = expected;
+                Ok(self.push(Inst::Map { f, args }, KType::Array(Box::new(out), *n)))
+            }
+            (KType::Array(e, _), "scan_inclusive" | "scan_exclusive" | "reduce") => {
+                nargs(2, &format!("xs.{name}(op, e) takes an associative operator and its identity"))?;
+                let elem = (**e).clone();
+                let init = self.constant(&m.args[1], &elem)?;
+                let (op, _, _) = self.operator(&m.args[0], &[elem.clone(), elem.clone()], Some(&elem), false, None)?;
+                if name == "reduce" {
+                    Ok(self.push(Inst::Reduce { op, init, input: x }, elem))
+                } else {
+                    Ok(self.push(Inst::Scan { op, init, exclusive: name == "scan_exclusive", input: x }, tx.clone()))
+                }
+            }
+            (KType::Array(..), other) => err(&m.method, format!("arrays have no method `{other}`: they have map, zip, unzip, scan_inclusive, scan_exclusive and reduce")),
+            (KType::Zp(_), other) => err(&m.method, format!("Zp<P> has no method `{other}`: it has pow, inv and value")),
+            _ => err(
+                &m.method,
+                format!("method calls (`.{}()`) are not supported on {}. {SUPPORTED}", m.method, self.show(&tx)),
+            ),
+        }
+    }
+
+    /// `xs.map(|t| t.k)` for field `k` of an array of tuples.
+    fn field_map(&mut self, x: usize, elem: &KType, k: u32, t: &KType, n: Width) -> usize {
+        let p = (Inst::Param("t".into()), elem.clone());
+        let body = Body {
+            insts: vec![p, (Inst::Extract(0, k), t.clone())],
+            output: 1,
+        };
+        self.push(
+            Inst::Map {
+                f: OpRef::Closure(body),
+                args: vec![x],
+            },
+            KType::Array(Box::new(t.clone()), n),
+        )
+    }
+
+    /// Checks an operator argument: a closure over `params` (its result type is returned) or the
+    /// path of a `#[bigfuse::op]` function. Returns the operator, its result type when known, and
+    /// the kernel values it captured (extra map arguments, in order).
+    fn operator(
+        &mut self,
+        e: &syn::Expr,
+        params: &[KType],
+        result: Option<&KType>,
+        may_capture: bool,
+        own_index: Option<Width>,
+    ) -> syn::Result<(OpRef, Option<KType>, Vec<usize>)> {
+        match e {
+            syn::Expr::Path(p) if p.path.get_ident().is_none_or(|i| self.scopes.iter().all(|s| !s.contains_key(&i.to_string()))) => {
+                Ok((OpRef::Named(p.path.clone()), result.cloned(), vec![]))
+            }
+            syn::Expr::Closure(c) => {
+                if c.inputs.len() != params.len() {
+                    return err(c, format!("this closure takes {} argument(s) but is given {}", c.inputs.len(), params.len()));
+                }
+                if let Some(m) = &c.movability.or(None) {
+                    return err(m, "closures in a kernel are not `static`");
+                }
+                let mut sub = Checker {
+                    sizes: std::mem::take(&mut self.sizes),
+                    insts: Vec::new(),
+                    scopes: vec![HashMap::new()],
+                    lambda: Some(Lambda {
+                        outer: Outer {
+                            scopes: {
+                                let mut all = self.lambda.as_ref().map(|l| l.outer.scopes.clone()).unwrap_or_default();
+                                if self.lambda.is_none() {
+                                    all.extend(self.scopes.iter().cloned());
+                                }
+                                all
+                            },
+                            types: if self.lambda.is_none() {
+                                self.insts.iter().map(|(_, t)| t.clone()).collect()
+                            } else {
+                                vec![]
+                            },
+                        },
+                        captures: vec![],
+                        may_capture: may_capture && self.lambda.is_none(),
+                        own_index: None,
+                        len: own_index,
+                    }),
+                };
+                let r = (|| {
+                    for (k, (pat, t)) in c.inputs.iter().zip(params).enumerate() {
+                        let pat = pattern(pat)?;
+                        let v = sub.push(Inst::Param(format!("a{k}")), t.clone());
+                        if own_index.is_some() && k == 0 {
+                            sub.lambda.as_mut().unwrap().own_index = Some(v);
+                        }
+                        sub.bind(&pat, v, &c.inputs[k])?;
+                    }
+                    let out = match result {
+                        Some(t) => sub.expect(&c.body, t, "the operator's result")?,
+                        None => sub.expr(&c.body, None)?,
+                    };
+                    let t = sub.ty(out);
+                    if !t.is_element() {
+                        return err(&c.body, format!("a closure returns a scalar or a tuple of scalars, not {}", sub.show(&t)));
+                    }
+                    Ok((out, t))
+                })();
+                self.sizes = std::mem::take(&mut sub.sizes);
+                let (out, t) = r?;
+                let captures = sub.lambda.take().map(|l| l.captures).unwrap_or_default();
+                Ok((OpRef::Closure(Body { insts: sub.insts, output: out }), Some(t), captures))
+            }
+            other => err(other, "an operator is a closure (`|a, b| a + b`) or the name of a #[bigfuse::op] function"),
+        }
+    }
+
+    fn block(&mut self, b: &syn::Block, expected: Option<&KType>) -> syn::Result<usize> {
         let (stmts, tail) = split_block(b)?;
         self.scopes.push(HashMap::new());
         let r = (|| {
@@ -441,14 +1123,14 @@ impl Checker {
         r
     }
 
-    fn if_expr(&mut self, i: &syn::ExprIf, expected: Option<KType>) -> syn::Result<usize> {
-        let cond = self.expr(&i.cond, Some(KType::Bool))?;
+    fn if_expr(&mut self, i: &syn::ExprIf, expected: Option<&KType>) -> syn::Result<usize> {
+        let cond = self.expr(&i.cond, Some(&KType::Bool))?;
         if self.ty(cond) != KType::Bool {
             return err(
                 &i.cond,
                 format!(
                     "an `if` condition must be bool, not {}",
-                    self.show(self.ty(cond))
+                    self.show(&self.ty(cond))
                 ),
             );
         }
@@ -460,21 +1142,21 @@ impl Checker {
         };
         let then = self.block(&i.then_branch, expected)?;
         let then_ty = self.ty(then);
-        let other = self.expr(else_branch, Some(then_ty))?;
+        let other = self.expr(else_branch, Some(&then_ty))?;
         if self.ty(other) != then_ty {
             return err(
                 else_branch,
                 format!(
                     "both branches must have one type: this one is {} but the other is {}",
-                    self.show(self.ty(other)),
-                    self.show(then_ty)
+                    self.show(&self.ty(other)),
+                    self.show(&then_ty)
                 ),
             );
         }
         Ok(self.push(Inst::Select(cond, then, other), then_ty))
     }
 
-    fn binary(&mut self, b: &syn::ExprBinary, expected: Option<KType>) -> syn::Result<usize> {
+    fn binary(&mut self, b: &syn::ExprBinary, expected: Option<&KType>) -> syn::Result<usize> {
         use syn::BinOp as S;
         let op = match b.op {
             S::Add(_) => BOp::Add,
@@ -508,7 +1190,7 @@ impl Checker {
         );
         // Operand types flow from a typed side to a literal side; arithmetic also from the context.
         let hint = if logical {
-            Some(KType::Bool)
+            Some(&KType::Bool)
         } else if comparison {
             None
         } else {
@@ -516,11 +1198,13 @@ impl Checker {
         };
         let (l, r) = if is_untyped_literal(&b.left) && !is_untyped_literal(&b.right) {
             let r = self.expr(&b.right, hint)?;
-            let l = self.expr(&b.left, Some(self.ty(r)))?;
+            let tr = self.ty(r);
+            let l = self.expr(&b.left, Some(&tr))?;
             (l, r)
         } else {
             let l = self.expr(&b.left, hint)?;
-            let r = self.expr(&b.right, Some(self.ty(l)))?;
+            let tl = self.ty(l);
+            let r = self.expr(&b.right, Some(&tl))?;
             (l, r)
         };
         let (lt, rt) = (self.ty(l), self.ty(r));
@@ -530,35 +1214,49 @@ impl Checker {
                 format!(
                     "`{}` needs operands of one type, but the left is {} and the right is {}",
                     op_text(&b.op),
-                    self.show(lt),
-                    self.show(rt)
+                    self.show(&lt),
+                    self.show(&rt)
                 ),
             );
         }
         let big = matches!(lt, KType::Big(_));
+        let zp = matches!(lt, KType::Zp(_));
+        if !big && !lt.is_scalar() {
+            return err(
+                b,
+                format!(
+                    "`{}` does not apply to {}: compute on arrays element by element with `.map`",
+                    op_text(&b.op),
+                    self.show(&lt)
+                ),
+            );
+        }
         let result = match op {
             _ if logical => {
                 if lt != KType::Bool {
                     return err(
                         b,
-                        format!("`&&` and `||` need bool operands, not {}", self.show(lt)),
+                        format!("`&&` and `||` need bool operands, not {}", self.show(&lt)),
                     );
                 }
                 KType::Bool
             }
-            BOp::Add | BOp::Sub if big || lt.is_int() => lt,
-            BOp::Mul if big => lt,
+            BOp::Add | BOp::Sub if big || zp || lt.is_int() => lt,
+            BOp::Mul if big || zp => lt,
             BOp::Mul | BOp::Shl | BOp::Shr if lt.is_int() => lt,
             BOp::Eq | BOp::Ne => KType::Bool,
-            BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge if lt != KType::Bool => KType::Bool,
-            BOp::And | BOp::Or | BOp::Xor if !big => lt,
+            BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge if lt != KType::Bool && !zp => KType::Bool,
+            BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge if zp => {
+                return err(b, "residues have no order: compare `x.value()` instead")
+            }
+            BOp::And | BOp::Or | BOp::Xor if !big && !zp => lt,
             BOp::And | BOp::Or | BOp::Xor => {
                 return err(b.op, "bitwise operations on U<..> are not supported yet")
             }
             _ => {
                 return err(
                     b,
-                    format!("`{}` does not apply to {}", op_text(&b.op), self.show(lt)),
+                    format!("`{}` does not apply to {}", op_text(&b.op), self.show(&lt)),
                 )
             }
         };

@@ -1,44 +1,319 @@
 //! Expansion: the checked kernel becomes a module with IR-building code and typed entry points.
 
-use crate::check::{BOp, Checked, Inst, Lit};
-use crate::types::KType;
+use crate::check::{BOp, Checked, CheckedOp, Inst, Lit, OpRef};
+use crate::types::{KType, Width};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-fn ir_type(t: KType) -> TokenStream {
+/// How generated code names a size: by its index among the kernel's sizes, or (in an operator,
+/// which is built for whichever kernel uses it) by looking its name up among the kernel's.
+#[derive(Clone, Copy)]
+enum Sizes<'a> {
+    Kernel,
+    Op(&'a [String]),
+}
+
+fn size_tokens(w: &Width, m: Sizes) -> TokenStream {
+    let f = w.factor;
+    match (w.param, m) {
+        (None, _) => quote!(__ir::Size::lit(#f)),
+        (Some(p), Sizes::Kernel) => {
+            let p = p as u32;
+            quote!(__ir::Size::scaled(#f, #p))
+        }
+        (Some(p), Sizes::Op(names)) => {
+            let n = &names[p];
+            quote!(__ir::Size::scaled(#f, __size(#n)?))
+        }
+    }
+}
+
+fn ir_type(t: &KType, m: Sizes) -> TokenStream {
     match t {
         KType::Bool => quote!(__ir::Type::Bool),
         KType::U32 => quote!(__ir::Type::U32),
         KType::U64 => quote!(__ir::Type::U64),
         KType::Big(w) => {
-            let f = w.factor;
-            match w.param {
-                None => quote!(__ir::Type::Big(__ir::Size::lit(#f))),
-                Some(p) => {
-                    let p = p as u32;
-                    quote!(__ir::Type::Big(__ir::Size::scaled(#f, #p)))
-                }
-            }
+            let s = size_tokens(w, m);
+            quote!(__ir::Type::Big(#s))
+        }
+        KType::Zp(w) => {
+            let s = size_tokens(w, m);
+            quote!(__ir::Type::Zp(#s))
+        }
+        KType::Array(e, n) => {
+            let e = ir_type(e, m);
+            let s = size_tokens(n, m);
+            quote!(__ir::Type::array(#e, #s))
+        }
+        KType::Tuple(ts) => {
+            let ts: Vec<TokenStream> = ts.iter().map(|t| ir_type(t, m)).collect();
+            quote!(__ir::Type::Tuple(::std::vec![#(#ts),*]))
         }
     }
 }
 
-fn rust_elem(t: KType) -> TokenStream {
-    match t {
-        KType::Bool => quote!(bool),
-        KType::U32 => quote!(u32),
-        KType::U64 => quote!(u64),
-        KType::Big(_) => quote!(::bigfuse::BigUint),
+fn lit_tokens(l: &Lit, m: Sizes) -> TokenStream {
+    match l {
+        Lit::Bool(x) => quote!(__ir::Literal::Bool(#x)),
+        Lit::U32(x) => quote!(__ir::Literal::U32(#x)),
+        Lit::U64(x) => quote!(__ir::Literal::U64(#x)),
+        Lit::Zp(x, w) => {
+            let s = size_tokens(w, m);
+            quote!(__ir::Literal::Zp(#x, #s))
+        }
+        Lit::Tuple(ls) => {
+            let ls: Vec<TokenStream> = ls.iter().map(|l| lit_tokens(l, m)).collect();
+            quote!(__ir::Literal::Tuple(::std::vec![#(#ls),*]))
+        }
     }
 }
 
-fn take_fn(t: KType) -> TokenStream {
+/// A path written in the kernel's scope, as seen from inside the generated module.
+fn from_module(p: &syn::Path) -> TokenStream {
+    let first = p.segments.first().map(|s| s.ident.to_string());
+    if p.leading_colon.is_some() || first.as_deref() == Some("crate") {
+        quote!(#p)
+    } else if first.as_deref() == Some("self") {
+        let rest: Vec<&syn::PathSegment> = p.segments.iter().skip(1).collect();
+        quote!(super::#(#rest)::*)
+    } else {
+        quote!(super::#p)
+    }
+}
+
+/// An operator as an expression building its lambda (`__sizes` names the kernel's sizes).
+fn operator_tokens(
+    op: &OpRef,
+    m: Sizes,
+    checks: &mut Vec<TokenStream>,
+    associative: bool,
+) -> TokenStream {
+    match op {
+        OpRef::Closure(body) => {
+            let stmts = body_code(&body.insts, m, checks);
+            let out = format_ident!("v{}", body.output);
+            quote!({
+                let mut b = __ir::Builder::lambda();
+                #(#stmts)*
+                b.finish(&[#out])?
+            })
+        }
+        OpRef::Named(path) => {
+            let p = from_module(path);
+            if associative {
+                let name = quote!(#path).to_string().replace(' ', "");
+                let msg = format!(
+                    "`{name}` is used as a scan or reduce operator, which must be associative: declare it with #[bigfuse::op(associative)]"
+                );
+                checks.push(quote!(
+                    const _: () = ::core::assert!(#p::ASSOCIATIVE, #msg);
+                ));
+            }
+            quote!(#p::lambda(__sizes)?)
+        }
+    }
+}
+
+/// IR-building statements for straight-line instructions (`v<i>` is instruction i).
+fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -> Vec<TokenStream> {
+    let mut body = Vec::new();
+    for (i, (inst, ty)) in insts.iter().enumerate() {
+        let v = format_ident!("v{}", i);
+        let id = |x: &usize| format_ident!("v{}", *x);
+        let ids = |xs: &[usize]| -> Vec<syn::Ident> { xs.iter().map(id).collect() };
+        let call = match inst {
+            Inst::Param(p) => {
+                let t = ir_type(ty, m);
+                quote!(b.param(#p, #t))
+            }
+            Inst::Const(l) => {
+                let l = lit_tokens(l, m);
+                quote!(b.constant(#l))
+            }
+            Inst::Binary(op, a, c) => {
+                let (a, c) = (id(a), id(c));
+                match op {
+                    BOp::Add => quote!(b.add(#a, #c)?),
+                    BOp::Sub => quote!(b.sub(#a, #c)?),
+                    BOp::Mul => quote!(b.mul(#a, #c)?),
+                    BOp::Lt => quote!(b.lt(#a, #c)?),
+                    BOp::Le => quote!(b.le(#a, #c)?),
+                    BOp::Gt => quote!(b.gt(#a, #c)?),
+                    BOp::Ge => quote!(b.ge(#a, #c)?),
+                    BOp::Eq => quote!(b.eq(#a, #c)?),
+                    BOp::Ne => quote!(b.ne(#a, #c)?),
+                    BOp::And => quote!(b.and(#a, #c)?),
+                    BOp::Or => quote!(b.or(#a, #c)?),
+                    BOp::Xor => quote!(b.xor(#a, #c)?),
+                    BOp::Shl => quote!(b.binary(__ir::BinOp::Shl, #a, #c)?),
+                    BOp::Shr => quote!(b.binary(__ir::BinOp::Shr, #a, #c)?),
+                }
+            }
+            Inst::Not(a) => {
+                let a = id(a);
+                quote!(b.not(#a)?)
+            }
+            Inst::Select(c, a, e) => {
+                let (c, a, e) = (id(c), id(a), id(e));
+                quote!(b.select(#c, #a, #e)?)
+            }
+            Inst::MulWide(a, c) => {
+                let (a, c) = (id(a), id(c));
+                quote!(b.mul_wide(#a, #c)?)
+            }
+            Inst::Cast(a) => {
+                let a = id(a);
+                let t = ir_type(ty, m);
+                quote!(b.cast(#a, #t)?)
+            }
+            Inst::Tuple(xs) => {
+                let xs = ids(xs);
+                quote!(b.tuple(&[#(#xs),*])?)
+            }
+            Inst::Extract(x, k) => {
+                let x = id(x);
+                quote!(b.extract(#x, #k)?)
+            }
+            Inst::Zip(xs) => {
+                let xs = ids(xs);
+                quote!(b.zip(&[#(#xs),*])?)
+            }
+            Inst::Iota(n) => {
+                let n = size_tokens(n, m);
+                quote!(b.iota(#n)?)
+            }
+            Inst::Pow(x, e) => {
+                let (x, e) = (id(x), id(e));
+                quote!(b.zp_pow(#x, #e)?)
+            }
+            Inst::Inv(x) => {
+                let x = id(x);
+                quote!(b.zp_inv(#x)?)
+            }
+            Inst::Map { f, args } => {
+                let f = operator_tokens(f, m, checks, false);
+                let args = ids(args);
+                quote!({
+                    let __f = #f;
+                    b.map(__f, &[#(#args),*])?
+                })
+            }
+            Inst::Scan {
+                op,
+                init,
+                exclusive,
+                input,
+            } => {
+                let f = operator_tokens(op, m, checks, true);
+                let init = lit_tokens(init, m);
+                let input = id(input);
+                quote!({
+                    let __f = #f;
+                    b.scan(__f, #init, #exclusive, #input, ::core::option::Option::None)?
+                })
+            }
+            Inst::Reduce { op, init, input } => {
+                let f = operator_tokens(op, m, checks, true);
+                let init = lit_tokens(init, m);
+                let input = id(input);
+                quote!({
+                    let __f = #f;
+                    b.reduce(__f, #init, #input)?
+                })
+            }
+        };
+        body.push(quote!(let #v = #call;));
+    }
+    body
+}
+
+fn rust_elem(t: &KType) -> TokenStream {
+    match t {
+        KType::Bool => quote!(bool),
+        KType::U32 => quote!(u32),
+        KType::U64 | KType::Zp(_) => quote!(u64),
+        KType::Big(_) => quote!(::bigfuse::BigUint),
+        KType::Array(e, _) => rust_elem(e),
+        KType::Tuple(_) => {
+            unreachable!("the checker refuses tuple parameters and nested tuple results")
+        }
+    }
+}
+
+fn take_fn(t: &KType) -> TokenStream {
     match t {
         KType::Bool => quote!(::bigfuse::__private::take_bool),
         KType::U32 => quote!(::bigfuse::__private::take_u32),
-        KType::U64 => quote!(::bigfuse::__private::take_u64),
+        KType::U64 | KType::Zp(_) => quote!(::bigfuse::__private::take_u64),
         KType::Big(_) => quote!(::bigfuse::__private::take_big),
+        KType::Array(e, _) => take_fn(e),
+        KType::Tuple(_) => unreachable!("the checker refuses nested tuple results"),
     }
+}
+
+/// `#[bigfuse::op]`: a module `name` with `lambda(kernel_sizes)` building the operator's IR for a
+/// kernel with those size names, and `ASSOCIATIVE`, which scans and reductions require.
+pub fn expand_op(f: &syn::ItemFn, k: &CheckedOp, associative: bool) -> syn::Result<TokenStream> {
+    let name = &f.sig.ident;
+    let name_str = name.to_string();
+    let vis = &f.vis;
+    let docs: Vec<&syn::Attribute> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    if let Some(other) = f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
+        return Err(syn::Error::new_spanned(
+            other,
+            "#[bigfuse::op] functions take only doc comments as attributes",
+        ));
+    }
+    let mut checks = Vec::new();
+    let stmts = body_code(&k.body.insts, Sizes::Op(&k.sizes), &mut checks);
+    let out = format_ident!("v{}", k.body.output);
+    let size_names = &k.sizes;
+    let sig_doc = format!(
+        "The operator `{name_str}`: ({}) -> {}{}.",
+        k.param_types
+            .iter()
+            .map(|t| t.describe(&k.sizes))
+            .collect::<Vec<_>>()
+            .join(", "),
+        k.output_type.describe(&k.sizes),
+        if associative {
+            ", declared associative"
+        } else {
+            ""
+        }
+    );
+    Ok(quote! {
+        #(#docs)*
+        #[doc = #sig_doc]
+        #[allow(non_snake_case, dead_code, unused_variables, clippy::all)]
+        #vis mod #name {
+            use ::bigfuse::__private::ir as __ir;
+
+            /// Whether the operator is declared associative (required by scans and reductions).
+            pub const ASSOCIATIVE: bool = #associative;
+
+            /// The operator's IR for a kernel whose size parameters are `kernel_sizes`.
+            pub fn lambda(kernel_sizes: &[&str]) -> ::core::result::Result<__ir::Func, __ir::IrError> {
+                let __size = |n: &str| -> ::core::result::Result<u32, __ir::IrError> {
+                    kernel_sizes.iter().position(|k| *k == n).map(|i| i as u32).ok_or_else(|| __ir::IrError::Type {
+                        func: #name_str.to_string(),
+                        message: ::std::format!("the operator uses the size `{}`, which the kernel using it does not have (its sizes: {:?})", n, kernel_sizes),
+                    })
+                };
+                let _ = &__size;
+                let _: &[&str] = &[#(#size_names),*];
+                let __sizes = kernel_sizes;
+                let mut b = __ir::Builder::lambda();
+                #(#stmts)*
+                b.finish(&[#out])
+            }
+        }
+    })
 }
 
 pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
@@ -79,64 +354,15 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         .collect();
 
     // IR-building statements.
-    let mut body = Vec::new();
-    for (i, (inst, ty)) in k.insts.iter().enumerate() {
-        let v = format_ident!("v{}", i);
-        let id = |x: &usize| format_ident!("v{}", *x);
-        let call = match inst {
-            Inst::Param(p) => {
-                let t = ir_type(*ty);
-                quote!(b.param(#p, #t))
-            }
-            Inst::Const(Lit::Bool(x)) => quote!(b.constant(__ir::Literal::Bool(#x))),
-            Inst::Const(Lit::U32(x)) => quote!(b.constant(__ir::Literal::U32(#x))),
-            Inst::Const(Lit::U64(x)) => quote!(b.constant(__ir::Literal::U64(#x))),
-            Inst::Binary(op, a, c) => {
-                let (a, c) = (id(a), id(c));
-                match op {
-                    BOp::Add => quote!(b.add(#a, #c)?),
-                    BOp::Sub => quote!(b.sub(#a, #c)?),
-                    BOp::Mul => quote!(b.mul(#a, #c)?),
-                    BOp::Lt => quote!(b.lt(#a, #c)?),
-                    BOp::Le => quote!(b.le(#a, #c)?),
-                    BOp::Gt => quote!(b.gt(#a, #c)?),
-                    BOp::Ge => quote!(b.ge(#a, #c)?),
-                    BOp::Eq => quote!(b.eq(#a, #c)?),
-                    BOp::Ne => quote!(b.ne(#a, #c)?),
-                    BOp::And => quote!(b.and(#a, #c)?),
-                    BOp::Or => quote!(b.or(#a, #c)?),
-                    BOp::Xor => quote!(b.xor(#a, #c)?),
-                    BOp::Shl => quote!(b.binary(__ir::BinOp::Shl, #a, #c)?),
-                    BOp::Shr => quote!(b.binary(__ir::BinOp::Shr, #a, #c)?),
-                }
-            }
-            Inst::Not(a) => {
-                let a = id(a);
-                quote!(b.not(#a)?)
-            }
-            Inst::Select(c, a, e) => {
-                let (c, a, e) = (id(c), id(a), id(e));
-                quote!(b.select(#c, #a, #e)?)
-            }
-            Inst::MulWide(a, c) => {
-                let (a, c) = (id(a), id(c));
-                quote!(b.mul_wide(#a, #c)?)
-            }
-            Inst::Cast(a) => {
-                let a = id(a);
-                let t = ir_type(*ty);
-                quote!(b.cast(#a, #t)?)
-            }
-        };
-        body.push(quote!(let #v = #call;));
-    }
+    let mut checks = Vec::new();
+    let body = body_code(&k.insts, Sizes::Kernel, &mut checks);
     let outs: Vec<syn::Ident> = k.outputs.iter().map(|o| format_ident!("v{}", *o)).collect();
 
     let params: Vec<TokenStream> = k
         .params
         .iter()
         .map(|(p, t)| {
-            let e = rust_elem(*t);
+            let e = rust_elem(t);
             quote!(#p: &[#e])
         })
         .collect();
@@ -145,7 +371,7 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         .output_types
         .iter()
         .map(|t| {
-            let e = rust_elem(*t);
+            let e = rust_elem(t);
             quote!(::std::vec::Vec<#e>)
         })
         .collect();
@@ -153,7 +379,7 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         .output_types
         .iter()
         .map(|t| {
-            let f = take_fn(*t);
+            let f = take_fn(t);
             quote!(#f(cols.next())?)
         })
         .collect();
@@ -163,7 +389,7 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
             quote!(::core::result::Result::Ok((#(#takes),*))),
         )
     } else {
-        let f = take_fn(k.output_types[0]);
+        let f = take_fn(&k.output_types[0]);
         (ret_elems[0].clone(), quote!(#f(cols.next())))
     };
     let sizes_doc =
@@ -187,7 +413,10 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
 
             /// The kernel's IR, with symbolic sizes.
             pub fn program() -> ::core::result::Result<__ir::Func, __ir::IrError> {
-                let mut b = __ir::Builder::new(#name_str, &[#(#sizes),*]);
+                let __sizes: &[&str] = &[#(#sizes),*];
+                let _ = __sizes;
+                #(#checks)*
+                let mut b = __ir::Builder::new(#name_str, __sizes);
                 #(#body)*
                 b.finish(&[#(#outs),*])
             }

@@ -44,3 +44,46 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => e.to_compile_error().into(),
     }
 }
+
+/// Marks a function as an operator for kernels: pass it by name to `.map`, `.scan_inclusive`,
+/// `.scan_exclusive` or `.reduce`. Scans and reductions regroup their operator across threads,
+/// so they require `#[bigfuse::op(associative)]`; the CPU backend samples that claim in debug
+/// builds and reports a counterexample.
+///
+/// ```ignore
+/// #[bigfuse::op(associative)]
+/// fn carry(lo: u32, hi: u32) -> u32 {
+///     ((hi | ((hi >> 1) & lo)) & 1) | (lo & hi & 2)
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let attr = proc_macro2::TokenStream::from(attr);
+    let associative = match attr.to_string().as_str() {
+        "" => false,
+        "associative" => true,
+        _ => {
+            return syn::Error::new_spanned(
+                attr,
+                "#[bigfuse::op] takes nothing or `associative`: #[bigfuse::op(associative)]",
+            )
+            .to_compile_error()
+            .into()
+        }
+    };
+    let func = match syn::parse::<syn::ItemFn>(item) {
+        Ok(f) => f,
+        Err(e) => {
+            return syn::Error::new(
+                e.span(),
+                format!("#[bigfuse::op] applies to a function: {e}"),
+            )
+            .to_compile_error()
+            .into()
+        }
+    };
+    match check::check_op(&func).and_then(|k| expand::expand_op(&func, &k, associative)) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}

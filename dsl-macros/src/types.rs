@@ -9,40 +9,70 @@ pub struct Width {
     pub param: Option<usize>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+impl Width {
+    pub fn describe(&self, sizes: &[String]) -> String {
+        match self.param {
+            None => self.factor.to_string(),
+            Some(p) if self.factor == 1 => sizes[p].clone(),
+            Some(p) => format!("{{{} * {}}}", self.factor, sizes[p]),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KType {
     Big(Width),
+    /// An integer modulo the prime given by the width (`Zp<P>`).
+    Zp(Width),
     Bool,
     U32,
     U64,
+    Array(Box<KType>, Width),
+    Tuple(Vec<KType>),
 }
 
 impl KType {
-    pub fn is_int(self) -> bool {
+    pub fn is_int(&self) -> bool {
         matches!(self, KType::U32 | KType::U64)
     }
 
-    pub fn is_scalar(self) -> bool {
-        !matches!(self, KType::Big(_))
+    /// One register: bool, u32, u64 or Zp<P>.
+    pub fn is_scalar(&self) -> bool {
+        matches!(self, KType::Bool | KType::U32 | KType::U64 | KType::Zp(_))
     }
 
-    pub fn describe(self, sizes: &[String]) -> String {
+    /// What an operator (closure) may take and return: scalars and tuples of them.
+    pub fn is_element(&self) -> bool {
+        match self {
+            KType::Tuple(ts) => ts.iter().all(KType::is_element),
+            t => t.is_scalar(),
+        }
+    }
+
+    pub fn describe(&self, sizes: &[String]) -> String {
         match self {
             KType::Bool => "bool".into(),
             KType::U32 => "u32".into(),
             KType::U64 => "u64".into(),
-            KType::Big(w) => match w.param {
-                None => format!("U<{}>", w.factor),
-                Some(p) if w.factor == 1 => format!("U<{}>", sizes[p]),
-                Some(p) => format!("U<{{{} * {}}}>", w.factor, sizes[p]),
-            },
+            KType::Big(w) => format!("U<{}>", w.describe(sizes)),
+            KType::Zp(w) => format!("Zp<{}>", w.describe(sizes)),
+            KType::Array(e, n) => format!("[{}; {}]", e.describe(sizes), n.describe(sizes)),
+            KType::Tuple(ts) => {
+                let inner: Vec<String> = ts.iter().map(|t| t.describe(sizes)).collect();
+                if ts.len() == 1 {
+                    format!("({},)", inner[0])
+                } else {
+                    format!("({})", inner.join(", "))
+                }
+            }
         }
     }
 }
 
 const TYPE_HINT: &str =
     "kernel values have the types U<BITS> (a big unsigned integer of BITS bits; BITS is a \
-                         size chosen per call, or a literal multiple of 64), bool, u32 and u64";
+                         size chosen per call, or a literal multiple of 64), Zp<P> (an integer modulo the \
+                         prime P, chosen per call), bool, u32, u64, and arrays [T; N] of u32, u64, bool or Zp<P>";
 
 fn size_param(name: &str, sizes: &mut Vec<String>) -> usize {
     match sizes.iter().position(|s| s == name) {
@@ -73,6 +103,30 @@ fn width_literal(lit: &syn::LitInt) -> syn::Result<u64> {
 /// Parses a type; new size parameters are appended to `sizes`.
 pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType> {
     let unsupported = || syn::Error::new(ty.span(), format!("unsupported type: {TYPE_HINT}"));
+    if let syn::Type::Paren(p) = ty {
+        return parse_type(&p.elem, sizes);
+    }
+    if let syn::Type::Tuple(t) = ty {
+        return Ok(KType::Tuple(
+            t.elems
+                .iter()
+                .map(|e| parse_type(e, sizes))
+                .collect::<syn::Result<_>>()?,
+        ));
+    }
+    if let syn::Type::Array(a) = ty {
+        let elem = parse_type(&a.elem, sizes)?;
+        if !elem.is_scalar() {
+            let hint = if matches!(elem, KType::Big(_)) {
+                "arrays of U<..> are not supported yet: pass the limbs as [u64; N] and write the arithmetic on them"
+            } else {
+                "array elements are u32, u64, bool or Zp<P>"
+            };
+            return Err(syn::Error::new(a.elem.span(), hint));
+        }
+        let len = length(&a.len, sizes)?;
+        return Ok(KType::Array(Box::new(elem), len));
+    }
     let syn::Type::Path(tp) = ty else {
         if let syn::Type::Reference(_) = ty {
             return Err(syn::Error::new(
@@ -116,6 +170,37 @@ pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType>
                 )),
             }
         }
+        ("Zp", syn::PathArguments::AngleBracketed(args)) if args.args.len() == 1 => {
+            let modulus = match &args.args[0] {
+                syn::GenericArgument::Type(syn::Type::Path(p)) if p.path.get_ident().is_some() => {
+                    let ident = p.path.get_ident().unwrap().to_string();
+                    Width {
+                        factor: 1,
+                        param: Some(size_param(&ident, sizes)),
+                    }
+                }
+                syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(lit),
+                    ..
+                })) => Width {
+                    factor: lit.base10_parse::<u64>().map_err(|_| {
+                        syn::Error::new(lit.span(), "the modulus of Zp<..> must fit a u64")
+                    })?,
+                    param: None,
+                },
+                other => {
+                    return Err(syn::Error::new(
+                        other.span(),
+                        "the modulus of Zp<..> is a name chosen per call (Zp<P>) or a literal prime (Zp<97>)",
+                    ))
+                }
+            };
+            Ok(KType::Zp(modulus))
+        }
+        ("Zp", _) => Err(syn::Error::new(
+            seg.span(),
+            "Zp needs its modulus: Zp<P> (chosen per call) or Zp<97>",
+        )),
         ("U", _) => Err(syn::Error::new(
             seg.span(),
             "U needs its width: U<BITS> or U<256>",
@@ -129,6 +214,44 @@ pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType>
             "inside a kernel, write U<BITS> for a big integer (callers pass BigUint values)",
         )),
         _ => Err(unsupported()),
+    }
+}
+
+/// The length of an array type or of `iota(..)`: a size name, a literal or `{k * NAME}`.
+pub fn length(e: &syn::Expr, sizes: &mut Vec<String>) -> syn::Result<Width> {
+    match e {
+        syn::Expr::Path(p) if p.path.get_ident().is_some() => Ok(Width {
+            factor: 1,
+            param: Some(size_param(&p.path.get_ident().unwrap().to_string(), sizes)),
+        }),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(lit),
+            ..
+        }) => {
+            let n: u64 = lit.base10_parse().map_err(|_| {
+                syn::Error::new(lit.span(), "an array length is a positive integer")
+            })?;
+            if n == 0 {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    "an array length is a positive integer",
+                ));
+            }
+            Ok(Width {
+                factor: n,
+                param: None,
+            })
+        }
+        syn::Expr::Block(b) if b.block.stmts.len() == 1 => {
+            match scaled_width(&b.block.stmts[0], sizes)? {
+                KType::Big(w) => Ok(w),
+                _ => unreachable!("scaled_width gives a width"),
+            }
+        }
+        other => Err(syn::Error::new(
+            other.span(),
+            "an array length is a size name (N), a literal (64) or a multiple of a size ({2 * N})",
+        )),
     }
 }
 

@@ -39,24 +39,47 @@ impl Arg<'_> {
         }
     }
 
+    /// Whether this column can feed a parameter of type `ty` (an array parameter takes the
+    /// elements of all instances, flat: instance `i` is elements `[i*N, (i+1)*N)`).
     fn matches(&self, ty: &Type) -> bool {
+        let elem = match ty {
+            // Arrays of big integers have no column form yet.
+            Type::Array(e, _) if matches!(**e, Type::Big(_)) => return false,
+            Type::Array(e, _) => &**e,
+            t => t,
+        };
         matches!(
-            (self, ty),
+            (self, elem),
             (Arg::Big(_), Type::Big(_))
                 | (Arg::Bool(_), Type::Bool)
                 | (Arg::U32(_), Type::U32)
-                | (Arg::U64(_), Type::U64)
+                | (Arg::U64(_), Type::U64 | Type::Zp(_))
         )
     }
 
-    /// The evaluator's value of instance `i`.
-    pub fn value(&self, i: usize) -> Value {
+    fn scalar(&self, i: usize) -> Value {
         match self {
             Arg::Big(v) => Value::Big(v[i].clone()),
             Arg::Bool(v) => Value::Bool(v[i]),
             Arg::U32(v) => Value::U32(v[i]),
             Arg::U64(v) => Value::U64(v[i]),
         }
+    }
+
+    /// The evaluator's value of instance `i` of a parameter of type `ty`.
+    pub fn value_of(&self, ty: &Type, i: usize) -> Value {
+        match ty {
+            Type::Array(_, n) => {
+                let n = n.as_const().unwrap_or(0) as usize;
+                Value::Array((i * n..(i + 1) * n).map(|k| self.scalar(k)).collect())
+            }
+            _ => self.scalar(i),
+        }
+    }
+
+    /// The evaluator's value of instance `i` of a scalar or big-integer parameter.
+    pub fn value(&self, i: usize) -> Value {
+        self.scalar(i)
     }
 }
 
@@ -109,8 +132,23 @@ impl Column {
         self.len() == 0
     }
 
-    /// Collects evaluator values of one type into a column.
+    /// Collects evaluator values of one type into a column (arrays flattened, instance-major).
     pub fn from_values(ty: &Type, values: Vec<Value>) -> Result<Column> {
+        if let Type::Array(elem, _) = ty {
+            let mut flat = Vec::new();
+            for v in values {
+                match v {
+                    Value::Array(xs) => flat.extend(xs),
+                    _ => {
+                        return Err(Error::Argument {
+                            kernel: String::new(),
+                            message: format!("internal: a result of type {ty} held another type"),
+                        })
+                    }
+                }
+            }
+            return Column::from_values(elem, flat);
+        }
         let bad = || Error::Argument {
             kernel: String::new(),
             message: format!("internal: a result of type {ty} held another type"),
@@ -137,7 +175,7 @@ impl Column {
                     .map(|v| v.as_u64().map(|x| x as u32).ok_or_else(bad))
                     .collect::<Result<_>>()?,
             ),
-            Type::U64 => Column::U64(
+            Type::U64 | Type::Zp(_) => Column::U64(
                 values
                     .iter()
                     .map(|v| v.as_u64().ok_or_else(bad))
@@ -154,6 +192,10 @@ impl Column {
 
     /// Reads a column of `n` instances from the kernel's flat words.
     pub fn from_words(ty: &Type, words: &[u64], n: usize) -> Column {
+        if let Type::Array(elem, len) = ty {
+            let len = len.as_const().unwrap_or(0) as usize;
+            return Column::from_words(elem, words, n * len);
+        }
         match ty {
             Type::Big(s) => {
                 let m = (s.as_const().unwrap_or(0) / 64) as usize;
@@ -202,15 +244,53 @@ pub fn check_args(kernel: &str, params: &[(String, Type)], args: &[Arg]) -> Resu
             });
         }
     }
-    let n = args.first().map_or(0, |a| a.len());
-    for ((name, _), a) in params.iter().zip(args).skip(1) {
-        if a.len() != n {
+    // Instances in each column: an array parameter's column holds N values per instance.
+    let mut counts = Vec::with_capacity(args.len());
+    for ((name, ty), a) in params.iter().zip(args) {
+        let per = match ty {
+            Type::Array(_, len) => len.as_const().unwrap_or(0) as usize,
+            _ => 1,
+        };
+        if per == 0 || a.len() % per != 0 {
+            return Err(Error::Argument {
+                kernel: kernel.into(),
+                message: format!(
+                    "`{name}` is {ty}, so its column holds {per} values per instance (flat, instance after instance), but it has {} values",
+                    a.len()
+                ),
+            });
+        }
+        counts.push(a.len() / per);
+    }
+    let n = counts.first().copied().unwrap_or(0);
+    for ((name, _), c) in params.iter().zip(&counts).skip(1) {
+        if *c != n {
             return Err(Error::BatchMismatch {
                 first: params[0].0.clone(),
                 first_len: n,
                 other: name.clone(),
-                other_len: a.len(),
+                other_len: *c,
             });
+        }
+    }
+    for ((name, ty), a) in params.iter().zip(args) {
+        let modulus = match ty {
+            Type::Zp(p) => p.as_const(),
+            Type::Array(e, _) => match &**e {
+                Type::Zp(p) => p.as_const(),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let (Some(p), Arg::U64(values)) = (modulus, a) {
+            if let Some((index, v)) = values.par_iter().enumerate().find_first(|(_, v)| **v >= p) {
+                return Err(Error::Argument {
+                    kernel: kernel.into(),
+                    message: format!(
+                        "`{name}` is {ty}, but value {index} is {v}, not below the modulus {p}: pass residues (reduce with `% p` first)"
+                    ),
+                });
+            }
         }
     }
     for ((name, ty), a) in params.iter().zip(args) {

@@ -187,6 +187,10 @@ impl Kernel {
     }
 }
 
+/// Instances of a call whose operators are sampled (debug builds), and triples per operator.
+const LAW_SAMPLED_INSTANCES: usize = 2;
+const LAW_SAMPLES: usize = 64;
+
 fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
     let program = match level {
         CpuLevel::Reference => concrete.clone(),
@@ -195,7 +199,16 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
     let results: Vec<Vec<Value>> = (0..n)
         .into_par_iter()
         .map(|i| {
-            let inputs: Vec<Value> = args.iter().map(|a| a.value(i)).collect();
+            let inputs: Vec<Value> = args
+                .iter()
+                .zip(&concrete.params)
+                .map(|(a, p)| a.value_of(&p.ty, i))
+                .collect();
+            // Scans and reductions regroup their operators on a GPU: in debug builds, sample the
+            // associativity each one claims on this call's first instances.
+            if cfg!(debug_assertions) && i < LAW_SAMPLED_INSTANCES {
+                bigfuse_core::laws::check_operators(concrete, &inputs, LAW_SAMPLES)?;
+            }
             eval(&program, &inputs)
         })
         .collect::<std::result::Result<_, _>>()?;

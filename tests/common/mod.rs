@@ -116,3 +116,17 @@ pub fn operand_pairs(bits: u64, n: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUi
 pub const SIZES: &[u64] = &[
     64, 128, 192, 256, 320, 512, 1024, 2048, 3008, 4096, 8192, 16384, 32768, 65536, 131072, 262144,
 ];
+
+/// The GPU if there is one (required with BIGFUSE_REQUIRE_GPU=1).
+pub fn gpu() -> Option<bigfuse::Device> {
+    bigfuse::runtime::gpu_for_tests()
+        .expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
+        .map(bigfuse::Device::Gpu)
+}
+
+/// Both CPU levels, and the GPU when there is one.
+pub fn devices() -> Vec<bigfuse::Device> {
+    let mut devs = vec![bigfuse::Device::cpu(), bigfuse::Device::cpu_lowered()];
+    devs.extend(gpu());
+    devs
+}
