@@ -27,6 +27,9 @@
 //! (threads per instance, limbs per thread), places arrays in registers and emits CUDA C; the
 //! runtime ([`runtime`]) compiles it with NVRTC (cached), uploads the batch and launches.
 
+// The macros name this crate `::bigfuse`; inside it, that is itself.
+extern crate self as bigfuse;
+
 pub use bigfuse_codegen as codegen;
 pub use bigfuse_core as ir;
 pub use bigfuse_macros::{kernel, op};
@@ -37,6 +40,7 @@ pub use bigfuse_runtime::{Arg, Column, Device, Error, Kernel, Result};
 pub use num_bigint::BigUint;
 
 pub mod fuzz;
+pub mod programs;
 
 /// What a kernel-writing program needs.
 pub mod prelude {

@@ -9,30 +9,7 @@ use bigfuse::prelude::*;
 use bigfuse::BigUint;
 use rand::RngCore;
 
-#[bigfuse::op(associative)]
-fn carry(lo: u32, hi: u32) -> u32 {
-    ((hi | ((hi >> 1) & lo)) & 1) | (lo & hi & 2)
-}
-
-/// Big-integer addition written as a user program over 64-bit limbs: map ; exclusive scan with the
-/// carry operator ; map.
-#[bigfuse::kernel]
-fn user_add(a: [u64; N], b: [u64; N]) -> [u64; N] {
-    let sums = a.zip(b).map(|(x, y)| x + y);
-    let flags = a.zip(b).map(|(x, y)| {
-        let s = x + y;
-        ((s < x) as u32) | (((s == u64::MAX) as u32) << 1)
-    });
-    let carries = flags.scan_exclusive(carry, 2u32);
-    sums.zip(carries).map(|(s, c)| s + ((c & 1) as u64))
-}
-
-#[bigfuse::kernel]
-fn dot(xs: [Zp<P>; N], ys: [Zp<P>; N]) -> Zp<P> {
-    xs.zip(ys)
-        .map(|(x, y)| x * y)
-        .reduce(|s, t| s + t, Zp::ZERO)
-}
+use bigfuse::programs::{dot, user_add};
 
 #[bigfuse::kernel]
 fn pipeline(xs: [u64; N], k: u64) -> ([u64; N], [u64; N], u64, u32) {
@@ -227,4 +204,14 @@ fn a_false_associativity_claim_is_reported_in_debug_builds() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn array_kernels_compile_with_nvrtc() {
+    common::nvrtc_compiles(pipeline::kernel().unwrap(), &[37]);
+    common::nvrtc_compiles(pipeline::kernel().unwrap(), &[4096]);
+    for p in [97u64, 18446744073709551557] {
+        common::nvrtc_compiles(field::kernel().unwrap(), &[p]);
+    }
+    common::nvrtc_compiles(bad_sum::kernel().unwrap(), &[100]);
 }

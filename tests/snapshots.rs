@@ -3,29 +3,11 @@
 
 mod common;
 
-use bigfuse::{Hints, Kernel, Target};
+use bigfuse::{Kernel, Target};
 use common::kernels::*;
 
 fn nvrtc_compiles(kernel: &Kernel, bits: u64) {
-    let c = kernel
-        .compile(&[bits], &Target::h100(), &Hints::default())
-        .unwrap();
-    if !bigfuse::runtime::nvrtc::available() {
-        if std::env::var("BIGFUSE_SKIP_NVRTC").is_ok_and(|v| v == "1") {
-            eprintln!(
-                "NVRTC not available: skipping the compile of {}",
-                c.kernel_name
-            );
-            return;
-        }
-        panic!(
-            "{}\n(the README's test command installs it; BIGFUSE_SKIP_NVRTC=1 skips these compiles)",
-            bigfuse::Error::NoNvrtc
-        );
-    }
-    if let Err(e) = bigfuse::runtime::nvrtc::compile_uncached(&c.source, &c.kernel_name, "sm_90") {
-        panic!("{e}");
-    }
+    common::nvrtc_compiles(kernel, &[bits]);
 }
 
 fn snap(name: &str, kernel: &Kernel, bits: u64) {
@@ -115,4 +97,25 @@ fn explain_poly() {
     let dev = bigfuse::Device::cpu();
     let text = poly::explain(&dev, 2048).unwrap();
     insta::assert_snapshot!("explain_poly_2048", text);
+}
+
+/// Kernels written as array programs (bigfuse::programs): the user-written addition and the dot
+/// product modulo a prime (one kernel at 2^10 elements; two, chunked, when the vectors are long).
+#[test]
+fn array_program_kernels() {
+    use bigfuse::programs::{dot, user_add};
+    for (name, kernel, sizes) in [
+        ("user_add", user_add::kernel().unwrap(), vec![64u64]),
+        ("dot", dot::kernel().unwrap(), vec![3221225473, 1024]),
+        (
+            "dot",
+            dot::kernel().unwrap(),
+            vec![18446744073709551557, 1024],
+        ),
+    ] {
+        let src = kernel.cuda_source(&sizes, &Target::h100()).unwrap();
+        let tag: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        insta::assert_snapshot!(format!("{name}_{}", tag.join("_")), src);
+        common::nvrtc_compiles(kernel, &sizes);
+    }
 }

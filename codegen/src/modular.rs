@@ -265,6 +265,21 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     }
                     _ => None,
                 };
+                // Factors read straight from the kernel's parameters are multiplied as the
+                // integers they arrive as: no conversion to forms at all (their product carries
+                // R^0, so the sum is scaled by R once at the end).
+                let raw = match (producer, product_map) {
+                    (Op::Map { args, .. }, Some(f)) if !is_lambda => raw_factors(func, f, args)
+                        .map(|(x, y)| (params[x as usize], params[y as usize])),
+                    _ => None,
+                };
+                if let Some((x, y)) = raw {
+                    let words = b.map(wide_mul_lambda(), &[x, y])?;
+                    let acc =
+                        b.reduce(add192(), Literal::Tuple(vec![Literal::U64(0); 3]), words)?;
+                    map.push(finish_sum(&mut b, mont, acc, 1)?);
+                    continue;
+                }
                 let words = match product_map {
                     Some(f) => {
                         let Op::Map { args, .. } = producer else {
@@ -415,6 +430,40 @@ fn without_final_product(f: &Func) -> CgResult<Func> {
     };
     bigfuse_core::validate(&g)?;
     Ok(g)
+}
+
+/// When the map lambda `f` is exactly `|x, y| x * y` (in some argument order) over two kernel
+/// parameters, the indices of those parameters.
+fn raw_factors(func: &Func, f: &Func, args: &[ValueId]) -> Option<(u32, u32)> {
+    let Op::Binary(BinOp::Mul, x, y) = f.node(f.outputs[0]).op else {
+        return None;
+    };
+    let kernel_param = |v: ValueId| match func.node(v).op {
+        Op::Param(k) => Some(k),
+        _ => None,
+    };
+    // A factor is a lambda parameter, or a field of one whose argument is a zip of arrays.
+    let param_of = |v: ValueId| match f.node(v).op {
+        Op::Param(i) => kernel_param(*args.get(i as usize)?),
+        Op::Extract(t, j) => match (&f.node(t).op, &func.node(*args.get(0)?).op) {
+            (Op::Param(0), Op::Zip(xs)) if args.len() == 1 => kernel_param(*xs.get(j as usize)?),
+            _ => None,
+        },
+        _ => None,
+    };
+    Some((param_of(x)?, param_of(y)?))
+}
+
+/// `(x, y) -> (lo, hi, 0)`: the exact 128-bit product as a 192-bit addend.
+fn wide_mul_lambda() -> Func {
+    let mut b = Builder::lambda();
+    let x = b.param("x", Type::U64);
+    let y = b.param("y", Type::U64);
+    let lo = b.mul(x, y).expect("well typed");
+    let hi = b.binary(BinOp::MulHi, x, y).expect("well typed");
+    let zero = b.u64(0);
+    let t = b.tuple(&[lo, hi, zero]).expect("well typed");
+    b.finish(&[t]).expect("well typed")
 }
 
 /// `x -> (x, 0, 0)`: a form as a 192-bit addend.

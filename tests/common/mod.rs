@@ -130,3 +130,32 @@ pub fn devices() -> Vec<bigfuse::Device> {
     devs.extend(gpu());
     devs
 }
+
+/// Compiles the kernel for these sizes with NVRTC (no GPU needed). Without the NVRTC library this
+/// fails with instructions, unless BIGFUSE_SKIP_NVRTC=1.
+pub fn nvrtc_compiles(kernel: &bigfuse::Kernel, sizes: &[u64]) {
+    let plan = kernel
+        .plan(sizes, &bigfuse::Target::h100(), &bigfuse::Hints::default())
+        .unwrap();
+    if !bigfuse::runtime::nvrtc::available() {
+        if std::env::var("BIGFUSE_SKIP_NVRTC").is_ok_and(|v| v == "1") {
+            eprintln!(
+                "NVRTC not available: skipping the compile of {}",
+                kernel.name()
+            );
+            return;
+        }
+        panic!(
+            "{}\n(the README's test command installs it; BIGFUSE_SKIP_NVRTC=1 skips these compiles)",
+            bigfuse::Error::NoNvrtc
+        );
+    }
+    for part in &plan.parts {
+        let c = &part.compiled;
+        if let Err(e) =
+            bigfuse::runtime::nvrtc::compile_uncached(&c.source, &c.kernel_name, "sm_90")
+        {
+            panic!("{e}");
+        }
+    }
+}

@@ -291,7 +291,9 @@ impl<'a> Emitter<'a> {
         let comment = node_comment(self.func, id);
         let val = match &node.op {
             Op::Param(i) => match &ty {
-                Type::Big(_) | Type::Array(..) => Val::Global(*i),
+                Type::Big(_) => Val::Global(*i),
+                // Array parameters (array programs) load like limbs: Q consecutive per thread.
+                Type::Array(..) => self.load(id, *i, &comment),
                 t => {
                     self.line(format!("// {comment}"));
                     let e = match t {
