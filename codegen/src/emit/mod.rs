@@ -289,6 +289,8 @@ impl<'a> Emitter<'a> {
         let comment = node_comment(self.func, id);
         let val = match &node.op {
             Op::Param(i) => match &ty {
+                // Arrays of scalars are loaded as limbs are: one element per word.
+                Type::Array(e, _) if e.is_scalar() => self.load(id, *i, &comment),
                 Type::Big(_) | Type::Array(..) => Val::Global(*i),
                 t => {
                     self.line(format!("// {comment}"));
