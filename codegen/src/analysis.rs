@@ -43,7 +43,9 @@ pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32, mul_width: u32)
     for point in 0..func.nodes.len() {
         let mut live = 0;
         for (i, n) in func.nodes.iter().enumerate().take(point + 1) {
-            if last[i] < point || aliases(&n.op) {
+            // Array parameters are loaded into registers (big ones are read through limbs).
+            let loaded = matches!((&n.op, &n.ty), (Op::Param(_), Type::Array(..)));
+            if last[i] < point || (aliases(&n.op) && !loaded) {
                 continue;
             }
             live += value_registers(&n.ty, q_of);

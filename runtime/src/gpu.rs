@@ -379,9 +379,10 @@ impl GpuProgram {
         }
     }
 
-    /// Launches every kernel over `n` instances: `inputs` are the program's arguments, `outputs`
-    /// its results (sized by [`GpuProgram::result_words`]). Intermediates of a split plan live in
-    /// temporary buffers for the duration of the call.
+    /// Launches every kernel over `n` instances (a part with `instances` = C, the chunk kernel of a
+    /// chunked reduction, over `n * C`): `inputs` are the program's arguments, `outputs` its results
+    /// (sized by [`GpuProgram::result_words`]). Intermediates of a split plan live in temporary
+    /// buffers, sized by their types per instance, for the duration of the call.
     pub fn launch(
         &self,
         dev: &GpuDevice,
@@ -421,7 +422,16 @@ impl GpuProgram {
                             .expect("inputs are written before they are read"),
                     })
                     .collect();
-                kernel.launch(dev, n, &ins, &mut outs)?;
+                let virtual_n = n
+                    .checked_mul(part.instances)
+                    .ok_or_else(|| Error::Argument {
+                        kernel: kernel.compiled.kernel_name.clone(),
+                        message: format!(
+                            "{n} instances of {} chunks each are too many: split the batch",
+                            part.instances
+                        ),
+                    })?;
+                kernel.launch(dev, virtual_n, &ins, &mut outs)?;
             }
             for (b, buf) in part.outputs.iter().zip(outs) {
                 temps[*b] = Some(buf);

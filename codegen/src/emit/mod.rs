@@ -291,9 +291,9 @@ impl<'a> Emitter<'a> {
         let comment = node_comment(self.func, id);
         let val = match &node.op {
             Op::Param(i) => match &ty {
-                Type::Big(_) => Val::Global(*i),
-                // Array parameters (array programs) load like limbs: Q consecutive per thread.
-                Type::Array(..) => self.load(id, *i, &comment),
+                // Arrays of scalars are loaded as limbs are: one element per word.
+                Type::Array(e, _) if e.is_scalar() => self.load(id, *i, &comment),
+                Type::Big(_) | Type::Array(..) => Val::Global(*i),
                 t => {
                     self.line(format!("// {comment}"));
                     let e = match t {
