@@ -12,6 +12,7 @@
 //! Nothing here needs a GPU or NVRTC; the runtime compiles and launches what [`compile`] returns.
 
 pub mod analysis;
+pub mod bits;
 pub mod emit;
 pub mod error;
 pub mod fuse;

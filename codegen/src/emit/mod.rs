@@ -289,6 +289,8 @@ impl<'a> Emitter<'a> {
         let comment = node_comment(self.func, id);
         let val = match &node.op {
             Op::Param(i) => match &ty {
+                // Arrays of scalars are read like the limbs of a big integer.
+                Type::Array(e, _) if e.is_scalar() => self.load(id, *i, &comment),
                 Type::Big(_) | Type::Array(..) => Val::Global(*i),
                 t => {
                     self.line(format!("// {comment}"));
@@ -402,7 +404,7 @@ impl<'a> Emitter<'a> {
                         "segmented scans must be lowered first".into(),
                     ));
                 }
-                let carry = is_carry_scan(&node.op);
+                let carry = is_carry_scan(self.func, id);
                 self.scan(id, &comment, carry)
             }
             Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
@@ -755,7 +757,11 @@ impl<'a> Emitter<'a> {
     /// Exclusive prefix of carry flags over the threads of the instance, resolved with ballots: the
     /// lanes' (generate, propagate) bits become two 32-bit masks whose integer sum carries exactly
     /// as the limbs do, so one addition resolves 32 threads (and one more, 32 warps).
-    fn carry_prefix(&mut self, flags: &str, agg: &str) -> String {
+    ///
+    /// `disjoint` says that no thread's `agg` is 3 (generate and propagate at once), as for the
+    /// aggregates of additions; otherwise the carry into a lane is read off the sum with the
+    /// propagate bits of generating lanes masked (the sum bit of such a lane is its carry-in).
+    fn carry_prefix(&mut self, flags: &str, agg: &str, disjoint: bool) -> String {
         let t_count = self.sched.threads_per_instance;
         let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
         self.line(format!(
@@ -800,8 +806,13 @@ impl<'a> Emitter<'a> {
                 "const u32 {gw} = __ballot_sync({FULL}, {f} & 1u), {pw} = __ballot_sync({FULL}, ({f} >> 1) & 1u);"
             ));
             self.line(format!("const u64 {sw} = (u64)({gw} | {pw}) + (u64){gw};"));
+            let pw_only = if disjoint {
+                pw.clone()
+            } else {
+                format!("({pw} & ~{gw})")
+            };
             self.line(format!(
-                "const u32 {cw} = (u32)(({sw} ^ (u64){pw}) >> warp) & 1u;"
+                "const u32 {cw} = (u32)(({sw} ^ (u64){pw_only}) >> warp) & 1u;"
             ));
             self.line(format!(
                 "const u32 {ow} = (({pw} | ~((1u << warp) - 1u)) == {FULL}) ? 1u : 0u;"
@@ -818,8 +829,13 @@ impl<'a> Emitter<'a> {
         self.line(format!(
             "const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"
         ));
+        let pm_only = if disjoint {
+            pm.clone()
+        } else {
+            format!("({pm} & ~{gm})")
+        };
         self.line(format!(
-            "const u32 {c} = (u32)(({s} ^ (u64){pm}) >> lane) & 1u;"
+            "const u32 {c} = (u32)(({s} ^ (u64){pm_only}) >> lane) & 1u;"
         ));
         let below = if t_count < 32 {
             format!(
@@ -885,7 +901,8 @@ impl<'a> Emitter<'a> {
                 } else {
                     String::new()
                 };
-                vec![self.carry_prefix(&flags, &acc[0])]
+                // The thread's aggregate may be 3 (generate and propagate) for all we know.
+                vec![self.carry_prefix(&flags, &acc[0], false)]
             } else {
                 self.thread_prefix(id, op, &init, &types, &acc)
             };
