@@ -13,6 +13,7 @@
 
 pub mod analysis;
 pub mod bits;
+pub mod canon;
 pub mod emit;
 pub mod error;
 pub mod fuse;
@@ -20,6 +21,7 @@ pub mod lower;
 pub mod mul;
 pub mod ntt;
 pub mod place;
+pub mod recognise;
 pub mod schedule;
 pub mod split;
 pub mod target;
