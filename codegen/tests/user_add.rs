@@ -239,3 +239,71 @@ fn user_addition_cuda_snapshot() {
     .unwrap();
     insta::assert_snapshot!("user_add_64", c.source);
 }
+
+/// `a - b` written out: differences, borrow flags `(x < y) | (x == y) << 1`, the same scan, and
+/// `d - (c & 1)`; or, with `wrong`, flags `(x <= y) | ..`, which are not borrows.
+pub fn user_sub(n: u64, wrong: bool) -> Func {
+    let mut b = Builder::new("user_sub", &[]);
+    let t = Type::array(Type::U64, Size::lit(n));
+    let a = b.param("a", t.clone());
+    let c = b.param("b", t);
+    let diff = lambda2(false, |b, x, y| b.sub(x, y).unwrap());
+    let flags = lambda2(false, |b, x, y| {
+        let lt = if wrong {
+            b.le(x, y).unwrap()
+        } else {
+            b.lt(x, y).unwrap()
+        };
+        let g = b.cast(lt, Type::U32).unwrap();
+        let eq = b.eq(y, x).unwrap();
+        let p = b.cast(eq, Type::U32).unwrap();
+        let one = b.u32(1);
+        let p = b.binary(BinOp::Shl, p, one).unwrap();
+        b.or(p, g).unwrap()
+    });
+    let diffs = b.map(diff, &[a, c]).unwrap();
+    let flags = b.map(flags, &[a, c]).unwrap();
+    let borrows = b
+        .scan(user_carry(), Literal::U32(2), true, flags, None)
+        .unwrap();
+    let apply = {
+        let mut l = Builder::lambda();
+        let c = l.param("c", Type::U32);
+        let d = l.param("d", Type::U64);
+        let one = l.u32(1);
+        let bit = l.and(one, c).unwrap();
+        let bit = l.cast(bit, Type::U64).unwrap();
+        let r = l.sub(d, bit).unwrap();
+        l.finish(&[r]).unwrap()
+    };
+    let r = b.map(apply, &[borrows, diffs]).unwrap();
+    b.finish(&[r]).unwrap()
+}
+
+#[test]
+fn user_subtraction_is_recognised_and_a_wrong_one_is_not() {
+    let n = 64;
+    let modulus = BigUint::from(1u8) << (64 * n);
+    let pattern = bigfuse_codegen::lower::carry_pattern();
+    for wrong in [false, true] {
+        let f = user_sub(n, wrong);
+        let fused = fuse(&lower(&f).unwrap()).unwrap();
+        let selected = fused
+            .func
+            .nodes
+            .iter()
+            .any(|n| matches!(&n.op, Op::Map { f, .. } if **f == pattern[1]));
+        assert_eq!(selected, !wrong, "{:?}", fused.notes);
+        for (a, b) in cases(n) {
+            let inputs = [limbs(&a, n), limbs(&b, n)];
+            let want = eval(&f, &inputs).unwrap();
+            assert_eq!(eval(&fused.func, &inputs).unwrap(), want);
+            if !wrong {
+                assert_eq!(to_big(&want[0]), (&a + &modulus - &b) % &modulus);
+            }
+        }
+        // Either way the kernel is generated (the wrong one with its own scan).
+        let c = compile(&f, &[], &Target::h200(), &Hints::default()).unwrap();
+        assert_eq!(c.source.contains("with carry chains"), !wrong);
+    }
+}

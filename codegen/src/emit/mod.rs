@@ -1091,3 +1091,68 @@ pub fn emit(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use bigfuse_core::{apply_lambda, ops, Value};
+
+    /// The arithmetic of `carry_prefix` for one warp: exclusive carry prefix of lane `i` from the
+    /// ballots of the lanes' (generate, propagate) bits.
+    fn ballot_prefix(aggs: &[u32; 32], disjoint: bool) -> Vec<u32> {
+        let (mut gm, mut pm) = (0u32, 0u32);
+        for (i, a) in aggs.iter().enumerate() {
+            gm |= (a & 1) << i;
+            pm |= ((a >> 1) & 1) << i;
+        }
+        let s = (gm | pm) as u64 + gm as u64;
+        let p_only = if disjoint { pm } else { pm & !gm };
+        (0..32)
+            .map(|lane| {
+                let c = ((s ^ p_only as u64) >> lane) as u32 & 1;
+                let below = (1u32 << lane).wrapping_sub(1);
+                let ones = (!pm & below == 0) as u32;
+                c | (ones << 1)
+            })
+            .collect()
+    }
+
+    fn sequential(aggs: &[u32; 32]) -> Vec<u32> {
+        let op = ops::carry();
+        let mut acc = ops::CARRY_IDENTITY;
+        let mut out = Vec::new();
+        for a in aggs {
+            out.push(acc);
+            acc = match apply_lambda(&op, &[Value::U32(acc), Value::U32(*a)]).unwrap() {
+                Value::U32(v) => v,
+                v => panic!("{v:?}"),
+            };
+        }
+        out
+    }
+
+    #[test]
+    fn ballot_resolution_matches_the_carry_scan() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        for round in 0..2000 {
+            let with_three = round % 2 == 0;
+            let aggs: [u32; 32] = std::array::from_fn(|_| {
+                if with_three {
+                    rng.gen_range(0..4)
+                } else {
+                    rng.gen_range(0..3)
+                }
+            });
+            let want = sequential(&aggs);
+            assert_eq!(ballot_prefix(&aggs, false), want, "{aggs:?}");
+            if !with_three {
+                assert_eq!(ballot_prefix(&aggs, true), want, "{aggs:?}");
+            }
+        }
+        // The shorter form is wrong once a lane both generates and propagates.
+        let mut aggs = [0u32; 32];
+        aggs[0] = 1;
+        aggs[1] = 3;
+        assert_ne!(ballot_prefix(&aggs, true), sequential(&aggs));
+    }
+}
