@@ -305,5 +305,11 @@ fn user_subtraction_is_recognised_and_a_wrong_one_is_not() {
         // Either way the kernel is generated (the wrong one with its own scan).
         let c = compile(&f, &[], &Target::h200(), &Hints::default()).unwrap();
         assert_eq!(c.source.contains("with carry chains"), !wrong);
+        if wrong {
+            // Still a carry scan (its flag words may be 3): ballots, lanes' carries read with
+            // the generating lanes' propagate bits masked.
+            assert!(c.source.contains("__ballot_sync"));
+            assert!(c.source.contains(" & ~x"), "{}", c.source);
+        }
     }
 }
