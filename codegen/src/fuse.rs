@@ -27,6 +27,18 @@ pub struct Fused {
 pub fn fuse(func: &Func) -> CgResult<Fused> {
     let mut notes = Vec::new();
     let mut f = dead_code(func)?;
+    let (unzipped, n) = unzip_map_args(&f)?;
+    if n > 0 {
+        notes.push(format!(
+            "{n} map(s) read the arrays of a zip directly (the tuple is built in the lambda)"
+        ));
+        f = dead_code(&unzipped)?;
+    }
+    let (canonical, found) = crate::recognise::user_additions(&f)?;
+    if !found.is_empty() {
+        notes.extend(found);
+        f = dead_code(&canonical)?;
+    }
     let before = f.nodes.len();
     let mut merged = 0;
     while let Some(next) = fuse_one_map_chain(&f)? {
@@ -119,6 +131,66 @@ fn rebuild(
         .map(|o| map[o.index()].unwrap())
         .collect();
     Ok(b.finish(&outputs)?)
+}
+
+/// Rewrites `map(f, .., zip(xs..), ..)` into `map(f', .., xs.., ..)`, where `f'` builds the tuple
+/// itself: the same values (a zip costs nothing in registers either way), but the map now reads
+/// its arrays directly, so it fuses and matches like any other. Returns the count rewritten.
+pub fn unzip_map_args(func: &Func) -> CgResult<(Func, usize)> {
+    let mut count = 0;
+    let out = rebuild(func, |i, lookup| {
+        let Op::Map { f, args } = &func.nodes[i].op else {
+            return Keep::Yes;
+        };
+        let zip_of = |a: &ValueId| match &func.node(*a).op {
+            Op::Zip(xs)
+                if xs
+                    .iter()
+                    .all(|x| matches!(func.ty(*x), Type::Array(e, _) if e.is_scalar())) =>
+            {
+                Some(xs.clone())
+            }
+            _ => None,
+        };
+        if !args.iter().any(|a| zip_of(a).is_some()) {
+            return Keep::Yes;
+        }
+        let build = || -> CgResult<(Func, Vec<ValueId>)> {
+            let mut l = Builder::lambda();
+            let mut new_args = Vec::new();
+            let mut inner = Vec::new();
+            for (k, a) in args.iter().enumerate() {
+                match zip_of(a) {
+                    Some(xs) => {
+                        let parts: Vec<ValueId> = xs
+                            .iter()
+                            .enumerate()
+                            .map(|(j, x)| l.param(&format!("a{k}_{j}"), elem_type(func.ty(*x))))
+                            .collect();
+                        inner.push(l.tuple(&parts)?);
+                        new_args.extend(xs.iter().map(|x| lookup(*x)));
+                    }
+                    None => {
+                        inner.push(l.param(&format!("a{k}"), elem_type(func.ty(*a))));
+                        new_args.push(lookup(*a));
+                    }
+                }
+            }
+            let r = inline(&mut l, f, &inner)?;
+            Ok((l.finish(&[r])?, new_args))
+        };
+        match build() {
+            Ok((f, args)) => {
+                count += 1;
+                Keep::With(Op::Map {
+                    f: Box::new(f),
+                    args,
+                })
+            }
+            Err(_) => Keep::Yes,
+        }
+    })?;
+    Ok((out, count))
 }
 
 /// Finds one map whose every use is one consumer map and merges it into that consumer.

@@ -12,6 +12,8 @@
 //! Nothing here needs a GPU or NVRTC; the runtime compiles and launches what [`compile`] returns.
 
 pub mod analysis;
+pub mod bits;
+pub mod canon;
 pub mod chunk;
 pub mod emit;
 pub mod error;
@@ -21,6 +23,7 @@ pub mod modular;
 pub mod mul;
 pub mod ntt;
 pub mod place;
+pub mod recognise;
 pub mod schedule;
 pub mod split;
 pub mod target;

@@ -69,7 +69,7 @@ pub(super) fn find_groups(func: &Func) -> HashMap<ValueId, CarryGroup> {
         };
         let scan = apply_args[1];
         let is_scan = matches!(&func.node(scan).op, Op::Scan { input, exclusive: true, flags: None, .. } if *input == flags)
-            && super::is_carry_scan(&func.node(scan).op);
+            && super::is_carry_scan(func, scan);
         if !is_scan
             || uses[flags.index()] != 1
             || uses[scan.index()] != 1
@@ -176,7 +176,8 @@ impl Emitter<'_> {
             } else {
                 String::new()
             };
-            let pre = self.carry_prefix(&flags, &agg);
+            // A thread's limbs cannot both carry out and be all ones (all zeros for a borrow).
+            let pre = self.carry_prefix(&flags, &agg, true);
             let cin = self.temp();
             self.line(format!("const u64 {cin} = (u64)({pre} & 1u);"));
             let mut text = vec![format!("{op}.cc.u64 %0, %0, %{q};")];

@@ -176,7 +176,8 @@ impl Emitter<'_> {
             "for (int q = 0; q < {q}; ++q) {agg} = ((({f}[q] | (({f}[q] >> 1) & {agg})) & 1u) | ({agg} & {f}[q] & 2u));"
         ));
         let carry_in = if self.sched.threads_per_instance > 1 {
-            let pre = self.carry_prefix(flags, &agg);
+            // Limb flags of a sum never carry and equal all ones at once: aggregates are in {0, 1, 2}.
+            let pre = self.carry_prefix(flags, &agg, true);
             format!("({pre} & 1u)")
         } else {
             "0u".to_string()
