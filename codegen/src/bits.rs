@@ -35,6 +35,8 @@ fn literal_masks(l: &Literal) -> Masks {
             Literal::Bool(b) => *b as u64,
             Literal::U32(v) => *v as u64,
             Literal::U64(v) => *v,
+            // A residue's Montgomery form may use every bit.
+            Literal::Zp(..) => u64::MAX,
             Literal::Tuple(_) => unreachable!("leaves are scalars"),
         })
         .collect()
