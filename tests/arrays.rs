@@ -215,3 +215,32 @@ fn array_kernels_compile_with_nvrtc() {
     }
     common::nvrtc_compiles(bad_sum::kernel().unwrap(), &[100]);
 }
+
+/// Long vectors: one kernel sums each chunk, a second combines the partial sums (GPU only; the
+/// CPU backend evaluates the program directly).
+#[test]
+fn long_dot_products_on_the_gpu() {
+    let Some(dev) = common::gpu() else {
+        return;
+    };
+    let mut rng = common::rng(15);
+    for (p, n, batch) in [
+        (18446744073709551557u64, 1usize << 14, 3usize),
+        (4179340454199820289, 3 << 12, 2),
+        (3221225473, 1 << 20, 2),
+        (18446744073709551557, 1 << 24, 1),
+    ] {
+        let xs: Vec<u64> = (0..n * batch).map(|_| rng.next_u64() % p).collect();
+        let mut ys: Vec<u64> = (0..n * batch).map(|_| rng.next_u64() % p).collect();
+        ys[..n].fill(p - 1);
+        let r = dot::run(&dev, p, n as u64, &xs, &ys).unwrap();
+        for i in 0..batch {
+            let s = i * n..(i + 1) * n;
+            assert_eq!(
+                r[i],
+                dot_reference(&xs[s.clone()], &ys[s], p),
+                "p={p} n={n} instance {i}"
+            );
+        }
+    }
+}

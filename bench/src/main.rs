@@ -3,12 +3,15 @@
 //!     bench add   [--min-log 9 --max-log 18] [--variant q=2 ...] [--json F]
 //!     bench mul   [--min-log 9 --max-log 18] [--variant minb=1 ...] [--no-poly] [--json F]
 //!     bench paper [--json F] [--plots DIR]     both tables with the anchors, JSON and PNG plots
+//!     bench useradd [--runs R] [--json F]      user-written addition (bigfuse::programs) vs built-in
+//!     bench dot   [--runs R] [--json F] [--prime P]   dot products mod P in Gmodmul/s
 //!     bench probe [--bits 64,512,...]          plan, resources and one checked launch per kernel
 //!
 //! Every figure is the median of `--runs` CUDA-event timings after warm-up, checked against
 //! num-bigint first, next to a device-to-device copy measured in the same run.
 
 mod anchors;
+mod arrays;
 mod kernels;
 mod measure;
 mod plot;
@@ -71,6 +74,23 @@ enum Cmd {
         /// where to write add.png and mul.png
         #[arg(long, default_value = "bench-plots")]
         plots: PathBuf,
+    },
+    /// user_add (a DSL program: map ; scan ; map) against the built-in 1-Add, GB/s and ratio (target 0.9)
+    Useradd {
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Dot products mod P in Gmodmul/s = batch*N / time and GB/s = 16*N*batch / time, N x batch = 2^26
+    Dot {
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// the prime modulus, below 2^64 [default: both 18446744073709551557 and 4179340454199820289]
+        #[arg(long)]
+        prime: Option<u64>,
     },
     /// Differential fuzzing on the GPU: random programs against the reference evaluator
     Fuzz {
@@ -173,6 +193,38 @@ fn run(cli: Cli) -> Result<(), String> {
                 Err(e) => eprintln!("plots skipped: {e}"),
             }
             Ok(())
+        }
+        Cmd::Useradd { runs, json } => {
+            let mut bench = Bench::new(runs).map_err(s)?;
+            let gpu = bench.gpu.target().name.clone();
+            eprintln!("bench useradd on {gpu}");
+            let rows = arrays::useradd(&mut bench, &variant::default().hints).map_err(s)?;
+            println!("{}", arrays::useradd_table(&gpu, runs, &rows));
+            write(&json, &arrays::useradd_json(&gpu, runs, &rows))?;
+            // A wrong or failed figure fails the command, once the table shows the rest.
+            arrays::failures(
+                "useradd",
+                rows.iter().flat_map(|r| {
+                    [
+                        (format!("built-in at 2^{} bits", r.log), &r.builtin),
+                        (format!("user_add at 2^{} bits", r.log), &r.user),
+                    ]
+                }),
+            )
+        }
+        Cmd::Dot { runs, json, prime } => {
+            let primes = prime.map_or(arrays::DOT_PRIMES.to_vec(), |p| vec![p]);
+            let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
+            let name = gpu.target().name.clone();
+            eprintln!("bench dot on {name}");
+            let rows = arrays::dot(&gpu, runs, &primes, &variant::default().hints).map_err(s)?;
+            println!("{}", arrays::dot_table(&name, runs, &rows));
+            write(&json, &arrays::dot_json(&name, runs, &rows))?;
+            arrays::failures(
+                "dot",
+                rows.iter()
+                    .map(|r| (format!("mod {} at 2^{} elements", r.prime, r.log), &r.dot)),
+            )
         }
         Cmd::Probe { bits } => probe(&bits).map_err(s),
         Cmd::Fuzz { programs, seed } => fuzz(programs, seed),

@@ -66,6 +66,8 @@ pub struct Measured {
     pub threads_per_instance: u32,
     pub shared_bytes: u32,
     pub algo: String,
+    /// Kernels in the plan (a split plan launches several; the details above are the first's).
+    pub parts: usize,
 }
 
 pub fn driver(during: &str, e: impl std::fmt::Debug) -> bigfuse::Error {
@@ -105,15 +107,7 @@ impl Bench {
 
     /// Device-to-device copy of one operand, GB/s counting bytes read + written.
     pub fn copy_gbs(&mut self) -> bigfuse::Result<f64> {
-        let bytes = self.a_host.len() * 8;
-        let gpu = self.gpu.clone();
-        let (a, scratch) = (&self.a, &mut self.scratch);
-        let ms = median_ms(&gpu, self.runs, || {
-            gpu.stream()
-                .memcpy_dtod(a, scratch)
-                .map_err(|e| driver("copying", e))
-        })?;
-        Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
+        copy_gbs(&self.gpu, self.runs, &self.a, &mut self.scratch)
     }
 
     /// Compiles `kernel` for `bits` with `hints`, checks it, and times it over NumInsts = 2^32 / bits.
@@ -124,9 +118,21 @@ impl Bench {
         hints: &Hints,
         reference: Reference,
     ) -> bigfuse::Result<Measured> {
+        self.measure_sized(kernel, &[bits], bits, hints, reference)
+    }
+
+    /// [`Bench::measure`] for a kernel whose sizes are not NumBits (`user_add` takes limbs): its
+    /// instances must be `bits` wide, `bits / 64` words each, as the operands are laid out.
+    pub fn measure_sized(
+        &mut self,
+        kernel: &Kernel,
+        sizes: &[u64],
+        bits: u64,
+        hints: &Hints,
+        reference: Reference,
+    ) -> bigfuse::Result<Measured> {
         let n = 1u64 << (TOTAL_LOG - bits.trailing_zeros());
-        let program: Arc<GpuProgram> = kernel.prepare_with(&self.gpu, &[bits], hints)?;
-        let gk = &program.parts[0];
+        let program: Arc<GpuProgram> = kernel.prepare_with(&self.gpu, sizes, hints)?;
         if program.parts.len() > 1 {
             eprintln!(
                 "    ({} at {bits} bits runs as {} kernels)",
@@ -134,65 +140,125 @@ impl Bench {
                 program.parts.len()
             );
         }
-        program.launch(&self.gpu, n, &[&self.a, &self.b], &mut self.out)?;
-        let got = self.gpu.download(&self.out[0], "result")?;
-        self.verify(kernel.name(), bits, &got, reference)?;
-        let (gpu, a, b) = (self.gpu.clone(), &self.a, &self.b);
-        let out = &mut self.out;
-        let ms = median_ms(&gpu, self.runs, || program.launch(&gpu, n, &[a, b], out))?;
-        let c = &gk.compiled;
-        let algo = c
-            .stages
-            .iter()
-            .find(|s| s.pass == "lower")
-            .map(|s| {
-                if s.ir.contains("limb_mul.ntt") {
-                    "ntt"
-                } else if s.ir.contains("limb_mul.classical") {
-                    "classical"
-                } else {
-                    "-"
-                }
-            })
-            .unwrap_or("-")
-            .to_string();
-        Ok(Measured {
-            ms,
-            registers: gk.resources.registers,
-            local_bytes: gk.resources.local_bytes,
-            q: c.schedule.q,
-            threads_per_instance: c.schedule.threads_per_instance,
-            shared_bytes: c.placement.shared_bytes,
-            algo,
-        })
+        let inputs = [&self.a, &self.b];
+        let got = results(&self.gpu, &program, n, &inputs, &mut self.out)?;
+        verify(
+            (&self.a_host, &self.b_host),
+            kernel.name(),
+            bits,
+            &got[0],
+            reference,
+        )?;
+        time_program(&self.gpu, self.runs, &program, n, &inputs, &mut self.out)
     }
+}
 
-    /// Checks 200 random instances plus the first and last against num-bigint.
-    fn verify(
-        &self,
-        name: &str,
-        bits: u64,
-        out: &[u64],
-        reference: Reference,
-    ) -> bigfuse::Result<()> {
-        let m = (bits / 64) as usize;
-        let n = (1usize << (TOTAL_LOG - bits.trailing_zeros())).min(out.len() / m);
-        let modulus = BigUint::from(1u8) << bits;
-        let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
-        let mut idx: Vec<usize> = (0..200).map(|_| rng.gen_range(0..n)).collect();
-        idx.extend([0, n - 1]);
-        let limbs = |v: &[u64]| bigfuse::runtime::big_from_limbs(v);
-        let bad = idx.par_iter().find_any(|&&i| {
-            let x = limbs(&self.a_host[i * m..(i + 1) * m]);
-            let y = limbs(&self.b_host[i * m..(i + 1) * m]);
-            limbs(&out[i * m..(i + 1) * m]) != reference(&x, &y) % &modulus
+/// Device-to-device copy of `src` into `scratch`, GB/s counting bytes read + written.
+pub fn copy_gbs(
+    gpu: &GpuDevice,
+    runs: usize,
+    src: &Slice,
+    scratch: &mut Slice,
+) -> bigfuse::Result<f64> {
+    // cudarc asserts on a short target; a value is kinder than a panic in the middle of a table.
+    if scratch.len() < src.len() {
+        return Err(bigfuse::Error::Argument {
+            kernel: "copy".into(),
+            message: format!(
+                "copy target of {} words for {} words",
+                scratch.len(),
+                src.len()
+            ),
         });
-        match bad {
-            None => Ok(()),
-            Some(i) => Err(bigfuse::Error::Argument {
-                kernel: name.into(),
-                message: format!("instance {i} at {bits} bits differs from num-bigint"),
-            }),
-        }
+    }
+    let bytes = src.len() * 8;
+    let ms = median_ms(gpu, runs, || {
+        gpu.stream()
+            .memcpy_dtod(src, scratch)
+            .map_err(|e| driver("copying", e))
+    })?;
+    Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
+}
+
+/// One untimed launch of `program` over `n` instances and every result as the host sees it:
+/// what gets checked before the same buffers are timed.
+pub fn results(
+    gpu: &GpuDevice,
+    program: &GpuProgram,
+    n: u64,
+    inputs: &[&Slice],
+    outputs: &mut [Slice],
+) -> bigfuse::Result<Vec<Vec<u64>>> {
+    program.launch(gpu, n, inputs, outputs)?;
+    outputs.iter().map(|o| gpu.download(o, "result")).collect()
+}
+
+/// Times `program` over `n` instances on buffers already on the device (checked first by the
+/// caller), with the first kernel's schedule and resources alongside.
+pub fn time_program(
+    gpu: &GpuDevice,
+    runs: usize,
+    program: &GpuProgram,
+    n: u64,
+    inputs: &[&Slice],
+    outputs: &mut [Slice],
+) -> bigfuse::Result<Measured> {
+    let ms = median_ms(gpu, runs, || program.launch(gpu, n, inputs, outputs))?;
+    let gk = &program.parts[0];
+    let c = &gk.compiled;
+    let algo = c
+        .stages
+        .iter()
+        .find(|s| s.pass == "lower")
+        .map(|s| {
+            if s.ir.contains("limb_mul.ntt") {
+                "ntt"
+            } else if s.ir.contains("limb_mul.classical") {
+                "classical"
+            } else {
+                "-"
+            }
+        })
+        .unwrap_or("-")
+        .to_string();
+    Ok(Measured {
+        ms,
+        registers: gk.resources.registers,
+        local_bytes: gk.resources.local_bytes,
+        q: c.schedule.q,
+        threads_per_instance: c.schedule.threads_per_instance,
+        shared_bytes: c.placement.shared_bytes,
+        algo,
+        parts: program.parts.len(),
+    })
+}
+
+/// Checks 200 random instances plus the first and last against num-bigint (`hosts`: the operands
+/// as uploaded).
+fn verify(
+    hosts: (&[u64], &[u64]),
+    name: &str,
+    bits: u64,
+    out: &[u64],
+    reference: Reference,
+) -> bigfuse::Result<()> {
+    let m = (bits / 64) as usize;
+    let n = (1usize << (TOTAL_LOG - bits.trailing_zeros())).min(out.len() / m);
+    let modulus = BigUint::from(1u8) << bits;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
+    let mut idx: Vec<usize> = (0..200).map(|_| rng.gen_range(0..n)).collect();
+    idx.extend([0, n - 1]);
+    let limbs = |v: &[u64]| bigfuse::runtime::big_from_limbs(v);
+    let bad = idx.par_iter().find_any(|&&i| {
+        let x = limbs(&hosts.0[i * m..(i + 1) * m]);
+        let y = limbs(&hosts.1[i * m..(i + 1) * m]);
+        limbs(&out[i * m..(i + 1) * m]) != reference(&x, &y) % &modulus
+    });
+    match bad {
+        None => Ok(()),
+        Some(i) => Err(bigfuse::Error::Argument {
+            kernel: name.into(),
+            message: format!("instance {i} at {bits} bits differs from num-bigint"),
+        }),
     }
 }

@@ -132,7 +132,7 @@ pub fn mul(
     )
 }
 
-fn cell(x: f64, reference: Option<f64>, pct: bool) -> String {
+pub fn cell(x: f64, reference: Option<f64>, pct: bool) -> String {
     if x.is_nan() {
         return "-".into();
     }
@@ -143,30 +143,35 @@ fn cell(x: f64, reference: Option<f64>, pct: bool) -> String {
     }
 }
 
-fn detail(m: &Option<Measured>) -> String {
-    m.as_ref()
-        .map(|m| {
-            let spill = if m.local_bytes > 0 {
-                format!(", {} B local", m.local_bytes)
-            } else {
-                String::new()
-            };
-            let algo = if m.algo == "-" {
-                String::new()
-            } else {
-                format!("{} ", m.algo)
-            };
-            let shared = if m.shared_bytes > 0 {
-                format!(", {} B shared", m.shared_bytes)
-            } else {
-                String::new()
-            };
-            format!(
-                "{algo}T={} Q={} {} regs{spill}{shared}",
-                m.threads_per_instance, m.q, m.registers
-            )
-        })
-        .unwrap_or_default()
+pub fn detail(m: Option<&Measured>) -> String {
+    m.map(|m| {
+        let spill = if m.local_bytes > 0 {
+            format!(", {} B local", m.local_bytes)
+        } else {
+            String::new()
+        };
+        let algo = if m.algo == "-" {
+            String::new()
+        } else {
+            format!("{} ", m.algo)
+        };
+        let shared = if m.shared_bytes > 0 {
+            format!(", {} B shared", m.shared_bytes)
+        } else {
+            String::new()
+        };
+        // A split plan's details are its first kernel's: say so.
+        let parts = if m.parts > 1 {
+            format!(", first of {} kernels", m.parts)
+        } else {
+            String::new()
+        };
+        format!(
+            "{algo}T={} Q={} {} regs{spill}{shared}{parts}",
+            m.threads_per_instance, m.q, m.registers
+        )
+    })
+    .unwrap_or_default()
 }
 
 /// Markdown table of the addition rows (percentages of the same-run copy; best anchor alongside).
@@ -192,8 +197,8 @@ pub fn add_table(gpu: &str, runs: usize, rows: &[Row], variants: &[Variant]) -> 
                 r.copy_gbs,
                 cell(*one, Some(r.copy_gbs), true),
                 cell(*six, Some(r.copy_gbs), true),
-                detail(d1),
-                detail(d6)
+                detail(d1.as_ref()),
+                detail(d6.as_ref())
             );
         }
         s.push('\n');
@@ -227,8 +232,8 @@ pub fn mul_table(gpu: &str, runs: usize, rows: &[Row], variants: &[Variant]) -> 
                 } else {
                     format!("{:.2}", p / one)
                 },
-                detail(d1),
-                detail(dp)
+                detail(d1.as_ref()),
+                detail(dp.as_ref())
             );
         }
         s.push('\n');
