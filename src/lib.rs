@@ -40,6 +40,7 @@ pub use bigfuse_runtime::{Arg, Column, Device, Error, Kernel, Result};
 pub use num_bigint::BigUint;
 
 pub mod fuzz;
+pub mod poly;
 pub mod programs;
 
 /// What a kernel-writing program needs.

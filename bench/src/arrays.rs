@@ -19,16 +19,16 @@ pub const ADD_LOGS: std::ops::RangeInclusive<u32> = 9..=18;
 pub const TARGET_RATIO: f64 = 0.9;
 
 /// log2 of the elements of each input over the whole batch (N x batch): 2^26 u64 words, 512 MiB per
-/// input as the addition's operands. Two inputs, the copy target and the host copies (~3 GiB in
-/// all) fit an H200 and its host with room to spare; on a smaller card 25 halves every figure's
-/// work and keeps each size's batch at least 2 (2^25 / 2^24).
+/// input as the addition's operands. Both inputs and the copy target are 1.5 GiB on the device, the
+/// host copies 1 GiB: an H200 has room to spare. Where that is too much, 25 halves it and still
+/// leaves the longest vectors a batch of 2.
 pub const DOT_TOTAL_LOG: u32 = 26;
 
 /// log2 of the elements per vector.
 pub const DOT_LOGS: [u32; 8] = [10, 12, 14, 16, 18, 20, 22, 24];
 
 /// The largest prime below 2^64 (its residues use every bit) and 29 * 2^57 + 1, a 62-bit
-/// NTT-friendly prime (two spare bits: the other shape of modulus a user is likely to pick).
+/// NTT-friendly prime: a modulus with spare bits next to one with none.
 pub const DOT_PRIMES: [u64; 2] = [18446744073709551557, 4179340454199820289];
 
 /// One NumBits: the copy, then the built-in `a + b` and `user_add` (Err: why there is no figure).
@@ -457,21 +457,29 @@ mod tests {
     use bigfuse::Target;
 
     /// What the GPU runs is planned without one: every benchmarked size plans, with the layouts
-    /// the uploads assume (N words per instance in, the operands' words or one residue out).
+    /// the uploads assume (N words per instance in, a chunk kernel reading them in place as C
+    /// virtual instances of N / C words; N words or one residue out).
     #[test]
     fn every_benchmarked_size_plans_with_the_assumed_layouts() {
         let (target, hints) = (Target::h100(), Hints::default());
+        let words_of = |plan: &bigfuse::codegen::Plan| {
+            let first = &plan.parts[0];
+            first
+                .compiled
+                .inputs
+                .iter()
+                .map(|l| l.words * first.instances)
+                .collect::<Vec<_>>()
+        };
         for log in ADD_LOGS {
             let n = (1u64 << log) / 64;
             let plan = user_add::kernel()
                 .unwrap()
                 .plan(&[n], &target, &hints)
                 .unwrap();
-            let first = &plan.parts[0].compiled;
-            assert!(first.inputs.iter().all(|l| l.words == n), "2^{log} bits");
-            if !plan.is_split() {
-                assert_eq!(first.outputs[0].words, n, "2^{log} bits");
-            }
+            assert_eq!(words_of(&plan), [n, n], "2^{log} bits");
+            let last = &plan.parts[plan.parts.len() - 1].compiled;
+            assert_eq!(last.outputs[0].words, n, "2^{log} bits");
         }
         for p in DOT_PRIMES {
             for log in DOT_LOGS {
@@ -479,11 +487,9 @@ mod tests {
                     .unwrap()
                     .plan(&[p, 1 << log], &target, &hints)
                     .unwrap();
-                let first = &plan.parts[0].compiled;
-                assert!(
-                    first.inputs.iter().all(|l| l.words == 1 << log),
-                    "mod {p} at 2^{log}"
-                );
+                assert_eq!(words_of(&plan), [1 << log, 1 << log], "mod {p} at 2^{log}");
+                let last = &plan.parts[plan.parts.len() - 1].compiled;
+                assert_eq!(last.outputs[0].words, 1, "mod {p} at 2^{log}");
             }
         }
     }

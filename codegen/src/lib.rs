@@ -23,6 +23,7 @@ pub mod modular;
 pub mod mul;
 pub mod ntt;
 pub mod place;
+pub mod polymul;
 pub mod recognise;
 pub mod schedule;
 pub mod split;
@@ -194,19 +195,7 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         outputs,
         tables: emit::ntt_tables(&fused.func)
             .into_iter()
-            .map(|id| {
-                let bigfuse_core::Op::LimbMul { a, out_len, .. } = &fused.func.node(id).op else {
-                    unreachable!("ntt_tables lists products")
-                };
-                let bigfuse_core::Type::Array(_, in_len) = fused.func.ty(*a) else {
-                    unreachable!("factors are arrays")
-                };
-                ntt::plan(
-                    in_len.as_const().unwrap_or(0),
-                    out_len.as_const().unwrap_or(0),
-                )
-                .map(|p| p.twiddle_table())
-            })
+            .map(|id| emit::table_words(&fused.func, id))
             .collect::<CgResult<Vec<_>>>()?,
         kernels: fused.kernels,
         fusion_notes: fused.notes,

@@ -63,6 +63,8 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
                     p
                 }
             }
+            // Big values are held as their limbs: these conversions are the identity there.
+            Op::FromLimbs(x) | Op::Limbs(x) => m(*x),
             Op::BigAdd(x, y) => add_or_sub(&mut b, m(*x), m(*y), false)?,
             Op::BigSub(x, y) => add_or_sub(&mut b, m(*x), m(*y), true)?,
             Op::BigCmp(CmpOp::Eq, x, y) => {

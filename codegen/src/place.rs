@@ -149,6 +149,13 @@ fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
         );
         return Some((layout.total * 4) as u32);
     }
+    if let Op::PolyMul { a, modulus, .. } = &node.op {
+        let Type::Array(_, n) = func.ty(*a) else {
+            return None;
+        };
+        let plan = crate::polymul::plan(n.as_const()?, modulus.as_const()?).ok()?;
+        return Some((plan.shared_bytes() * sched.instances_per_block as u64) as u32);
+    }
     if sched.threads_per_instance <= 32 {
         return None; // warp shuffles and ballots need no shared memory
     }
@@ -191,7 +198,7 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
             continue;
         };
         let k = uses.len();
-        let fenced = matches!(func.node(id).op, Op::LimbMul { .. });
+        let fenced = matches!(func.node(id).op, Op::LimbMul { .. } | Op::PolyMul { .. });
         let free = buffers
             .iter()
             .enumerate()

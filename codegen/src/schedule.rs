@@ -175,6 +175,32 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
             "classical product(s) in slices of about {mul_width} 32-bit digits, two slices per thread"
         ));
     }
+    // Polynomial products: eight butterflies per thread and stage.
+    let poly_threads = func
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            bigfuse_core::Op::PolyMul { a, modulus, .. } => {
+                let bigfuse_core::Type::Array(_, len) = func.ty(*a) else {
+                    return None;
+                };
+                Some(crate::polymul::plan(len.as_const()?, modulus.as_const()?))
+            }
+            _ => None,
+        })
+        .collect::<CgResult<Vec<_>>>()?
+        .iter()
+        .map(|p| p.threads())
+        .max();
+    if let Some(pt) = poly_threads {
+        let pt = pt.min(max_t);
+        if hints.q.is_none() || t < pt {
+            t = t.max(pt);
+        }
+        decisions.push(format!(
+            "polynomial product(s): {pt} threads per instance, eight butterflies each per stage"
+        ));
+    }
     if let Some(nt) = ntt_threads {
         let nt = nt.min(max_t);
         if products.is_empty() && hints.q.is_none() || t < nt {

@@ -217,6 +217,18 @@ impl Builder {
         self.push(Op::ZpInv(x))
     }
 
+    /// The product of two polynomials over `Zp<P>` (arrays of N coefficients): 2N coefficients.
+    pub fn poly_mul(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        let modulus = match self.ty(a) {
+            Type::Array(e, _) => match &**e {
+                Type::Zp(m) => *m,
+                _ => Size::lit(0),
+            },
+            _ => Size::lit(0),
+        };
+        self.push(Op::PolyMul { a, b, modulus })
+    }
+
     pub fn not(&mut self, a: ValueId) -> IrResult<ValueId> {
         self.push(Op::Unary(UnOp::Not, a))
     }

@@ -190,6 +190,29 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             modulus_of(ty)?,
         )),
         Op::ZpInv(x) => Value::U64(modular::inv_mod(scalar_int(v(*x))?, modulus_of(ty)?)),
+        Op::PolyMul { a, b, modulus: m } => {
+            let p = modulus(m)?;
+            let xs = array(v(*a))?
+                .iter()
+                .map(scalar_int)
+                .collect::<IrResult<Vec<u64>>>()?;
+            let ys = array(v(*b))?
+                .iter()
+                .map(scalar_int)
+                .collect::<IrResult<Vec<u64>>>()?;
+            let mut out = vec![0u64; 2 * xs.len()];
+            for (i, x) in xs.iter().enumerate() {
+                for (j, y) in ys.iter().enumerate() {
+                    out[i + j] = modular::add_mod(out[i + j], modular::mul_mod(*x, *y, p), p);
+                }
+            }
+            // Lowered programs hold Montgomery forms xR: the product of forms carries R twice.
+            if matches!(ty, Type::Array(e, _) if **e == Type::U64) {
+                let mont = modular::Montgomery::new(p);
+                out.iter_mut().for_each(|c| *c = mont.redc(*c as u128));
+            }
+            Value::Array(out.into_iter().map(Value::U64).collect())
+        }
         Op::Cast(a) => {
             let x = scalar_int(v(*a))?;
             match ty {

@@ -174,6 +174,14 @@ pub enum Op {
     ZpPow(ValueId, ValueId),
     /// The inverse in `Zp<P>` (0 maps to 0).
     ZpInv(ValueId),
+    /// The product of two polynomials over `Zp<modulus>` given by their N coefficients (lowest
+    /// first): 2N coefficients, the last always 0. After lowering the arrays hold Montgomery forms
+    /// (u64) and so does the result. Code generation computes it with number-theoretic transforms.
+    PolyMul {
+        a: ValueId,
+        b: ValueId,
+        modulus: Size,
+    },
 
     /// Big-integer addition modulo 2^bits.
     BigAdd(ValueId, ValueId),
@@ -243,6 +251,7 @@ impl Op {
             | Op::BigCmp(_, a, b)
             | Op::BigMul(a, b)
             | Op::BigMulWide(a, b)
+            | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
             Op::Select(c, a, b) => vec![*c, *a, *b],
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
@@ -273,6 +282,7 @@ impl Op {
             | Op::BigCmp(_, a, b)
             | Op::BigMul(a, b)
             | Op::BigMulWide(a, b)
+            | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => {
                 *a = f(*a);
                 *b = f(*b);
@@ -395,7 +405,9 @@ impl Func {
 fn node_is_concrete(n: &Node) -> bool {
     n.ty.is_concrete()
         && match &n.op {
-            Op::Iota(s) | Op::LimbMul { out_len: s, .. } => s.param.is_none(),
+            Op::Iota(s) | Op::LimbMul { out_len: s, .. } | Op::PolyMul { modulus: s, .. } => {
+                s.param.is_none()
+            }
             other => other.lambdas().iter().all(|l| l.is_concrete()),
         }
 }

@@ -80,6 +80,9 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::Cast(a) => format!("cast {a}"),
         Op::ZpPow(a, e) => format!("zp.pow {a}, {e}"),
         Op::ZpInv(a) => format!("zp.inv {a}"),
+        Op::PolyMul { a, b, modulus } => {
+            format!("poly_mul {a}, {b} mod {}", modulus.display(names))
+        }
         Op::Select(c, a, b) => format!("select {c}, {a}, {b}"),
         Op::Tuple(xs) => format!("tuple {}", list(xs)),
         Op::Extract(t, k) => format!("extract {t}.{k}"),

@@ -105,6 +105,9 @@ fn subst(func: &Func, sizes: &[u64]) -> IrResult<Func> {
                 *init = subst_literal(init, sizes).ok_or_else(overflow)?;
             }
             Op::Const(l) => *l = subst_literal(l, sizes).ok_or_else(overflow)?,
+            Op::PolyMul { modulus, .. } => {
+                *modulus = crate::types::Size::lit(modulus.eval(sizes).ok_or_else(overflow)?)
+            }
             _ => {}
         }
     }

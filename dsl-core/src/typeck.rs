@@ -103,6 +103,47 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
+        Op::PolyMul { a, b, modulus } => {
+            let (ta, tb) = (ty(*a), ty(*b));
+            let ok = ta == tb
+                && match ta {
+                    Type::Array(e, _) => match &**e {
+                        Type::Zp(m) => m == modulus,
+                        // Lowered: Montgomery forms.
+                        Type::U64 => true,
+                        _ => false,
+                    },
+                    _ => false,
+                };
+            let Type::Array(e, n) = ta else {
+                return Err(err(
+                    func,
+                    format!("poly_mul needs two arrays of Zp<P>, not {}", show(ta)),
+                ));
+            };
+            if !ok {
+                return Err(err(
+                    func,
+                    format!(
+                        "poly_mul needs two arrays of Zp<{}> of one length, not {} and {}",
+                        modulus.display(names),
+                        show(ta),
+                        show(tb)
+                    ),
+                ));
+            }
+            let doubled = n
+                .factor
+                .checked_mul(2)
+                .ok_or_else(|| err(func, "the product's length overflows".into()))?;
+            Type::array(
+                (**e).clone(),
+                Size {
+                    factor: doubled,
+                    param: n.param,
+                },
+            )
+        }
         Op::ZpInv(x) => match ty(*x) {
             t @ Type::Zp(_) => t.clone(),
             other => return Err(err(func, format!("inv needs a Zp<P>, not {}", show(other)))),

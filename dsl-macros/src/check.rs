@@ -82,6 +82,7 @@ pub enum Inst {
     },
     Pow(usize, usize),
     Inv(usize),
+    PolyMul(usize, usize),
 }
 
 pub struct Checked {
@@ -218,11 +219,11 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
                 syn::Type::Tuple(t) => (
                     t.elems
                         .iter()
-                        .map(|e| c.declared(e))
+                        .map(|e| c.result_type(e))
                         .collect::<syn::Result<Vec<_>>>()?,
                     true,
                 ),
-                other => (vec![c.declared(other)?], false),
+                other => (vec![c.result_type(other)?], false),
             },
         };
     for t in &output_types {
@@ -420,6 +421,36 @@ impl Checker {
                 format!(
                     "size `{}` does not appear in any parameter, so no call could choose it",
                     self.sizes[before]
+                ),
+            );
+        }
+        Ok(t)
+    }
+
+    /// A declared result type. A modulus may appear there first (a kernel can compute residues
+    /// modulo a prime chosen per call from integers); any other size must come from a parameter.
+    fn result_type(&mut self, ty: &syn::Type) -> syn::Result<KType> {
+        let before = self.sizes.len();
+        let t = parse_type(ty, &mut self.sizes)?;
+        fn other_sizes(t: &KType, out: &mut Vec<usize>) {
+            match t {
+                KType::Big(w) => out.extend(w.param),
+                KType::Array(e, n) => {
+                    out.extend(n.param);
+                    other_sizes(e, out);
+                }
+                KType::Tuple(ts) => ts.iter().for_each(|t| other_sizes(t, out)),
+                _ => {}
+            }
+        }
+        let mut used = Vec::new();
+        other_sizes(&t, &mut used);
+        if let Some(&new) = used.iter().find(|&&i| i >= before) {
+            return err(
+                ty,
+                format!(
+                    "size `{}` does not appear in any parameter, so no call could choose it",
+                    self.sizes[new]
                 ),
             );
         }
@@ -1010,7 +1041,16 @@ impl Checker {
                     Ok(self.push(Inst::Scan { op, init, exclusive: name == "scan_exclusive", input: x }, tx.clone()))
                 }
             }
-            (KType::Array(..), other) => err(&m.method, format!("arrays have no method `{other}`: they have map, zip, unzip, scan_inclusive, scan_exclusive and reduce")),
+            (KType::Array(e, n), "poly_mul") if matches!(**e, KType::Zp(_)) => {
+                nargs(1, "a.poly_mul(b) takes the other polynomial's coefficients")?;
+                let y = self.expr(&m.args[0], Some(&tx))?;
+                if self.ty(y) != tx {
+                    return err(&m.args[0], format!("poly_mul needs two {}, not {}", self.show(&tx), self.show(&self.ty(y))));
+                }
+                let doubled = Width { factor: n.factor * 2, param: n.param };
+                Ok(self.push(Inst::PolyMul(x, y), KType::Array(e.clone(), doubled)))
+            }
+            (KType::Array(..), other) => err(&m.method, format!("arrays have no method `{other}`: they have map, zip, unzip, scan_inclusive, scan_exclusive, reduce and (on Zp<P> coefficients) poly_mul")),
             (KType::Zp(_), other) => err(&m.method, format!("Zp<P> has no method `{other}`: it has pow, inv and value")),
             _ => err(
                 &m.method,

@@ -191,6 +191,10 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let x = id(x);
                 quote!(b.zp_inv(#x)?)
             }
+            Inst::PolyMul(x, y) => {
+                let (x, y) = (id(x), id(y));
+                quote!(b.poly_mul(#x, #y)?)
+            }
             Inst::Map { f, args } => {
                 let f = operator_tokens(f, m, checks, false);
                 let args = ids(args);

@@ -9,6 +9,7 @@
 mod carry;
 mod mul;
 mod ntt;
+mod polymul;
 
 use crate::error::{CgResult, CodegenError};
 pub(crate) use crate::place::is_carry_scan;
@@ -415,6 +416,7 @@ impl<'a> Emitter<'a> {
                 ..
             } => self.ntt_mul(id, &comment),
             Op::LimbMul { .. } => self.limb_mul(id, &comment),
+            Op::PolyMul { .. } => self.poly_mul(id, &comment),
             Op::BigAdd(..)
             | Op::BigSub(..)
             | Op::BigCmp(..)
@@ -974,7 +976,8 @@ fn node_comment(func: &Func, id: ValueId) -> String {
     bigfuse_core::node_text(func, id)
 }
 
-/// The NTT products of a function, in the order their twiddle tables are kernel parameters.
+/// The NTT products (big-integer and polynomial) of a function, in the order their twiddle
+/// tables are kernel parameters.
 pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
     func.ids()
         .filter(|id| {
@@ -983,10 +986,34 @@ pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
                 Op::LimbMul {
                     algo: bigfuse_core::MulAlgo::Ntt,
                     ..
-                }
+                } | Op::PolyMul { .. }
             )
         })
         .collect()
+}
+
+/// The constant table (32-bit words) of one node listed by [`ntt_tables`].
+pub fn table_words(func: &Func, id: ValueId) -> CgResult<Vec<u32>> {
+    match &func.node(id).op {
+        Op::LimbMul { a, out_len, .. } => {
+            let Type::Array(_, in_len) = func.ty(*a) else {
+                unreachable!("factors are arrays")
+            };
+            crate::ntt::plan(
+                in_len.as_const().unwrap_or(0),
+                out_len.as_const().unwrap_or(0),
+            )
+            .map(|p| p.twiddle_table())
+        }
+        Op::PolyMul { a, modulus, .. } => {
+            let Type::Array(_, n) = func.ty(*a) else {
+                unreachable!("factors are arrays")
+            };
+            crate::polymul::plan(n.as_const().unwrap_or(0), modulus.as_const().unwrap_or(0))
+                .map(|p| p.twiddle_table())
+        }
+        _ => unreachable!("ntt_tables lists transforms"),
+    }
 }
 
 /// The CUDA C source of one kernel.
@@ -1022,8 +1049,18 @@ pub fn emit(
     e.line("typedef unsigned long long u64;");
     e.line("");
     let tables = ntt_tables(func);
-    if !tables.is_empty() {
+    if tables
+        .iter()
+        .any(|id| matches!(func.node(*id).op, Op::LimbMul { .. }))
+    {
         e.out.push_str(ntt::HELPERS);
+        e.line("");
+    }
+    if tables
+        .iter()
+        .any(|id| matches!(func.node(*id).op, Op::PolyMul { .. }))
+    {
+        e.out.push_str(polymul::HELPERS);
         e.line("");
     }
     let t = sched.threads_per_instance;
@@ -1034,10 +1071,11 @@ pub fn emit(
         .collect();
     params.extend((0..func.outputs.len()).map(|k| format!("u64* __restrict__ out{k}")));
     params.extend(tables.iter().map(|id| {
-        format!(
-            "const uint2* __restrict__ tw{} /* twiddles of {id} */",
-            id.0
-        )
+        let ty = match func.node(*id).op {
+            Op::PolyMul { .. } => "u32",
+            _ => "uint2",
+        };
+        format!("const {ty}* __restrict__ tw{} /* twiddles of {id} */", id.0)
     }));
     params.push("const u64 n".into());
     e.line(format!(

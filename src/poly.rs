@@ -1,0 +1,224 @@
+//! Products of polynomials over Z on the GPU, by number-theoretic transforms in several primes and
+//! Chinese remaindering (as Emeliyanenko does): each coefficient is reduced modulo K primes of
+//! about 62 bits (one kernel per prime, written in the DSL), each product is computed modulo each
+//! prime by `poly_mul` (transforms in shared memory), and the K residues of every product
+//! coefficient are recombined into an exact integer by Garner's algorithm (one more kernel, built
+//! with the IR builder because its shape depends on K). Everything runs through the same
+//! compiler; on the CPU backend the same programs run in the evaluator.
+
+use crate::ir::modular::{inv_mod, is_prime, mul_mod};
+use crate::ir::{Builder, Func, Literal, Size, Type, ValueId};
+use crate::{BigUint, Device, Kernel, Result};
+use std::sync::Arc;
+
+/// The residue modulo P of one coefficient given as L little-endian 64-bit limbs: Horner's rule
+/// as an associative reduction over (value, weight) pairs, each limb weighing 2^64 mod P.
+#[crate::kernel]
+pub fn residues(c: [u64; L]) -> Zp<P> {
+    let base = Zp::<P>::from(u64::MAX) + Zp::ONE;
+    let (v, _) = c.map(|x| (Zp::<P>::from(x), base)).reduce(
+        |(v1, w1), (v2, w2)| (v1 + v2 * w1, w1 * w2),
+        (Zp::ZERO, Zp::ONE),
+    );
+    v
+}
+
+/// The product of two polynomials of N coefficients modulo P (2N coefficients).
+#[crate::kernel]
+pub fn poly_mul_mod(a: [Zp<P>; N], b: [Zp<P>; N]) -> [Zp<P>; { 2 * N }] {
+    a.poly_mul(b)
+}
+
+/// Bits of the primes: below 2^62, so that Garner's partial sums stay simple, and with 2^20 | p - 1
+/// (far more than the 2^13-point transforms need).
+const PRIME_BITS: u32 = 62;
+const PRIME_TWO_ADICITY: u32 = 20;
+
+/// The `k` largest primes p < 2^62 with p = c * 2^20 + 1.
+pub fn primes(k: usize) -> Vec<u64> {
+    let step = 1u64 << PRIME_TWO_ADICITY;
+    let mut c = ((1u64 << PRIME_BITS) - 1) / step;
+    let mut out = Vec::with_capacity(k);
+    while out.len() < k && c > 0 {
+        let p = c * step + 1;
+        if is_prime(p) {
+            out.push(p);
+        }
+        c -= 1;
+    }
+    out
+}
+
+/// A plan for products of polynomials of `n` coefficients of at most `bits` bits each.
+#[derive(Clone, Debug)]
+pub struct PolyMul {
+    pub n: u64,
+    pub bits: u64,
+    /// Limbs per input coefficient.
+    pub in_limbs: u64,
+    /// Bits of each result coefficient (a multiple of 64 that holds n * (2^bits - 1)^2).
+    pub out_bits: u64,
+    pub primes: Vec<u64>,
+    crt: Arc<Kernel>,
+}
+
+impl PolyMul {
+    /// For polynomials of `n` coefficients (at most 4096) below 2^bits (a multiple of 64).
+    pub fn new(n: u64, bits: u64) -> Result<PolyMul> {
+        if bits == 0 || bits % 64 != 0 || n == 0 {
+            return Err(crate::Error::Argument {
+                kernel: "poly_mul".into(),
+                message: format!(
+                    "coefficients of {bits} bits and {n} coefficients: bits must be a positive multiple of 64, n positive"
+                ),
+            });
+        }
+        // Product coefficients are below n * 2^(2 bits); the primes' product must exceed that.
+        let need = 2 * bits + 64 - (n.max(1) - 1).leading_zeros() as u64 + 1;
+        let k = need.div_ceil(PRIME_BITS as u64 - 1) as usize;
+        let primes = primes(k);
+        let out_bits = need.div_ceil(64) * 64;
+        let crt = Arc::new(Kernel::new(garner(&primes, out_bits)?)?);
+        Ok(PolyMul {
+            n,
+            bits,
+            in_limbs: bits / 64,
+            out_bits,
+            primes,
+            crt,
+        })
+    }
+
+    /// The products of `a[i]` and `b[i]` for every i: each polynomial is its n coefficients, lowest
+    /// first; each product has 2n coefficients (the last is 0).
+    pub fn run(
+        &self,
+        dev: &Device,
+        a: &[Vec<BigUint>],
+        b: &[Vec<BigUint>],
+    ) -> Result<Vec<Vec<BigUint>>> {
+        let (n, l) = (self.n as usize, self.in_limbs as usize);
+        if a.len() != b.len() {
+            return Err(crate::Error::BatchMismatch {
+                first: "a".into(),
+                first_len: a.len(),
+                other: "b".into(),
+                other_len: b.len(),
+            });
+        }
+        let limbs = |polys: &[Vec<BigUint>], name: &str| -> Result<Vec<u64>> {
+            let mut out = vec![0u64; polys.len() * n * l];
+            for (i, poly) in polys.iter().enumerate() {
+                if poly.len() != n {
+                    return Err(crate::Error::Argument {
+                        kernel: "poly_mul".into(),
+                        message: format!("`{name}[{i}]` has {} coefficients, not {n}", poly.len()),
+                    });
+                }
+                for (j, c) in poly.iter().enumerate() {
+                    if c.bits() > self.bits {
+                        return Err(crate::Error::ValueTooWide {
+                            param: format!("{name}[{i}]"),
+                            index: j,
+                            bits: c.bits(),
+                            max: self.bits,
+                        });
+                    }
+                    for (k, d) in c.iter_u64_digits().enumerate() {
+                        out[(i * n + j) * l + k] = d;
+                    }
+                }
+            }
+            Ok(out)
+        };
+        let (al, bl) = (limbs(a, "a")?, limbs(b, "b")?);
+        let mut products = Vec::with_capacity(self.primes.len());
+        for &p in &self.primes {
+            let ra = residues::run(dev, l as u64, p, &al)?;
+            let rb = residues::run(dev, l as u64, p, &bl)?;
+            products.push(poly_mul_mod::run(dev, p, n as u64, &ra, &rb)?);
+        }
+        let args: Vec<crate::Arg> = products
+            .iter()
+            .map(|c| crate::Arg::from(c.as_slice()))
+            .collect();
+        let cols = self.crt.run(dev, &[], &args)?;
+        let coeffs = crate::__private::take_big(cols.into_iter().next())?;
+        Ok(coeffs.chunks(2 * n).map(<[BigUint]>::to_vec).collect())
+    }
+}
+
+/// Garner's algorithm for residues modulo `primes`, as an IR program over one coefficient: the
+/// mixed-radix digits v_i (each modulo p_i, from the earlier ones by Horner's rule modulo p_i),
+/// then the integer sum of v_i * (p_0 ... p_{i-1}) in `out_bits` bits.
+pub fn garner(primes: &[u64], out_bits: u64) -> std::result::Result<Func, crate::ir::IrError> {
+    let mut b = Builder::new(&format!("crt{}", primes.len()), &[]);
+    let zp = |p: u64| Type::Zp(Size::lit(p));
+    let rs: Vec<ValueId> = primes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| b.param(&format!("r{i}"), zp(*p)))
+        .collect();
+    let mut digits: Vec<ValueId> = Vec::new(); // v_i as u64
+    for (i, &p) in primes.iter().enumerate() {
+        let v = if i == 0 {
+            rs[0]
+        } else {
+            // u = v_{i-1} p_{i-2} ... + v_0, modulo p.
+            let mut u = b.cast(digits[i - 1], zp(p))?;
+            for j in (0..i - 1).rev() {
+                let pj = b.constant(Literal::Zp(primes[j] % p, Size::lit(p)));
+                let prod = b.mul(u, pj)?;
+                let vj = b.cast(digits[j], zp(p))?;
+                u = b.add(prod, vj)?;
+            }
+            let prefix = primes[..i]
+                .iter()
+                .fold(1u64, |acc, q| mul_mod(acc, q % p, p));
+            let c = b.constant(Literal::Zp(inv_mod(prefix, p), Size::lit(p)));
+            let d = b.sub(rs[i], u)?;
+            b.mul(d, c)?
+        };
+        digits.push(b.cast(v, Type::U64)?);
+    }
+    // The integer: Horner from the most significant digit, in out_bits-bit arithmetic.
+    let limbs = out_bits / 64;
+    let big = |b: &mut Builder, x: ValueId| -> std::result::Result<ValueId, crate::ir::IrError> {
+        let idx = b.iota(Size::lit(limbs))?;
+        let f = {
+            let mut l = Builder::lambda();
+            let i = l.param("i", Type::U64);
+            let v = l.param("v", Type::U64);
+            let zero = l.u64(0);
+            let first = l.eq(i, zero)?;
+            let r = l.select(first, v, zero)?;
+            l.finish(&[r])?
+        };
+        let arr = b.map(f, &[idx, x])?;
+        b.from_limbs(arr)
+    };
+    let mut acc = big(&mut b, digits[primes.len() - 1])?;
+    for j in (0..primes.len() - 1).rev() {
+        let pj = b.u64(primes[j]);
+        let pj = big(&mut b, pj)?;
+        let prod = b.mul(acc, pj)?;
+        let vj = big(&mut b, digits[j])?;
+        acc = b.add(prod, vj)?;
+    }
+    b.finish(&[acc])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primes_are_ntt_friendly_and_distinct() {
+        let ps = primes(9);
+        assert_eq!(ps.len(), 9);
+        for p in &ps {
+            assert!(is_prime(*p) && *p < 1 << 62 && (p - 1) % (1 << 20) == 0);
+        }
+        assert!(ps.windows(2).all(|w| w[0] > w[1]));
+    }
+}
