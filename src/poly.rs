@@ -8,6 +8,7 @@
 
 use crate::ir::modular::{inv_mod, is_prime, mul_mod};
 use crate::ir::{Builder, Func, Literal, Size, Type, ValueId};
+use crate::runtime::{DeviceBuffer, GpuDevice, GpuProgram};
 use crate::{BigUint, Device, Kernel, Result};
 use std::sync::Arc;
 
@@ -132,6 +133,17 @@ impl PolyMul {
             Ok(out)
         };
         let (al, bl) = (limbs(a, "a")?, limbs(b, "b")?);
+        if let Device::Gpu(gpu) = dev {
+            let ad = gpu.upload(&al, "coefficients of a")?;
+            let bd = gpu.upload(&bl, "coefficients of b")?;
+            let out = self.launch(gpu, a.len() as u64, &ad, &bd)?;
+            let words = gpu.download(&out, "product coefficients")?;
+            let w = (self.out_bits / 64) as usize;
+            return Ok(words
+                .chunks(w * 2 * n)
+                .map(|poly| poly.chunks(w).map(crate::runtime::big_from_limbs).collect())
+                .collect());
+        }
         let mut products = Vec::with_capacity(self.primes.len());
         for &p in &self.primes {
             let ra = residues::run(dev, l as u64, p, &al)?;
@@ -146,6 +158,74 @@ impl PolyMul {
         let coeffs = crate::__private::take_big(cols.into_iter().next())?;
         Ok(coeffs.chunks(2 * n).map(<[BigUint]>::to_vec).collect())
     }
+}
+
+impl PolyMul {
+    /// Compiles (or takes from the cache) every kernel for `gpu`.
+    pub fn prepare(&self, gpu: &GpuDevice) -> Result<PreparedPolyMul> {
+        let mut per_prime = Vec::with_capacity(self.primes.len());
+        for &p in &self.primes {
+            per_prime.push((
+                residues::kernel()?.prepare(gpu, &[self.in_limbs, p])?,
+                poly_mul_mod::kernel()?.prepare(gpu, &[p, self.n])?,
+            ));
+        }
+        Ok(PreparedPolyMul {
+            per_prime,
+            crt: self.crt.prepare(gpu, &[])?,
+        })
+    }
+
+    /// The products of `batch` pairs of polynomials already on the device (coefficients as
+    /// `in_limbs` little-endian limbs each, polynomial after polynomial); returns the product
+    /// coefficients as `out_bits / 64` limbs each, 2n per product. All work stays on the GPU.
+    pub fn launch(
+        &self,
+        gpu: &GpuDevice,
+        batch: u64,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+    ) -> Result<DeviceBuffer> {
+        let prepared = self.prepare(gpu)?;
+        self.launch_prepared(gpu, &prepared, batch, a, b)
+    }
+
+    /// [`PolyMul::launch`] with the kernels prepared once (for timing).
+    pub fn launch_prepared(
+        &self,
+        gpu: &GpuDevice,
+        prepared: &PreparedPolyMul,
+        batch: u64,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+    ) -> Result<DeviceBuffer> {
+        let coeffs = batch * self.n;
+        let mut products = Vec::with_capacity(self.primes.len());
+        let mut ra = gpu.alloc(coeffs as usize, "residues of a")?;
+        let mut rb = gpu.alloc(coeffs as usize, "residues of b")?;
+        for (res, conv) in &prepared.per_prime {
+            res.launch(gpu, coeffs, &[a], std::slice::from_mut(&mut ra))?;
+            res.launch(gpu, coeffs, &[b], std::slice::from_mut(&mut rb))?;
+            let mut prod = gpu.alloc(2 * coeffs as usize, "products modulo a prime")?;
+            conv.launch(gpu, batch, &[&ra, &rb], std::slice::from_mut(&mut prod))?;
+            products.push(prod);
+        }
+        let mut out = gpu.alloc(
+            (2 * coeffs * self.out_bits / 64) as usize,
+            "product coefficients",
+        )?;
+        let inputs: Vec<&DeviceBuffer> = products.iter().collect();
+        prepared
+            .crt
+            .launch(gpu, 2 * coeffs, &inputs, std::slice::from_mut(&mut out))?;
+        Ok(out)
+    }
+}
+
+/// The kernels of a [`PolyMul`], compiled and loaded on one GPU.
+pub struct PreparedPolyMul {
+    per_prime: Vec<(Arc<GpuProgram>, Arc<GpuProgram>)>,
+    crt: Arc<GpuProgram>,
 }
 
 /// Garner's algorithm for residues modulo `primes`, as an IR program over one coefficient: the
