@@ -110,10 +110,11 @@ fn dot_products_modulo_primes() {
             xs[..n].fill(p - 1);
             for dev in devices() {
                 let r = dot::run(&dev, p, n as u64, &xs, &ys).unwrap();
-                for i in 0..batch {
+                assert_eq!(r.len(), batch);
+                for (i, got) in r.iter().enumerate() {
                     let s = i * n..(i + 1) * n;
                     assert_eq!(
-                        r[i],
+                        *got,
                         dot_reference(&xs[s.clone()], &ys[s], p),
                         "{dev:?} p={p} n={n} instance {i}"
                     );
@@ -234,10 +235,11 @@ fn long_dot_products_on_the_gpu() {
         let mut ys: Vec<u64> = (0..n * batch).map(|_| rng.next_u64() % p).collect();
         ys[..n].fill(p - 1);
         let r = dot::run(&dev, p, n as u64, &xs, &ys).unwrap();
-        for i in 0..batch {
+        assert_eq!(r.len(), batch);
+        for (i, got) in r.iter().enumerate() {
             let s = i * n..(i + 1) * n;
             assert_eq!(
-                r[i],
+                *got,
                 dot_reference(&xs[s.clone()], &ys[s], p),
                 "p={p} n={n} instance {i}"
             );

@@ -133,12 +133,12 @@ impl Arith<'_> {
     }
 
     /// The form of the integer `n` (any u64).
-    fn to_form(&mut self, n: ValueId) -> CgResult<ValueId> {
+    fn form_of(&mut self, n: ValueId) -> CgResult<ValueId> {
         self.mul_const(n, self.m.r2)
     }
 
     /// The integer (below p) of a form.
-    fn from_form(&mut self, x: ValueId) -> CgResult<ValueId> {
+    fn integer_of(&mut self, x: ValueId) -> CgResult<ValueId> {
         let zero = self.lit(0);
         self.redc(x, zero)
     }
@@ -250,11 +250,11 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                 } else {
                     b.cast(m(*x), Type::U64)?
                 };
-                Arith { m: mont, b: &mut b }.to_form(v)?
+                Arith { m: mont, b: &mut b }.form_of(v)?
             }
             Op::Cast(x) if func.ty(*x).is_zp() => {
                 let mont = modulus(func.ty(*x))?;
-                Arith { m: mont, b: &mut b }.from_form(m(*x))?
+                Arith { m: mont, b: &mut b }.integer_of(m(*x))?
             }
             Op::Reduce { op, init, input } if is_zp_sum(op, init) => {
                 let mont = modulus(&node.ty)?;
@@ -352,9 +352,9 @@ fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool) -> CgResult<Value
         Type::Zp(_) => {
             let mut a = Arith { m: modulus(ty)?, b };
             if into {
-                a.to_form(v)
+                a.form_of(v)
             } else {
-                a.from_form(v)
+                a.integer_of(v)
             }
         }
         Type::Array(e, _) if e.is_zp() => {
@@ -365,7 +365,7 @@ fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool) -> CgResult<Value
                     m: modulus(e)?,
                     b: &mut l,
                 };
-                let r = if into { a.to_form(x)? } else { a.from_form(x)? };
+                let r = if into { a.form_of(x)? } else { a.integer_of(x)? };
                 l.finish(&[r])?
             };
             Ok(b.map(f, &[v])?)
@@ -445,7 +445,7 @@ fn raw_factors(func: &Func, f: &Func, args: &[ValueId]) -> Option<(u32, u32)> {
     // A factor is a lambda parameter, or a field of one whose argument is a zip of arrays.
     let param_of = |v: ValueId| match f.node(v).op {
         Op::Param(i) => kernel_param(*args.get(i as usize)?),
-        Op::Extract(t, j) => match (&f.node(t).op, &func.node(*args.get(0)?).op) {
+        Op::Extract(t, j) => match (&f.node(t).op, &func.node(*args.first()?).op) {
             (Op::Param(0), Op::Zip(xs)) if args.len() == 1 => kernel_param(*xs.get(j as usize)?),
             _ => None,
         },
@@ -518,7 +518,7 @@ fn finish_sum(b: &mut Builder, m: Montgomery, acc: ValueId, shift: i32) -> CgRes
         // t mod p, then scaled to t·R^(k + shift): mul by R^(k + shift + 1) mod p does both.
         let reduced = {
             let tr = a.mul_const(t, m.r2)?;
-            a.from_form(tr)?
+            a.integer_of(tr)?
         };
         let scale = r_power(&m, k as i32 + shift + 1);
         let term = a.mul_const(reduced, scale)?;

@@ -366,7 +366,7 @@ fn split_block(b: &syn::Block) -> syn::Result<(Vec<&syn::Stmt>, &syn::Expr)> {
 
 /// A name bound by a closure parameter or a `let` pattern.
 enum Pattern {
-    Name(syn::Ident, Option<syn::Type>),
+    Name(syn::Ident, Option<Box<syn::Type>>),
     Wild,
     Tuple(Vec<Pattern>),
 }
@@ -388,7 +388,7 @@ fn pattern(p: &syn::Pat) -> syn::Result<Pattern> {
         )),
         syn::Pat::Paren(p) => pattern(&p.pat),
         syn::Pat::Type(pt) => match pattern(&pt.pat)? {
-            Pattern::Name(n, _) => Ok(Pattern::Name(n, Some((*pt.ty).clone()))),
+            Pattern::Name(n, _) => Ok(Pattern::Name(n, Some(pt.ty.clone()))),
             other => Ok(other),
         },
         other => err(
@@ -799,10 +799,10 @@ impl Checker {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
-        let zp_of = |s: &Self, what: &str| -> syn::Result<Width> {
+        let zp_of = |_: &Self, what: &str| -> syn::Result<Width> {
             match expected {
                 Some(KType::Zp(w)) => Ok(*w),
-                _ => err(p, format!("the modulus of `Zp::{what}` is unknown here: use it where a Zp<P> is expected (e.g. as a reduce's initial value or next to a Zp<P> value){}", if s.lambda.is_some() { "" } else { "" })),
+                _ => err(p, format!("the modulus of `Zp::{what}` is unknown here: use it where a Zp<P> is expected (e.g. as a reduce's initial value or next to a Zp<P> value)")),
             }
         };
         match segs.iter().map(String::as_str).collect::<Vec<_>>()[..] {
