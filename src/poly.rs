@@ -199,27 +199,66 @@ impl PolyMul {
         a: &DeviceBuffer,
         b: &DeviceBuffer,
     ) -> Result<DeviceBuffer> {
-        let coeffs = batch * self.n;
-        let mut products = Vec::with_capacity(self.primes.len());
-        let mut ra = gpu.alloc(coeffs as usize, "residues of a")?;
-        let mut rb = gpu.alloc(coeffs as usize, "residues of b")?;
-        for (res, conv) in &prepared.per_prime {
-            res.launch(gpu, coeffs, &[a], std::slice::from_mut(&mut ra))?;
-            res.launch(gpu, coeffs, &[b], std::slice::from_mut(&mut rb))?;
-            let mut prod = gpu.alloc(2 * coeffs as usize, "products modulo a prime")?;
-            conv.launch(gpu, batch, &[&ra, &rb], std::slice::from_mut(&mut prod))?;
-            products.push(prod);
-        }
-        let mut out = gpu.alloc(
-            (2 * coeffs * self.out_bits / 64) as usize,
-            "product coefficients",
-        )?;
-        let inputs: Vec<&DeviceBuffer> = products.iter().collect();
-        prepared
-            .crt
-            .launch(gpu, 2 * coeffs, &inputs, std::slice::from_mut(&mut out))?;
-        Ok(out)
+        let mut buffers = self.buffers(gpu, batch)?;
+        self.launch_into(gpu, prepared, batch, a, b, &mut buffers)?;
+        Ok(buffers.out)
     }
+
+    /// Device buffers for `batch` products: residues, products modulo each prime, the result.
+    pub fn buffers(&self, gpu: &GpuDevice, batch: u64) -> Result<PolyBuffers> {
+        let coeffs = (batch * self.n) as usize;
+        Ok(PolyBuffers {
+            ra: gpu.alloc(coeffs, "residues of a")?,
+            rb: gpu.alloc(coeffs, "residues of b")?,
+            products: (0..self.primes.len())
+                .map(|_| gpu.alloc(2 * coeffs, "products modulo a prime"))
+                .collect::<Result<_>>()?,
+            out: gpu.alloc(
+                2 * coeffs * (self.out_bits / 64) as usize,
+                "product coefficients",
+            )?,
+        })
+    }
+
+    /// The whole computation into `buffers` (its `out` holds the product coefficients): no
+    /// allocation, so this is what a benchmark times.
+    pub fn launch_into(
+        &self,
+        gpu: &GpuDevice,
+        prepared: &PreparedPolyMul,
+        batch: u64,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        buffers: &mut PolyBuffers,
+    ) -> Result<()> {
+        let coeffs = batch * self.n;
+        for ((res, conv), prod) in prepared.per_prime.iter().zip(&mut buffers.products) {
+            res.launch(gpu, coeffs, &[a], std::slice::from_mut(&mut buffers.ra))?;
+            res.launch(gpu, coeffs, &[b], std::slice::from_mut(&mut buffers.rb))?;
+            conv.launch(
+                gpu,
+                batch,
+                &[&buffers.ra, &buffers.rb],
+                std::slice::from_mut(prod),
+            )?;
+        }
+        let inputs: Vec<&DeviceBuffer> = buffers.products.iter().collect();
+        prepared.crt.launch(
+            gpu,
+            2 * coeffs,
+            &inputs,
+            std::slice::from_mut(&mut buffers.out),
+        )
+    }
+}
+
+/// Device memory of one batch of products (see [`PolyMul::buffers`]).
+pub struct PolyBuffers {
+    ra: DeviceBuffer,
+    rb: DeviceBuffer,
+    products: Vec<DeviceBuffer>,
+    /// The product coefficients, `out_bits / 64` limbs each, 2n per product.
+    pub out: DeviceBuffer,
 }
 
 /// The kernels of a [`PolyMul`], compiled and loaded on one GPU.

@@ -15,6 +15,7 @@ mod arrays;
 mod kernels;
 mod measure;
 mod plot;
+mod poly;
 mod tables;
 mod variant;
 
@@ -91,6 +92,13 @@ enum Cmd {
         /// the prime modulus, below 2^64 [default: both 18446744073709551557 and 4179340454199820289]
         #[arg(long)]
         prime: Option<u64>,
+    },
+    /// Polynomial products over Z (multi-prime NTT + CRT), N = 2^8..2^12, 64..256-bit coefficients, GMul/s
+    Poly {
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Differential fuzzing on the GPU: random programs against the reference evaluator
     Fuzz {
@@ -225,6 +233,27 @@ fn run(cli: Cli) -> Result<(), String> {
                 rows.iter()
                     .map(|r| (format!("mod {} at 2^{} elements", r.prime, r.log), &r.dot)),
             )
+        }
+        Cmd::Poly { runs, json } => {
+            let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
+            let name = gpu.target().name.clone();
+            eprintln!("bench poly on {name}");
+            let rows = poly::poly(&gpu, runs).map_err(s)?;
+            println!("{}", poly::table(&name, runs, &rows));
+            write(&json, &poly::json(&name, runs, &rows))?;
+            let failed: Vec<String> = rows
+                .iter()
+                .filter_map(|r| {
+                    r.ms.as_ref()
+                        .err()
+                        .map(|e| format!("2^{} x {} bits: {e}", r.log_n, r.bits))
+                })
+                .collect();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("poly failed: {}", failed.join("; ")))
+            }
         }
         Cmd::Probe { bits } => probe(&bits).map_err(s),
         Cmd::Fuzz { programs, seed } => fuzz(programs, seed),

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Median of `runs` CUDA-event timings of `f`, after three untimed warm-up calls.
-fn median_ms(
+pub fn median_ms(
     gpu: &GpuDevice,
     runs: usize,
     mut f: impl FnMut() -> bigfuse::Result<()>,

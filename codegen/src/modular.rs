@@ -365,7 +365,11 @@ fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool) -> CgResult<Value
                     m: modulus(e)?,
                     b: &mut l,
                 };
-                let r = if into { a.form_of(x)? } else { a.integer_of(x)? };
+                let r = if into {
+                    a.form_of(x)?
+                } else {
+                    a.integer_of(x)?
+                };
                 l.finish(&[r])?
             };
             Ok(b.map(f, &[v])?)
