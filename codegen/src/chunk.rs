@@ -12,11 +12,13 @@ use crate::split::{Part, Plan, Source};
 use crate::{compile, Compiled, Hints, Target};
 use bigfuse_core::{Builder, Func, Op, Type, ValueId};
 
-/// Elements per chunk at most. 4096 elements are 32 KiB per u64 operand: one instance is one block
-/// of 1024 threads with 4 elements each (the cost model's choice for one reduction at this length),
-/// so part 1 keeps the single-block schedule that reduces fastest, and its partials stay few: part 2
-/// reduces up to 4096 of them in one block, which covers N up to 2^24 in two kernels.
-pub const CHUNK_LEN: u64 = 4096;
+/// Elements per chunk at most: one block of 128 threads with 8 elements each (the schedule's
+/// choice for array reductions, `schedule::reduce_q`). Small blocks finish their cross-thread
+/// combination fast and many fit an SM. Measured on an H200 (bench dot, 2026-11-22, 62-bit prime,
+/// 2^26 elements): 1024-element chunks 195-201 Gmodmul/s (76-78% of the copy bandwidth), 2048 180,
+/// 4096 (256 threads x 16) 177-179, 8192 and more 142-148. Longer vectors take three kernels from
+/// 2^21 elements on (partials are chunked again).
+pub const CHUNK_LEN: u64 = 1024;
 
 /// Chunks shorter than this do not pay for their kernel: an N with no divisor in
 /// `MIN_CHUNK_LEN..=CHUNK_LEN` (a large prime) is not chunked.
@@ -350,7 +352,7 @@ pub fn chunk_plan(concrete: &Func, target: &Target, hints: &Hints) -> CgResult<O
 /// One level of chunking of `f`, compiled: the largest chunk within [`CHUNK_LEN`] whose kernel
 /// fits (smaller chunks are tried while part 1 is too big).
 fn chunk_level(f: &Func, target: &Target, hints: &Hints) -> CgResult<Option<(Chunked, Compiled)>> {
-    let mut limit = CHUNK_LEN;
+    let mut limit = hints.chunk_len.unwrap_or(CHUNK_LEN);
     loop {
         let Some(ch) = chunk(f, limit)? else {
             return Ok(None);
@@ -510,7 +512,7 @@ mod tests {
             );
             let text = plan.explain();
             assert!(text.contains("chunked"), "{text}");
-            assert!(text.contains("L=4096"), "{text}");
+            assert!(text.contains(&format!("L={CHUNK_LEN}")), "{text}");
             assert!(text.contains(&format!("C={}", n / CHUNK_LEN)), "{text}");
         }
     }
@@ -565,10 +567,11 @@ mod tests {
     fn lengths_without_a_useful_divisor_are_not_chunked() {
         // 65537 is prime: no chunk length in range divides it.
         assert_eq!(chunk_len_for(65537, CHUNK_LEN), None);
-        assert_eq!(chunk_len_for(3 << 12, CHUNK_LEN), Some(4096));
+        assert_eq!(chunk_len_for(3 << 12, CHUNK_LEN), Some(1024));
         // 5 * 4099: its divisors are 5 and 4099, one too short, one too long.
         assert_eq!(chunk_len_for(5 * 4099, CHUNK_LEN), None);
-        assert_eq!(chunk_len_for(7 * 3000, CHUNK_LEN), Some(3500));
+        assert_eq!(chunk_len_for(7 * 3000, CHUNK_LEN), Some(1000));
+        assert_eq!(chunk_len_for(7 * 3000, 4096), Some(3500));
         assert!(chunk(&specialize(&sum(), &[65537]).unwrap(), CHUNK_LEN)
             .unwrap()
             .is_none());
@@ -576,11 +579,11 @@ mod tests {
 
     #[test]
     fn too_many_partials_are_chunked_again() {
-        // 2^26 elements: 16384 partials, themselves reduced in chunks of 4096, then 4 combined.
+        // 2^26 elements: 65536 partials, themselves reduced in chunks of 1024, then 64 combined.
         let plan = compile_plan(&dot128(), &[1 << 26], &Target::h100(), &Hints::default()).unwrap();
         let instances: Vec<u64> = plan.parts.iter().map(|p| p.instances).collect();
-        assert_eq!(instances, vec![1 << 14, 4, 1], "{}", plan.explain());
-        assert_eq!(plan.buffers[2], Type::array(Type::U64, Size::lit(4)));
+        assert_eq!(instances, vec![1 << 16, 64, 1], "{}", plan.explain());
+        assert_eq!(plan.buffers[2], Type::array(Type::U64, Size::lit(64)));
         assert_eq!(
             plan.parts[1].inputs,
             vec![Source::Buffer(0), Source::Buffer(1)]
@@ -594,7 +597,7 @@ mod tests {
         for p in &plan.parts {
             assert!(p.compiled.source.contains(&p.compiled.kernel_name));
         }
-        assert_eq!(plan.parts[0].compiled.kernel_name, "bf_dot128_chunk4096");
-        assert_eq!(plan.parts[1].compiled.kernel_name, "bf_dot128_combine256");
+        assert_eq!(plan.parts[0].compiled.kernel_name, "bf_dot128_chunk1024");
+        assert_eq!(plan.parts[1].compiled.kernel_name, "bf_dot128_combine1024");
     }
 }

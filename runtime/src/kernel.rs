@@ -47,6 +47,7 @@ pub fn env_hints() -> Hints {
         mul_width: read("BIGFUSE_MUL_WIDTH"),
         ntt_from_bits: read("BIGFUSE_NTT_FROM").map(u64::from),
         min_blocks: read("BIGFUSE_MIN_BLOCKS"),
+        chunk_len: read("BIGFUSE_CHUNK").map(u64::from),
     }
 }
 
