@@ -31,7 +31,7 @@ for line in sys.stdin:
         continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
         name = m["target"]["name"]
-        if name in ("snapshots", "macro_errors", "bigfuse_macros"):
+        if name in ("snapshots", "macro_errors", "bigfuse_macros", "user_add"):
             continue
         print(name, m["executable"])
 ' | while read -r name exe; do
