@@ -28,22 +28,24 @@ pub struct Tuned {
     pub timings: Vec<(String, f64)>,
 }
 
-/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-`.
+/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-`.
 pub fn format_hints(h: &Hints) -> String {
     fn f<T: std::fmt::Display>(v: &Option<T>) -> String {
         v.as_ref().map_or("-".to_string(), |x| x.to_string())
     }
     format!(
-        "q={},block={},width={},minb={},ntt={}",
+        "q={},block={},width={},minb={},ntt={},chunk={}",
         f(&h.q),
         f(&h.block_threads),
         f(&h.mul_width),
         f(&h.min_blocks),
-        f(&h.ntt_from_bits)
+        f(&h.ntt_from_bits),
+        f(&h.chunk_len)
     )
 }
 
-/// Parses what [`format_hints`] writes; `None` for anything else.
+/// Parses what [`format_hints`] writes (entries written before `chunk` existed too); `None` for
+/// anything else.
 pub fn parse_hints(text: &str) -> Option<Hints> {
     let mut h = Hints::default();
     let mut seen = 0;
@@ -67,11 +69,12 @@ pub fn parse_hints(text: &str) -> Option<Hints> {
             "width" => h.mul_width = small(v)?,
             "minb" => h.min_blocks = small(v)?,
             "ntt" => h.ntt_from_bits = num(v)?,
+            "chunk" => h.chunk_len = num(v)?,
             _ => return None,
         }
         seen += 1;
     }
-    (seen == 5).then_some(h)
+    (seen == 5 || seen == 6).then_some(h)
 }
 
 fn cache_file() -> Option<PathBuf> {
@@ -261,8 +264,17 @@ mod tests {
             mul_width: Some(8),
             min_blocks: Some(1),
             ntt_from_bits: Some(32768),
+            chunk_len: Some(2048),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
+        // Entries written before the chunk length existed still parse.
+        assert_eq!(
+            parse_hints("q=2,block=-,width=-,minb=-,ntt=-"),
+            Some(Hints {
+                q: Some(2),
+                ..Default::default()
+            })
+        );
         assert_eq!(
             parse_hints(&format_hints(&Hints::default())),
             Some(Hints::default())
