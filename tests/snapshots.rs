@@ -119,3 +119,30 @@ fn array_program_kernels() {
         common::nvrtc_compiles(kernel, &sizes);
     }
 }
+
+/// The kernels of a polynomial product over Z (bigfuse::poly): residues of 128-bit coefficients
+/// modulo one prime, the product of 256-coefficient polynomials modulo it, and the CRT of three
+/// residues into a 192-bit coefficient.
+#[test]
+fn polynomial_product_kernels() {
+    use bigfuse::poly::{garner, poly_mul_mod, primes, residues, PolyMul};
+    let p = primes(1)[0];
+    let pm = PolyMul::new(256, 64).unwrap();
+    let crt = Kernel::new(garner(&pm.primes, pm.out_bits).unwrap()).unwrap();
+    for (name, kernel, sizes) in [
+        ("residues", residues::kernel().unwrap(), vec![2u64, p]),
+        (
+            "poly_mul_mod",
+            poly_mul_mod::kernel().unwrap(),
+            vec![p, 256],
+        ),
+        ("crt3_192bits", &crt, vec![]),
+    ] {
+        let src = kernel.cuda_source(&sizes, &Target::h100()).unwrap();
+        let tag: Vec<String> = std::iter::once(name.to_string())
+            .chain(sizes.iter().map(u64::to_string))
+            .collect();
+        insta::assert_snapshot!(tag.join("_"), src);
+        common::nvrtc_compiles(kernel, &sizes);
+    }
+}
