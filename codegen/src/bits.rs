@@ -36,7 +36,7 @@ fn literal_masks(l: &Literal) -> Masks {
             Literal::U32(v) => *v as u64,
             Literal::U64(v) => *v,
             // A residue's Montgomery form may use every bit.
-            Literal::Zp(..) => u64::MAX,
+            Literal::Zp(..) | Literal::Big(..) => u64::MAX,
             Literal::Tuple(_) => unreachable!("leaves are scalars"),
         })
         .collect()

@@ -25,6 +25,7 @@ pub mod ntt;
 pub mod place;
 pub mod polymul;
 pub mod recognise;
+pub mod scalarize;
 pub mod schedule;
 pub mod split;
 pub mod target;

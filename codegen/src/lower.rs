@@ -43,7 +43,8 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
             func.name
         )));
     }
-    let zp_free = crate::modular::lower_zp(func)?;
+    let scalar = crate::scalarize::scalarize(func)?;
+    let zp_free = crate::modular::lower_zp(&scalar)?;
     let func = &zp_free;
     let mut b = Builder::like(func);
     let params: Vec<ValueId> = func

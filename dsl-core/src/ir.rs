@@ -32,6 +32,9 @@ pub enum Literal {
     U64(u64),
     /// A residue (below the modulus once specialized) of `Zp<modulus>`.
     Zp(u64, Size),
+    /// A big integer of the given width, as little-endian 64-bit limbs (possibly fewer than the
+    /// width holds; the rest are zero).
+    Big(Vec<u64>, Size),
     Tuple(Vec<Literal>),
 }
 
@@ -42,6 +45,7 @@ impl Literal {
             Literal::U32(_) => Type::U32,
             Literal::U64(_) => Type::U64,
             Literal::Zp(_, m) => Type::Zp(*m),
+            Literal::Big(_, bits) => Type::Big(*bits),
             Literal::Tuple(ls) => Type::Tuple(ls.iter().map(Literal::ty).collect()),
         }
     }
@@ -62,6 +66,12 @@ impl std::fmt::Display for Literal {
             Literal::U32(v) => write!(f, "{v}u32"),
             Literal::U64(v) => write!(f, "{v}u64"),
             Literal::Zp(v, m) => write!(f, "{v}zp{}", m.display(&[])),
+            Literal::Big(limbs, bits) => write!(
+                f,
+                "0x{:x}u{}",
+                crate::eval::limbs_to_big(limbs),
+                bits.display(&[])
+            ),
             Literal::Tuple(ls) => {
                 write!(f, "(")?;
                 for (i, l) in ls.iter().enumerate() {

@@ -75,6 +75,9 @@ fn subst_literal(l: &Literal, sizes: &[u64]) -> Option<Literal> {
             let p = m.eval(sizes)?;
             Literal::Zp(if p == 0 { *v } else { v % p }, crate::types::Size::lit(p))
         }
+        Literal::Big(limbs, bits) => {
+            Literal::Big(limbs.clone(), crate::types::Size::lit(bits.eval(sizes)?))
+        }
         Literal::Tuple(ls) => Literal::Tuple(
             ls.iter()
                 .map(|x| subst_literal(x, sizes))

@@ -131,7 +131,9 @@ impl Type {
     /// A scalar or a (nested) tuple of scalars: what an array element or a lambda value may be.
     pub fn is_element(&self) -> bool {
         match self {
-            Type::Bool | Type::U32 | Type::U64 | Type::Zp(_) => true,
+            // Big integers are elements of arrays and closure values before lowering, which
+            // turns them into tuples of limbs there.
+            Type::Bool | Type::U32 | Type::U64 | Type::Zp(_) | Type::Big(_) => true,
             Type::Tuple(ts) => ts.iter().all(Type::is_element),
             _ => false,
         }

@@ -61,6 +61,11 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
                     | Op::Select(..)
                     | Op::Tuple(_)
                     | Op::Extract(..)
+                    | Op::BigAdd(..)
+                    | Op::BigSub(..)
+                    | Op::BigMul(..)
+                    | Op::BigMulWide(..)
+                    | Op::BigCmp(..)
             );
             if !scalar_only || !node.ty.is_element() {
                 return Err(malformed(

@@ -20,6 +20,7 @@ impl Value {
             Literal::Bool(b) => Value::Bool(*b),
             Literal::U32(v) => Value::U32(*v),
             Literal::U64(v) | Literal::Zp(v, _) => Value::U64(*v),
+            Literal::Big(limbs, _) => Value::Big(crate::eval::limbs_to_big(limbs)),
             Literal::Tuple(ls) => Value::Tuple(ls.iter().map(Value::from_literal).collect()),
         }
     }

@@ -35,6 +35,7 @@ pub enum Lit {
     U32(u32),
     U64(u64),
     Zp(u64, Width),
+    Big(u64, Width),
     Tuple(Vec<Lit>),
 }
 
@@ -480,6 +481,12 @@ impl Checker {
         if !l.may_capture {
             return err(ident, format!("a scan or reduce operator sees only its two arguments: `{name}` belongs to the enclosing kernel"));
         }
+        if matches!(ty, KType::Big(_)) {
+            return err(ident, format!(
+                "`{name}` is {}: closures cannot read the kernel's big integers yet (the big integers inside a closure come from the mapped arrays)",
+                self.show(&ty)
+            ));
+        }
         if !ty.is_scalar() {
             return err(ident, format!(
                 "`{name}` is {}: a closure cannot read a whole array; zip it with the mapped array (`xs.zip({name}).map(|(x, y)| ..)`), or map over `iota(n)` and read `{name}[i]` at the element's own index",
@@ -637,11 +644,11 @@ impl Checker {
                             let c = self.push(Inst::Const(Lit::U64(v)), KType::U64);
                             return Ok(self.push(Inst::Cast(c), KType::Zp(*w)));
                         }
-                        Some(KType::Big(_)) => {
-                            return err(
-                                i,
-                                "integer literals cannot be used as U<..> values yet: pass the constant as a parameter",
-                            )
+                        Some(KType::Big(w)) => {
+                            let v: u64 = i.base10_parse().map_err(|_| {
+                                syn::Error::new(i.span(), "a U<..> literal must fit a u64 (larger constants: pass them as a parameter)")
+                            })?;
+                            return Ok(self.push(Inst::Const(Lit::Big(v, *w)), KType::Big(*w)));
                         }
                         _ => {
                             return err(
@@ -672,7 +679,7 @@ impl Checker {
 
     /// A constant for the initial value of a scan or reduction, of type `want`.
     fn constant(&mut self, e: &syn::Expr, want: &KType) -> syn::Result<Lit> {
-        let msg = format!("the initial value must be a constant {} (a literal, `Zp::ZERO`, `Zp::ONE`, `u64::MAX`, or a tuple of those)", self.show(want));
+        let msg = format!("the initial value must be a constant {} (a literal, `Zp::ZERO`, `Zp::ONE`, `U::ZERO`, `U::ONE`, `u64::MAX`, or a tuple of those)", self.show(want));
         let bad = |e: &syn::Expr| err(e, &msg);
         match (e, want) {
             (syn::Expr::Paren(p), _) => self.constant(&p.expr, want),
@@ -825,6 +832,18 @@ impl Checker {
                 let w = zp_of(self, c)?;
                 Ok(self.push(Inst::Const(Lit::Zp((c == "ONE") as u64, w)), KType::Zp(w)))
             }
+            ["U", c @ ("ZERO" | "ONE")] => match expected {
+                Some(KType::Big(w)) => Ok(self.push(
+                    Inst::Const(Lit::Big((c == "ONE") as u64, *w)),
+                    KType::Big(*w),
+                )),
+                _ => err(
+                    p,
+                    format!(
+                        "the width of `U::{c}` is unknown here: use it where a U<BITS> is expected"
+                    ),
+                ),
+            },
             ["u64", "MAX"] => Ok(self.push(Inst::Const(Lit::U64(u64::MAX)), KType::U64)),
             ["u32", "MAX"] => Ok(self.push(Inst::Const(Lit::U32(u32::MAX)), KType::U32)),
             _ => err(

@@ -62,6 +62,10 @@ fn lit_tokens(l: &Lit, m: Sizes) -> TokenStream {
             let s = size_tokens(w, m);
             quote!(__ir::Literal::Zp(#x, #s))
         }
+        Lit::Big(x, w) => {
+            let s = size_tokens(w, m);
+            quote!(__ir::Literal::Big(::std::vec![#x], #s))
+        }
         Lit::Tuple(ls) => {
             let ls: Vec<TokenStream> = ls.iter().map(|l| lit_tokens(l, m)).collect();
             quote!(__ir::Literal::Tuple(::std::vec![#(#ls),*]))

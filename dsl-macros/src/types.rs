@@ -41,10 +41,11 @@ impl KType {
         matches!(self, KType::Bool | KType::U32 | KType::U64 | KType::Zp(_))
     }
 
-    /// What an operator (closure) may take and return: scalars and tuples of them.
+    /// What an operator (closure) may take and return: scalars, big integers and tuples of them.
     pub fn is_element(&self) -> bool {
         match self {
             KType::Tuple(ts) => ts.iter().all(KType::is_element),
+            KType::Big(_) => true,
             t => t.is_scalar(),
         }
     }
@@ -72,7 +73,7 @@ impl KType {
 const TYPE_HINT: &str =
     "kernel values have the types U<BITS> (a big unsigned integer of BITS bits; BITS is a \
                          size chosen per call, or a literal multiple of 64), Zp<P> (an integer modulo the \
-                         prime P, chosen per call), bool, u32, u64, and arrays [T; N] of u32, u64, bool or Zp<P>";
+                         prime P, chosen per call), bool, u32, u64, and arrays [T; N] of u32, u64, bool, Zp<P> or U<BITS>";
 
 fn size_param(name: &str, sizes: &mut Vec<String>) -> usize {
     match sizes.iter().position(|s| s == name) {
@@ -116,13 +117,11 @@ pub fn parse_type(ty: &syn::Type, sizes: &mut Vec<String>) -> syn::Result<KType>
     }
     if let syn::Type::Array(a) = ty {
         let elem = parse_type(&a.elem, sizes)?;
-        if !elem.is_scalar() {
-            let hint = if matches!(elem, KType::Big(_)) {
-                "arrays of U<..> are not supported yet: pass the limbs as [u64; N] and write the arithmetic on them"
-            } else {
-                "array elements are u32, u64, bool or Zp<P>"
-            };
-            return Err(syn::Error::new(a.elem.span(), hint));
+        if !elem.is_scalar() && !matches!(elem, KType::Big(_)) {
+            return Err(syn::Error::new(
+                a.elem.span(),
+                "array elements are u32, u64, bool, Zp<P> or U<BITS>",
+            ));
         }
         let len = length(&a.len, sizes)?;
         return Ok(KType::Array(Box::new(elem), len));

@@ -43,8 +43,6 @@ impl Arg<'_> {
     /// elements of all instances, flat: instance `i` is elements `[i*N, (i+1)*N)`).
     fn matches(&self, ty: &Type) -> bool {
         let elem = match ty {
-            // Arrays of big integers have no column form yet.
-            Type::Array(e, _) if matches!(**e, Type::Big(_)) => return false,
             Type::Array(e, _) => &**e,
             t => t,
         };
@@ -294,7 +292,11 @@ pub fn check_args(kernel: &str, params: &[(String, Type)], args: &[Arg]) -> Resu
         }
     }
     for ((name, ty), a) in params.iter().zip(args) {
-        if let (Arg::Big(values), Type::Big(s)) = (a, ty) {
+        let elem = match ty {
+            Type::Array(e, _) => &**e,
+            t => t,
+        };
+        if let (Arg::Big(values), Type::Big(s)) = (a, elem) {
             let max = s.as_const().unwrap_or(0);
             if let Some((index, v)) = values
                 .par_iter()
@@ -313,7 +315,17 @@ pub fn check_args(kernel: &str, params: &[(String, Type)], args: &[Arg]) -> Resu
     Ok(n)
 }
 
-/// The flat words of one (already checked) argument: `words` per instance.
+/// Words per value of a column feeding a parameter of type `ty`: a big integer's limbs (also
+/// for an array of them, whose column holds its elements), else one.
+pub fn words_per_value(ty: &Type) -> usize {
+    match ty {
+        Type::Big(s) => (s.as_const().unwrap_or(0) / 64) as usize,
+        Type::Array(e, _) => words_per_value(e),
+        _ => 1,
+    }
+}
+
+/// The flat words of one (already checked) argument: `words` per value (see [`words_per_value`]).
 pub fn to_words(arg: &Arg, words: usize) -> Vec<u64> {
     match arg {
         Arg::Big(values) => {

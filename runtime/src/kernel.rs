@@ -197,6 +197,7 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
         CpuLevel::Reference => concrete.clone(),
         CpuLevel::Lowered => lower(concrete)?,
     };
+    let types = concrete.output_types();
     let results: Vec<Vec<Value>> = (0..n)
         .into_par_iter()
         .map(|i| {
@@ -210,10 +211,20 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
             if cfg!(debug_assertions) && i < LAW_SAMPLED_INSTANCES {
                 bigfuse_core::laws::check_operators(concrete, &inputs, LAW_SAMPLES)?;
             }
-            eval(&program, &inputs)
+            // The lowered level holds array elements that are big integers as limb tuples.
+            let inputs: Vec<Value> = inputs
+                .into_iter()
+                .zip(&program.params)
+                .map(|(v, p)| limb_form(v, &p.ty))
+                .collect();
+            let outputs = eval(&program, &inputs)?;
+            Ok(outputs
+                .into_iter()
+                .zip(&types)
+                .map(|(v, t)| big_form(v, t))
+                .collect::<Vec<Value>>())
         })
-        .collect::<std::result::Result<_, _>>()?;
-    let types = program.output_types();
+        .collect::<std::result::Result<_, bigfuse_core::IrError>>()?;
     let mut columns: Vec<Vec<Value>> = types.iter().map(|_| Vec::with_capacity(n)).collect();
     for r in results {
         for (c, v) in columns.iter_mut().zip(r) {
@@ -225,6 +236,40 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
         .zip(columns)
         .map(|(t, vals)| Column::from_values(t, vals))
         .collect()
+}
+
+/// A value of the reference level as the lowered level holds it (`ty` its lowered type): big
+/// integers that are array elements become tuples of their limbs.
+fn limb_form(v: Value, ty: &Type) -> Value {
+    match (v, ty) {
+        (Value::Big(x), Type::Tuple(ts)) => {
+            let mut d = x.to_u64_digits();
+            d.resize(ts.len(), 0);
+            Value::Tuple(d.into_iter().map(Value::U64).collect())
+        }
+        (Value::Array(xs), Type::Array(e, _)) => {
+            Value::Array(xs.into_iter().map(|x| limb_form(x, e)).collect())
+        }
+        (v, _) => v,
+    }
+}
+
+/// The inverse of [`limb_form`] for a result of (reference-level) type `ty`.
+fn big_form(v: Value, ty: &Type) -> Value {
+    match (v, ty) {
+        (Value::Array(xs), Type::Array(e, _)) if matches!(**e, Type::Big(_)) => Value::Array(
+            xs.into_iter()
+                .map(|x| match x {
+                    Value::Tuple(limbs) if limbs.iter().all(|l| matches!(l, Value::U64(_))) => {
+                        let words: Vec<u64> = limbs.iter().filter_map(Value::as_u64).collect();
+                        Value::Big(bigfuse_core::eval::limbs_to_big(&words))
+                    }
+                    other => other,
+                })
+                .collect(),
+        ),
+        (v, _) => v,
+    }
 }
 
 fn run_gpu(
@@ -243,7 +288,8 @@ fn run_gpu(
     }
     let mut inputs = Vec::with_capacity(args.len());
     for (a, p) in args.iter().zip(&concrete.params) {
-        let words = bigfuse_codegen::emit::layout_of(&p.name, &p.ty)?.words as usize;
+        bigfuse_codegen::emit::layout_of(&p.name, &p.ty)?;
+        let words = crate::column::words_per_value(&p.ty);
         inputs.push(g.upload(&to_words(a, words), &format!("argument `{}`", p.name))?);
     }
     let mut outputs = Vec::with_capacity(result_types.len());

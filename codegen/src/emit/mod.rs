@@ -30,6 +30,15 @@ pub fn layout_of(name: &str, ty: &Type) -> CgResult<BufferLayout> {
     let words = match ty {
         Type::Big(s) => s.as_const().unwrap_or(0) / 64,
         Type::Array(e, n) if e.is_scalar() => n.as_const().unwrap_or(0),
+        // Arrays of big integers: element after element, each its limbs.
+        Type::Array(e, n) if matches!(**e, Type::Big(_)) => {
+            let Type::Big(s) = &**e else { unreachable!() };
+            n.as_const().unwrap_or(0) * (s.as_const().unwrap_or(0) / 64)
+        }
+        // Arrays of tuples of scalars (big integers as limb tuples, after lowering): interleaved.
+        Type::Array(e, n) if e.leaves().iter().all(Type::is_scalar) => {
+            n.as_const().unwrap_or(0) * e.leaf_count() as u64
+        }
         t if t.is_scalar() => 1,
         other => {
             return Err(CodegenError::Unsupported(format!(
@@ -61,7 +70,7 @@ fn literal(l: &Literal) -> Vec<String> {
             Literal::U32(v) => format!("{v}u"),
             Literal::U64(v) if *v > 0xffff => format!("0x{v:x}ull"),
             Literal::U64(v) => format!("{v}ull"),
-            Literal::Tuple(_) | Literal::Zp(..) => {
+            Literal::Tuple(_) | Literal::Zp(..) | Literal::Big(..) => {
                 unreachable!("tuples are flattened and residues lowered before emission")
             }
         })
@@ -294,6 +303,9 @@ impl<'a> Emitter<'a> {
             Op::Param(i) => match &ty {
                 // Arrays of scalars are loaded as limbs are: one element per word.
                 Type::Array(e, _) if e.is_scalar() => self.load(id, *i, &comment),
+                Type::Array(e, _) if e.leaves().iter().all(Type::is_scalar) => {
+                    self.load_interleaved(id, *i, &comment)
+                }
                 Type::Big(_) | Type::Array(..) => Val::Global(*i),
                 t => {
                     self.line(format!("// {comment}"));
@@ -532,9 +544,57 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// An array of tuples (limb tuples of big integers) from global memory, where each element's
+    /// leaves are consecutive words: this thread's Q elements, leaf by leaf.
+    fn load_interleaved(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        let leaves = self.declare_array(id, q);
+        let w = leaves.len();
+        self.line(format!(
+            "// {comment}: {q} consecutive elements of {w} words per thread"
+        ));
+        let pad = self.padded(q, len);
+        self.open("{");
+        self.line(format!(
+            "const u64* src = in{param} + (inst * {len}ull + t * {q}u) * {w}u;"
+        ));
+        let guard = if pad {
+            format!("live && t * {q}u + q < {len}u")
+        } else {
+            "live".into()
+        };
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        for (k, l) in leaves.iter().enumerate() {
+            self.line(format!("{l}[q] = ({guard}) ? src[q * {w} + {k}] : 0ull;"));
+        }
+        self.close("}");
+        self.close("}");
+        Val::Array { leaves, q, len }
+    }
+
     fn store(&mut self, k: usize, id: ValueId) {
         let comment = format!("result {k} = {}", ValueId(id.0));
         match self.val(id).clone() {
+            Val::Array { leaves, q, len } if leaves.len() > 1 => {
+                let w = leaves.len();
+                let pad = self.padded(q, len);
+                self.line(format!("// {comment}: {w} words per element"));
+                self.open("if (live) {");
+                self.line(format!(
+                    "u64* dst = out{k} + (inst * {len}ull + t * {q}u) * {w}u;"
+                ));
+                self.line("#pragma unroll");
+                self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+                if pad {
+                    self.line(format!("if (t * {q}u + q >= {len}u) break;"));
+                }
+                for (j, l) in leaves.iter().enumerate() {
+                    self.line(format!("dst[q * {w} + {j}] = (u64)({l}[q]);"));
+                }
+                self.close("}");
+                self.close("}");
+            }
             Val::Array { leaves, q, len } => {
                 let v = &leaves[0];
                 let elem = match self.func.ty(id) {
