@@ -227,15 +227,15 @@ fn product(b: &mut Builder, x: ValueId, y: ValueId, n: usize, out: usize) -> CgR
     let (mut a0, mut a1, mut a2) = (zero, zero, zero);
     let mut result = Vec::with_capacity(out);
     for k in 0..out {
-        for i in 0..n {
+        for (i, &xi) in xs.iter().enumerate() {
             for (j, hi) in [(k.wrapping_sub(i), false), (k.wrapping_sub(i + 1), true)] {
                 if j >= n || i + j + hi as usize != k {
                     continue;
                 }
                 let w = if hi {
-                    b.binary(BinOp::MulHi, xs[i], ys[j])?
+                    b.binary(BinOp::MulHi, xi, ys[j])?
                 } else {
-                    b.mul(xs[i], ys[j])?
+                    b.mul(xi, ys[j])?
                 };
                 // (a0, a1, a2) += w
                 let s0 = b.add(a0, w)?;
