@@ -79,7 +79,8 @@ impl PolyMul {
         let k = need.div_ceil(PRIME_BITS as u64 - 1) as usize;
         let primes = primes(k);
         let out_bits = need.div_ceil(64) * 64;
-        let crt = Arc::new(Kernel::new(garner(&primes, out_bits)?)?);
+        // One coefficient per instance: its arithmetic is one thread's, and its registers too.
+        let crt = Arc::new(Kernel::new(garner(&primes, out_bits, 1)?)?);
         Ok(PolyMul {
             n,
             bits,
@@ -267,64 +268,62 @@ pub struct PreparedPolyMul {
     crt: Arc<GpuProgram>,
 }
 
-/// Garner's algorithm for residues modulo `primes`, as an IR program over one coefficient: the
-/// mixed-radix digits v_i (each modulo p_i, from the earlier ones by Horner's rule modulo p_i),
-/// then the integer sum of v_i * (p_0 ... p_{i-1}) in `out_bits` bits.
-pub fn garner(primes: &[u64], out_bits: u64) -> std::result::Result<Func, crate::ir::IrError> {
+/// Garner's algorithm for the residues of `m` coefficients modulo `primes` (one array per prime per
+/// instance; `PolyMul` uses m = 1, one coefficient per instance), as an array program: each coefficient's mixed-radix digits v_i (modulo
+/// p_i, from the earlier ones by Horner's rule modulo p_i), then the integer sum of
+/// v_i * (p_0 ... p_{i-1}) in `out_bits` bits by Horner's rule with one-limb constants. One thread
+/// per coefficient, its limbs in registers.
+pub fn garner(
+    primes: &[u64],
+    out_bits: u64,
+    m: u64,
+) -> std::result::Result<Func, crate::ir::IrError> {
     let mut b = Builder::new(&format!("crt{}", primes.len()), &[]);
     let zp = |p: u64| Type::Zp(Size::lit(p));
+    let big = Type::Big(Size::lit(out_bits));
     let rs: Vec<ValueId> = primes
         .iter()
         .enumerate()
-        .map(|(i, p)| b.param(&format!("r{i}"), zp(*p)))
+        .map(|(i, p)| b.param(&format!("r{i}"), Type::array(zp(*p), Size::lit(m))))
         .collect();
-    let mut digits: Vec<ValueId> = Vec::new(); // v_i as u64
-    for (i, &p) in primes.iter().enumerate() {
-        let v = if i == 0 {
-            rs[0]
-        } else {
-            // u = v_{i-1} p_{i-2} ... + v_0, modulo p.
-            let mut u = b.cast(digits[i - 1], zp(p))?;
-            for j in (0..i - 1).rev() {
-                let pj = b.constant(Literal::Zp(primes[j] % p, Size::lit(p)));
-                let prod = b.mul(u, pj)?;
-                let vj = b.cast(digits[j], zp(p))?;
-                u = b.add(prod, vj)?;
-            }
-            let prefix = primes[..i]
-                .iter()
-                .fold(1u64, |acc, q| mul_mod(acc, q % p, p));
-            let c = b.constant(Literal::Zp(inv_mod(prefix, p), Size::lit(p)));
-            let d = b.sub(rs[i], u)?;
-            b.mul(d, c)?
-        };
-        digits.push(b.cast(v, Type::U64)?);
-    }
-    // The integer: Horner from the most significant digit, in out_bits-bit arithmetic.
-    let limbs = out_bits / 64;
-    let big = |b: &mut Builder, x: ValueId| -> std::result::Result<ValueId, crate::ir::IrError> {
-        let idx = b.iota(Size::lit(limbs))?;
-        let f = {
-            let mut l = Builder::lambda();
-            let i = l.param("i", Type::U64);
-            let v = l.param("v", Type::U64);
-            let zero = l.u64(0);
-            let first = l.eq(i, zero)?;
-            let r = l.select(first, v, zero)?;
-            l.finish(&[r])?
-        };
-        let arr = b.map(f, &[idx, x])?;
-        b.from_limbs(arr)
+    let zipped = b.zip(&rs)?;
+    let f = {
+        let mut l = Builder::lambda();
+        let t = l.param("r", Type::Tuple(primes.iter().map(|p| zp(*p)).collect()));
+        let mut digits: Vec<ValueId> = Vec::new(); // v_i as u64
+        for (i, &p) in primes.iter().enumerate() {
+            let r = l.extract(t, i as u32)?;
+            let v = if i == 0 {
+                r
+            } else {
+                // u = v_{i-1} p_{i-2} ... + v_0, modulo p.
+                let mut u = l.cast(digits[i - 1], zp(p))?;
+                for j in (0..i - 1).rev() {
+                    let pj = l.constant(Literal::Zp(primes[j] % p, Size::lit(p)));
+                    let prod = l.mul(u, pj)?;
+                    let vj = l.cast(digits[j], zp(p))?;
+                    u = l.add(prod, vj)?;
+                }
+                let prefix = primes[..i]
+                    .iter()
+                    .fold(1u64, |acc, q| mul_mod(acc, q % p, p));
+                let c = l.constant(Literal::Zp(inv_mod(prefix, p), Size::lit(p)));
+                let d = l.sub(r, u)?;
+                l.mul(d, c)?
+            };
+            digits.push(l.cast(v, Type::U64)?);
+        }
+        let mut acc = l.cast(digits[primes.len() - 1], big.clone())?;
+        for j in (0..primes.len() - 1).rev() {
+            let pj = l.constant(Literal::Big(vec![primes[j]], Size::lit(out_bits)));
+            let prod = l.mul(acc, pj)?;
+            let vj = l.cast(digits[j], big.clone())?;
+            acc = l.add(prod, vj)?;
+        }
+        l.finish(&[acc])?
     };
-    let mut acc = big(&mut b, digits[primes.len() - 1])?;
-    for j in (0..primes.len() - 1).rev() {
-        let pj = b.u64(primes[j]);
-        let pj = big(&mut b, pj)?;
-        let prod = b.mul(acc, pj)?;
-        let vj = big(&mut b, digits[j])?;
-        acc = b.add(prod, vj)?;
-    }
-    b.finish(&[acc])
+    let out = b.map(f, &[zipped])?;
+    b.finish(&[out])
 }
 
 #[cfg(test)]

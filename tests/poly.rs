@@ -81,7 +81,7 @@ fn the_kernels_compile_with_nvrtc() {
     let pm = PolyMul::new(4096, 256).unwrap();
     assert_eq!(pm.primes.len(), 9);
     let crt =
-        bigfuse::Kernel::new(bigfuse::poly::garner(&pm.primes, pm.out_bits).unwrap()).unwrap();
+        bigfuse::Kernel::new(bigfuse::poly::garner(&pm.primes, pm.out_bits, 1).unwrap()).unwrap();
     common::nvrtc_compiles(&crt, &[]);
 }
 

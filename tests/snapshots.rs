@@ -128,7 +128,7 @@ fn polynomial_product_kernels() {
     use bigfuse::poly::{garner, poly_mul_mod, primes, residues, PolyMul};
     let p = primes(1)[0];
     let pm = PolyMul::new(256, 64).unwrap();
-    let crt = Kernel::new(garner(&pm.primes, pm.out_bits).unwrap()).unwrap();
+    let crt = Kernel::new(garner(&pm.primes, pm.out_bits, 1).unwrap()).unwrap();
     for (name, kernel, sizes) in [
         ("residues", residues::kernel().unwrap(), vec![2u64, p]),
         (

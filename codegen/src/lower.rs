@@ -67,6 +67,28 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
             // Big values are held as their limbs: these conversions are the identity there.
             Op::FromLimbs(x) | Op::Limbs(x) => m(*x),
             Op::BigAdd(x, y) => add_or_sub(&mut b, m(*x), m(*y), false)?,
+            // An integer zero-extended into a big integer: its limbs.
+            Op::Cast(x) if matches!(node.ty, Type::Big(_)) => {
+                let Type::Big(bits) = &node.ty else {
+                    unreachable!()
+                };
+                let n = bits.as_const().unwrap_or(0) / 64;
+                let x = match func.ty(*x) {
+                    Type::U64 => m(*x),
+                    _ => b.cast(m(*x), Type::U64)?,
+                };
+                let idx = b.iota(bigfuse_core::Size::lit(n))?;
+                let f = {
+                    let mut l = Builder::lambda();
+                    let i = l.param("i", Type::U64);
+                    let v = l.param("v", Type::U64);
+                    let zero = l.u64(0);
+                    let first = l.eq(i, zero)?;
+                    let r = l.select(first, v, zero)?;
+                    l.finish(&[r])?
+                };
+                b.map(f, &[idx, x])?
+            }
             Op::BigSub(x, y) => add_or_sub(&mut b, m(*x), m(*y), true)?,
             Op::BigCmp(CmpOp::Eq, x, y) => {
                 let eqs = b.map(limb_eq(), &[m(*x), m(*y)])?;

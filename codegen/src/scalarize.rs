@@ -161,9 +161,22 @@ fn lambda(f: &Func) -> CgResult<Func> {
             Op::Const(l) => b.constant(scalar_literal(l)),
             Op::BigAdd(x, y) => add_sub(&mut b, m(*x), m(*y), bits(*x), false)?,
             Op::BigSub(x, y) => add_sub(&mut b, m(*x), m(*y), bits(*x), true)?,
-            Op::BigMul(x, y) => product(&mut b, m(*x), m(*y), bits(*x), bits(*x))?,
-            Op::BigMulWide(x, y) => product(&mut b, m(*x), m(*y), bits(*x), 2 * bits(*x))?,
+            Op::BigMul(x, y) => product(&mut b, m(*x), m(*y), bits(*x), bits(*x), &known(f, *y))?,
+            Op::BigMulWide(x, y) => {
+                product(&mut b, m(*x), m(*y), bits(*x), 2 * bits(*x), &known(f, *y))?
+            }
             Op::BigCmp(c, x, y) => compare(&mut b, *c, m(*x), m(*y), bits(*x))?,
+            Op::Cast(a) if matches!(node.ty, Type::Big(_)) => {
+                let x = if *f.ty(*a) == Type::U64 {
+                    m(*a)
+                } else {
+                    b.cast(m(*a), Type::U64)?
+                };
+                let zero = b.u64(0);
+                let mut limbs = vec![x];
+                limbs.resize(bits(ValueId(map.len() as u32)).max(1), zero);
+                b.tuple(&limbs)?
+            }
             Op::Cast(a) => b.cast(m(*a), node.ty.clone())?,
             other if other.is_high_level() => {
                 return Err(CodegenError::Unsupported(format!(
@@ -181,6 +194,21 @@ fn lambda(f: &Func) -> CgResult<Func> {
     }
     let out = map[f.outputs[0].index()];
     Ok(b.finish(&[out])?)
+}
+
+/// The limbs of a big-integer constant of the closure (those a product may skip when zero), or
+/// nothing when the value is computed.
+fn known(f: &Func, v: ValueId) -> Vec<Option<u64>> {
+    let n = match f.ty(v) {
+        Type::Big(s) => limbs_of(s),
+        _ => 0,
+    };
+    match &f.node(v).op {
+        Op::Const(Literal::Big(limbs, _)) => (0..n)
+            .map(|k| Some(limbs.get(k).copied().unwrap_or(0)))
+            .collect(),
+        _ => vec![None; n],
+    }
 }
 
 fn limbs(b: &mut Builder, t: ValueId, n: usize) -> CgResult<Vec<ValueId>> {
@@ -221,7 +249,16 @@ fn add_sub(b: &mut Builder, x: ValueId, y: ValueId, n: usize, sub: bool) -> CgRe
 /// The product of two n-limb numbers as `out` limbs (the low half, or the full 2n), by column
 /// sums in a 192-bit accumulator: column k adds the low words of x_i*y_(k-i) and the high words of
 /// x_i*y_(k-1-i).
-fn product(b: &mut Builder, x: ValueId, y: ValueId, n: usize, out: usize) -> CgResult<ValueId> {
+/// Limbs of `y` known to be zero (a constant's) contribute nothing and are skipped, so a product by
+/// a one-limb constant costs 2n word products.
+fn product(
+    b: &mut Builder,
+    x: ValueId,
+    y: ValueId,
+    n: usize,
+    out: usize,
+    y_known: &[Option<u64>],
+) -> CgResult<ValueId> {
     let (xs, ys) = (limbs(b, x, n)?, limbs(b, y, n)?);
     let zero = b.u64(0);
     let (mut a0, mut a1, mut a2) = (zero, zero, zero);
@@ -229,7 +266,7 @@ fn product(b: &mut Builder, x: ValueId, y: ValueId, n: usize, out: usize) -> CgR
     for k in 0..out {
         for (i, &xi) in xs.iter().enumerate() {
             for (j, hi) in [(k.wrapping_sub(i), false), (k.wrapping_sub(i + 1), true)] {
-                if j >= n || i + j + hi as usize != k {
+                if j >= n || i + j + hi as usize != k || y_known.get(j) == Some(&Some(0)) {
                     continue;
                 }
                 let w = if hi {

@@ -219,6 +219,7 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 Type::U32 => Value::U32(x as u32),
                 Type::U64 => Value::U64(x),
                 Type::Zp(p) => Value::U64(x % modulus(p)?),
+                Type::Big(_) => Value::Big(BigUint::from(x)),
                 _ => return fail("cast to a non-integer"),
             }
         }

@@ -374,6 +374,8 @@ pub fn check_cast(func: &Func, from: &Type, to: &Type) -> IrResult<()> {
         // A residue converts to its integer value, which needs all 64 bits.
         (Type::Zp(_), to) => *to == Type::U64,
         (from, Type::Zp(_)) => from.is_scalar(),
+        // Zero extension of an integer into a big integer.
+        (from, Type::Big(_)) => from.is_integer(),
         (from, to) => from.is_scalar() && to.is_integer(),
     };
     if ok {
