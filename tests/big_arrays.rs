@@ -101,3 +101,27 @@ fn big_array_kernels_compile_with_nvrtc() {
         common::nvrtc_compiles(prefix::kernel().unwrap(), &[bits, n]);
     }
 }
+
+/// Small constants next to whole big integers (lowered to a limb array) and inside closures.
+#[bigfuse::kernel]
+fn constants(a: U<BITS>, xs: [U<BITS>; N]) -> (U<BITS>, [U<BITS>; N]) {
+    (a * 3 + 1, xs.map(|x| x * 5 + 7))
+}
+
+#[test]
+fn big_constants() {
+    let (bits, n) = (192u64, 4usize);
+    let a = values(bits, 3, 11);
+    let xs = values(bits, 3 * n, 12);
+    let m = common::modulus(bits);
+    for dev in common::devices() {
+        let (r, ys) = constants::run(&dev, bits, n as u64, &a, &xs).unwrap();
+        for i in 0..3 {
+            assert_eq!(r[i], (&a[i] * 3u8 + 1u8) % &m, "{dev:?}");
+        }
+        for i in 0..3 * n {
+            assert_eq!(ys[i], (&xs[i] * 5u8 + 7u8) % &m, "{dev:?}");
+        }
+    }
+    common::nvrtc_compiles(constants::kernel().unwrap(), &[bits, n as u64]);
+}

@@ -67,6 +67,24 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
             // Big values are held as their limbs: these conversions are the identity there.
             Op::FromLimbs(x) | Op::Limbs(x) => m(*x),
             Op::BigAdd(x, y) => add_or_sub(&mut b, m(*x), m(*y), false)?,
+            // A big constant: its limbs, each thread picking its own.
+            Op::Const(Literal::Big(limbs, bits)) => {
+                let n = bits.as_const().unwrap_or(0) / 64;
+                let idx = b.iota(bigfuse_core::Size::lit(n))?;
+                let f = {
+                    let mut l = Builder::lambda();
+                    let i = l.param("i", Type::U64);
+                    let mut r = l.u64(0);
+                    for (k, w) in limbs.iter().enumerate().filter(|(_, w)| **w != 0) {
+                        let kk = l.u64(k as u64);
+                        let here = l.eq(i, kk)?;
+                        let wv = l.u64(*w);
+                        r = l.select(here, wv, r)?;
+                    }
+                    l.finish(&[r])?
+                };
+                b.map(f, &[idx])?
+            }
             // An integer zero-extended into a big integer: its limbs.
             Op::Cast(x) if matches!(node.ty, Type::Big(_)) => {
                 let Type::Big(bits) = &node.ty else {
