@@ -481,7 +481,7 @@ fn widen_lambda() -> Func {
 
 /// 192-bit addition on little-endian (u64, u64, u64): exact for any sum of fewer than 2^64 terms
 /// below 2^128.
-pub(crate) fn add192() -> Func {
+fn add192() -> Func {
     let w = Type::Tuple(vec![Type::U64; 3]);
     let mut b = Builder::lambda();
     let x = b.param("a", w.clone());

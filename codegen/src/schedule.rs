@@ -44,11 +44,6 @@ pub struct Schedule {
     pub min_blocks: u32,
     /// Shared memory a block may use (bytes): placement sizes buffers within it.
     pub shared_limit: u32,
-    /// Element ownership: false, thread t holds elements [t*Q, (t+1)*Q); true, it holds pairs
-    /// T pairs apart (elements 2(kT + t) and 2(kT + t) + 1 for k < Q/2), so that every 16-byte
-    /// load of a warp is contiguous. Only for programs that do not depend on which thread holds
-    /// which element: element-wise work and commutative reductions.
-    pub interleaved: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -113,25 +108,6 @@ pub fn reduce_q(len: u64) -> u32 {
         q /= 2;
     }
     q as u32
-}
-
-/// Whether `op(a, b) == op(b, a)` by construction: a commutative integer operation of its two
-/// parameters, or the 192-bit addition of delayed modular sums.
-pub fn commutative(op: &Func) -> bool {
-    use bigfuse_core::{BinOp, Op};
-    if *op == crate::modular::add192() {
-        return true;
-    }
-    let is_param =
-        |v: bigfuse_core::ValueId, i: u32| matches!(op.node(v).op, Op::Param(p) if p == i);
-    match op.node(op.outputs[0]).op {
-        Op::Binary(BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor, x, y) => {
-            op.ty(x).is_scalar()
-                && !op.ty(x).is_zp()
-                && ((is_param(x, 0) && is_param(y, 1)) || (is_param(x, 1) && is_param(y, 0)))
-        }
-        _ => false,
-    }
 }
 
 /// A program over arrays (every parameter an array, as opposed to big integers) whose only
@@ -342,30 +318,7 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
     ));
     decisions.push(format!("{ipb} instance(s) per block of {block} threads"));
     decisions.push(format!("about {est} registers per thread (estimate)"));
-    let interleaved = q % 2 == 0
-        && max_len % 2 == 0
-        && lens.iter().all(|l| *l == max_len)
-        && is_array_reduction(func)
-        && func
-            .params
-            .iter()
-            .all(|p| matches!(&p.ty, Type::Array(e, _) if e.is_scalar()))
-        && func.outputs.iter().all(|o| func.ty(*o).is_scalar())
-        && func.nodes.iter().all(|n| match &n.op {
-            bigfuse_core::Op::Reduce { op, .. } => commutative(op),
-            bigfuse_core::Op::Iota(_)
-            | bigfuse_core::Op::Limbs(_)
-            | bigfuse_core::Op::FromLimbs(_) => false,
-            _ => true,
-        });
-    if interleaved {
-        decisions.push(
-            "interleaved elements: each thread holds pairs T pairs apart (commutative reductions only), so loads are coalesced"
-                .into(),
-        );
-    }
     Ok(Schedule {
-        interleaved,
         threads_per_instance: t,
         instances_per_block: ipb,
         block_threads: block,

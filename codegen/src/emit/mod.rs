@@ -392,9 +392,8 @@ impl<'a> Emitter<'a> {
                 self.line(format!("// {comment}"));
                 let leaves = self.declare_array(id, q);
                 self.line("#pragma unroll");
-                let i = self.index("q", q);
                 self.line(format!(
-                    "for (int q = 0; q < {q}; ++q) {}[q] = (u64){i};",
+                    "for (int q = 0; q < {q}; ++q) {}[q] = (u64)(t * {q}u + q);",
                     leaves[0]
                 ));
                 Val::Array { leaves, q, len }
@@ -501,55 +500,13 @@ impl<'a> Emitter<'a> {
         self.sched.threads_per_instance as u64 * q as u64 > len
     }
 
-    /// The index in its array of this thread's element `k` (a C expression) of `q`.
-    fn index(&self, k: &str, q: u32) -> String {
-        if self.sched.interleaved {
-            let t_count = self.sched.threads_per_instance;
-            format!("((({k} >> 1) * {t_count}u + t) * 2u + ({k} & 1))")
-        } else {
-            format!("(t * {q}u + {k})")
-        }
-    }
-
     fn load(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
-        if self.sched.interleaved {
-            self.line(format!(
-                "// {comment}: {q} elements per thread, in pairs {} pairs apart",
-                self.sched.threads_per_instance
-            ));
-        } else {
-            self.line(format!("// {comment}: {q} consecutive limbs per thread"));
-        }
+        self.line(format!("// {comment}: {q} consecutive limbs per thread"));
         let leaves = self.declare_array(id, q);
         let v = &leaves[0];
         let pad = self.padded(q, len);
         self.open("{");
-        if self.sched.interleaved {
-            let t_count = self.sched.threads_per_instance;
-            self.line(format!(
-                "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param} + inst * {len}ull);"
-            ));
-            self.line("#pragma unroll");
-            self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
-            let guard = if pad {
-                format!("live && (k * {t_count}u + t) * 2u < {len}u")
-            } else {
-                "live".into()
-            };
-            self.line(format!(
-                "const ulonglong2 w = ({guard}) ? src[k * {t_count}u + t] : make_ulonglong2(0ull, 0ull);"
-            ));
-            self.line(format!("{v}[2 * k] = w.x;"));
-            self.line(format!("{v}[2 * k + 1] = w.y;"));
-            self.close("}");
-            self.close("}");
-            return Val::Array {
-                leaves: leaves.clone(),
-                q,
-                len,
-            };
-        }
         self.line(format!(
             "const u64* src = in{param} + inst * {len}ull + t * {q}u;"
         ));
@@ -1042,8 +999,7 @@ impl<'a> Emitter<'a> {
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
         if self.padded(q, len) {
-            let i = self.index("q", q);
-            self.line(format!("if ({i} >= {len}u) continue; // padding"));
+            self.line(format!("if (t * {q}u + q >= {len}u) continue; // padding"));
         }
         let x = self.element(input, "q");
         self.apply(op, &[result.clone(), x], &result);
