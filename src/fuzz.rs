@@ -2,7 +2,7 @@
 //! reference evaluator on programs nobody wrote by hand (`tests/fuzz.rs` on the CPU in every test
 //! run, `bench fuzz` on the GPU).
 
-use crate::ir::{Builder, Func, IrResult, Size, Type, Value, ValueId};
+use crate::ir::{BinOp, Builder, Func, IrResult, Literal, Size, Type, Value, ValueId};
 use num_bigint::BigUint;
 
 /// A small deterministic generator (xorshift64*), so that a failing seed reproduces anywhere.
@@ -144,6 +144,19 @@ pub fn inputs(p: &Program, n: usize) -> Vec<Vec<Value>> {
             .map(|i| match param.ty {
                 Type::Bool => Value::Bool(r.chance(50)),
                 Type::U64 => Value::U64(r.next_u64()),
+                // Array programs: `bits` is the length N.
+                Type::Array(..) => Value::Array(
+                    (0..p.bits)
+                        .map(|_| {
+                            Value::U64(match r.below(5) {
+                                0 => u64::MAX,
+                                1 => 0,
+                                2 => r.below(4),
+                                _ => r.next_u64(),
+                            })
+                        })
+                        .collect(),
+                ),
                 _ => {
                     let limbs: Vec<u64> = (0..words)
                         .map(|_| match r.below(4) {
@@ -176,6 +189,15 @@ pub fn as_columns(cols: &[Vec<Value>]) -> Vec<ArgColumn> {
             Some(Value::U64(_)) => {
                 ArgColumn::U64(c.iter().map(|v| v.as_u64().unwrap_or(0)).collect())
             }
+            // Arrays: flat, instance after instance.
+            Some(Value::Array(_)) => ArgColumn::U64(
+                c.iter()
+                    .flat_map(|v| match v {
+                        Value::Array(xs) => xs.iter().map(|x| x.as_u64().unwrap_or(0)).collect(),
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            ),
             _ => ArgColumn::Big(
                 c.iter()
                     .map(|v| v.as_big().cloned().unwrap_or_default())
@@ -221,4 +243,165 @@ pub fn reference(p: &Program, cols: &[Vec<Value>], n: usize) -> IrResult<Vec<cra
             crate::Column::from_values(t, vals).expect("evaluator results have their types")
         })
         .collect())
+}
+
+/// Array lengths the array fuzzer draws from: one warp and less, several warps, padding, and
+/// lengths that are chunked (reductions over more than 1024 elements).
+pub const LENGTHS: &[u64] = &[
+    1, 2, 3, 7, 32, 33, 64, 100, 256, 1000, 1024, 3000, 4096, 6144,
+];
+
+/// Associative operators with their identities, as lambdas over u64 (for scans and reductions).
+fn associative(r: &mut Rng) -> IrResult<(Func, Literal)> {
+    let mut l = Builder::lambda();
+    let a = l.param("a", Type::U64);
+    let c = l.param("b", Type::U64);
+    let (v, init) = match r.below(7) {
+        0 => (l.add(a, c)?, 0),
+        1 => (l.xor(a, c)?, 0),
+        2 => (l.and(a, c)?, u64::MAX),
+        3 => (l.or(a, c)?, 0),
+        4 => (l.binary(BinOp::Mul, a, c)?, 1),
+        5 => {
+            let lt = l.lt(a, c)?;
+            (l.select(lt, c, a)?, 0) // max
+        }
+        _ => {
+            let lt = l.lt(a, c)?;
+            (l.select(lt, a, c)?, u64::MAX) // min
+        }
+    };
+    Ok((l.finish(&[v])?, Literal::U64(init)))
+}
+
+/// An element-wise operation of two u64 values (and the broadcast scalar `k`).
+fn elementwise(r: &mut Rng) -> IrResult<Func> {
+    let mut l = Builder::lambda();
+    let x = l.param("x", Type::U64);
+    let y = l.param("y", Type::U64);
+    let k = l.param("k", Type::U64);
+    let v = match r.below(9) {
+        0 => l.add(x, y)?,
+        1 => l.sub(x, y)?,
+        2 => l.binary(BinOp::Mul, x, y)?,
+        3 => l.binary(BinOp::MulHi, x, k)?,
+        4 => l.xor(x, k)?,
+        5 => l.binary(BinOp::Shr, x, y)?,
+        6 => l.binary(BinOp::Shl, y, k)?,
+        7 => {
+            let lt = l.lt(x, y)?;
+            l.select(lt, y, x)?
+        }
+        _ => {
+            let s = l.add(x, k)?;
+            l.and(s, y)?
+        }
+    };
+    Ok(l.finish(&[v])?)
+}
+
+/// A random array program over `[u64; N]`: element-wise maps (with a broadcast scalar), scans and
+/// reductions with associative operators, and user-written carry scans (the operator of
+/// `ops::carry` spelled differently), with one to three results. `bits` of the returned program
+/// is N.
+pub fn array_program(seed: u64) -> IrResult<Program> {
+    let mut r = Rng::new(seed ^ 0x5eed_a77a);
+    let n = LENGTHS[r.below(LENGTHS.len() as u64) as usize];
+    let mut b = Builder::new(&format!("afuzz{seed}"), &["N"]);
+    let arr = Type::array(Type::U64, Size::param(0));
+    let n_arrays = 2 + r.below(2);
+    let mut arrays: Vec<ValueId> = (0..n_arrays)
+        .map(|i| b.param(&format!("xs{i}"), arr.clone()))
+        .collect();
+    let mut scalars: Vec<ValueId> = vec![b.param("k", Type::U64)];
+    let steps = 2 + r.below(6);
+    for _ in 0..steps {
+        let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
+        match r.below(10) {
+            0..=3 => {
+                let (x, y, k) = (
+                    pick(&mut r, &arrays),
+                    pick(&mut r, &arrays),
+                    pick(&mut r, &scalars),
+                );
+                let f = elementwise(&mut r)?;
+                arrays.push(b.map(f, &[x, y, k])?);
+            }
+            4 | 5 => {
+                let (op, init) = associative(&mut r)?;
+                let x = pick(&mut r, &arrays);
+                arrays.push(b.scan(op, init, r.chance(50), x, None)?);
+            }
+            6 | 7 => {
+                let (op, init) = associative(&mut r)?;
+                let x = pick(&mut r, &arrays);
+                scalars.push(b.reduce(op, init, x)?);
+            }
+            _ => {
+                // A user addition of two arrays: flags, a carry scan written as `(hi | (hi >> 1 & lo)) & 1 | lo & hi & 2`, apply.
+                let (x, y) = (pick(&mut r, &arrays), pick(&mut r, &arrays));
+                let flags = {
+                    let mut l = Builder::lambda();
+                    let a = l.param("a", Type::U64);
+                    let c = l.param("b", Type::U64);
+                    let s = l.add(a, c)?;
+                    let g = l.lt(s, a)?;
+                    let g = l.cast(g, Type::U32)?;
+                    let ones = l.u64(u64::MAX);
+                    let p = l.eq(s, ones)?;
+                    let p = l.cast(p, Type::U32)?;
+                    let one = l.u32(1);
+                    let p = l.binary(BinOp::Shl, p, one)?;
+                    let f = l.or(g, p)?;
+                    l.finish(&[f])?
+                };
+                let carry = {
+                    let mut l = Builder::lambda();
+                    let lo = l.param("lo", Type::U32);
+                    let hi = l.param("hi", Type::U32);
+                    let one = l.u32(1);
+                    let two = l.u32(2);
+                    let h = l.binary(BinOp::Shr, hi, one)?;
+                    let t = l.and(h, lo)?;
+                    let g = l.or(hi, t)?;
+                    let g = l.and(g, one)?;
+                    let p = l.and(lo, hi)?;
+                    let p = l.and(p, two)?;
+                    let v = l.or(g, p)?;
+                    l.finish(&[v])?
+                };
+                let apply = {
+                    let mut l = Builder::lambda();
+                    let a = l.param("a", Type::U64);
+                    let c = l.param("b", Type::U64);
+                    let cin = l.param("c", Type::U32);
+                    let s = l.add(a, c)?;
+                    let one = l.u32(1);
+                    let bit = l.and(cin, one)?;
+                    let bit = l.cast(bit, Type::U64)?;
+                    let v = l.add(s, bit)?;
+                    l.finish(&[v])?
+                };
+                let fl = b.map(flags, &[x, y])?;
+                let carries = b.scan(carry, Literal::U32(2), true, fl, None)?;
+                arrays.push(b.map(apply, &[x, y, carries])?);
+            }
+        }
+    }
+    let mut outs = vec![*arrays.last().unwrap()];
+    if scalars.len() > 1 && r.chance(70) {
+        outs.push(*scalars.last().unwrap());
+    }
+    if r.chance(30) && arrays.len() > n_arrays as usize {
+        outs.push(arrays[arrays.len() - 2]);
+    }
+    // Sometimes a reduction-only program (the chunked path for long arrays).
+    if r.chance(25) && scalars.len() > 1 {
+        outs = vec![*scalars.last().unwrap()];
+    }
+    Ok(Program {
+        seed,
+        func: b.finish(&outs)?,
+        bits: n,
+    })
 }

@@ -3,7 +3,7 @@
 //! evaluator — on the CPU (lowered evaluator, every pass, NVRTC for a sample) in every test run,
 //! and on the GPU whenever one is present. `bench fuzz` runs many more on a GPU.
 
-use bigfuse::fuzz::{as_columns, inputs, program, reference, Program};
+use bigfuse::fuzz::{array_program, as_columns, inputs, program, reference, Program};
 use bigfuse::{Device, Hints, Kernel, Target};
 use std::time::{Duration, Instant};
 
@@ -78,5 +78,35 @@ fn random_programs_on_the_gpu() {
     let dev = Device::Gpu(gpu);
     for seed in 1000..1200u64 {
         check(&program(seed, seed % 2 == 0).unwrap(), &dev, false);
+    }
+}
+
+#[test]
+fn random_array_programs_on_the_cpu() {
+    // Bounded like the big-integer programs; NVRTC compiles one in ten.
+    let start = Instant::now();
+    let mut done = 0;
+    for seed in 0..800u64 {
+        if start.elapsed() > Duration::from_secs(45) {
+            break;
+        }
+        let p = array_program(seed).unwrap();
+        check(&p, &Device::cpu_lowered(), seed % 10 == 0);
+        done += 1;
+    }
+    assert!(done >= 20, "only {done} programs in the time budget");
+    eprintln!("{done} random array programs agreed with the reference evaluator");
+}
+
+#[test]
+fn random_array_programs_on_the_gpu() {
+    let Some(gpu) =
+        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
+    else {
+        return;
+    };
+    let dev = Device::Gpu(gpu);
+    for seed in 1000..1300u64 {
+        check(&array_program(seed).unwrap(), &dev, false);
     }
 }
