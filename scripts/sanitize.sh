@@ -8,11 +8,15 @@ bundle="${1:-gpu-bundle}"
 logs="${SANITIZE_LOGS:-sanitize-logs}"
 mkdir -p "$logs"
 status=0
-# example, then "bits instances" per size: below, at and above the classical/NTT crossover
+# example, then its two size arguments (bits and instances; limbs and instances; log2 N and
+# vectors; coefficients and bits), small, middle and large
 runs=(
   "quickstart 256 64" "quickstart 4096 32" "quickstart 65536 4"
   "six_add 256 64" "six_add 4096 32" "six_add 131072 4"
   "poly 512 32" "poly 4096 8" "poly 65536 2"
+  "user_add 8 64" "user_add 128 16" "user_add 4096 2"
+  "dot_mod_p 10 8" "dot_mod_p 14 2" "dot_mod_p 20 1"
+  "poly_mul 16 128" "poly_mul 256 64" "poly_mul 4096 256"
 )
 for tool in memcheck racecheck; do
   for run in "${runs[@]}"; do

@@ -297,7 +297,7 @@ fn elementwise(r: &mut Rng) -> IrResult<Func> {
             l.and(s, y)?
         }
     };
-    Ok(l.finish(&[v])?)
+    l.finish(&[v])
 }
 
 /// A random array program over `[u64; N]`: element-wise maps (with a broadcast scalar), scans and
