@@ -30,6 +30,18 @@ pub fn poly_mul_mod(a: [Zp<P>; N], b: [Zp<P>; N]) -> [Zp<P>; { 2 * N }] {
     a.poly_mul(b)
 }
 
+/// The product of two polynomials by the schoolbook method on the CPU (num-bigint): the reference
+/// the GPU products are checked against. Both have n coefficients; the product has 2n.
+pub fn schoolbook(a: &[BigUint], b: &[BigUint]) -> Vec<BigUint> {
+    let mut out = vec![BigUint::default(); a.len() + b.len()];
+    for (i, x) in a.iter().enumerate() {
+        for (j, y) in b.iter().enumerate() {
+            out[i + j] += x * y;
+        }
+    }
+    out
+}
+
 /// Bits of the primes: below 2^62, so that Garner's partial sums stay simple, and with 2^20 | p - 1
 /// (far more than the 2^13-point transforms need).
 const PRIME_BITS: u32 = 62;

@@ -2,18 +2,8 @@
 
 mod common;
 
-use bigfuse::poly::{poly_mul_mod, residues, PolyMul};
+use bigfuse::poly::{poly_mul_mod, residues, schoolbook, PolyMul};
 use bigfuse::{BigUint, Device};
-
-fn schoolbook(a: &[BigUint], b: &[BigUint]) -> Vec<BigUint> {
-    let mut out = vec![BigUint::default(); 2 * a.len()];
-    for (i, x) in a.iter().enumerate() {
-        for (j, y) in b.iter().enumerate() {
-            out[i + j] += x * y;
-        }
-    }
-    out
-}
 
 fn polys(n: usize, bits: u64, count: usize, seed: u64) -> Vec<Vec<BigUint>> {
     let mut rng = common::rng(seed);

@@ -3,7 +3,7 @@
 //! Chinese remaindering), results checked against a schoolbook num-bigint product first.
 
 use crate::measure::{copy_gbs, median_ms};
-use bigfuse::poly::PolyMul;
+use bigfuse::poly::{schoolbook, PolyMul};
 use bigfuse::runtime::GpuDevice;
 use bigfuse::BigUint;
 use rand::{Rng, SeedableRng};
@@ -46,16 +46,6 @@ impl PolyRow {
             Err(_) => f64::NAN,
         }
     }
-}
-
-fn schoolbook(a: &[BigUint], b: &[BigUint]) -> Vec<BigUint> {
-    let mut out = vec![BigUint::default(); 2 * a.len()];
-    for (i, x) in a.iter().enumerate() {
-        for (j, y) in b.iter().enumerate() {
-            out[i + j] += x * y;
-        }
-    }
-    out
 }
 
 fn one(gpu: &GpuDevice, runs: usize, log_n: u32, bits: u64) -> bigfuse::Result<(usize, f64)> {

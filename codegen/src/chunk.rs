@@ -143,14 +143,9 @@ fn cut(f: &Func, n: u64, kinds: &[Kind], len: u64) -> CgResult<Chunked> {
         let node = &f.nodes[i];
         Ok(match &node.op {
             Op::Const(l) => b.constant(l.clone()),
-            op => {
-                let mut op = op.clone();
-                op.map_args(|v| map[v.index()].expect("arguments come first"));
-                match op {
-                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                    op => b.push(op)?,
-                }
-            }
+            op => b.copy(op, &node.ty, |v| {
+                map[v.index()].expect("arguments come first")
+            })?,
         })
     };
 

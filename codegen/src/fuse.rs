@@ -112,14 +112,7 @@ fn rebuild(
             Keep::No => None,
             Keep::Yes => Some(match &node.op {
                 Op::Param(k) => params[*k as usize].unwrap(),
-                other => {
-                    let mut op = other.clone();
-                    op.map_args(lookup);
-                    match op {
-                        Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                        op => b.push(op)?,
-                    }
-                }
+                other => b.copy(other, &node.ty, lookup)?,
             }),
             Keep::With(op) => Some(b.push(op)?),
         };

@@ -145,14 +145,7 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
                 input,
                 flags: Some(flags),
             } => segmented_scan(&mut b, op, init, *exclusive, m(*input), m(*flags))?,
-            other => {
-                let mut op = other.clone();
-                op.map_args(m);
-                match op {
-                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                    op => b.push(op)?,
-                }
-            }
+            other => b.copy(other, &node.ty, m)?,
         };
         map.push(new);
     }
@@ -341,14 +334,7 @@ pub fn inline(b: &mut Builder, f: &Func, args: &[ValueId]) -> CgResult<ValueId> 
     for node in &f.nodes {
         let new = match &node.op {
             Op::Param(i) => args[*i as usize],
-            other => {
-                let mut op = other.clone();
-                op.map_args(|v| map[v.index()]);
-                match op {
-                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                    op => b.push(op)?,
-                }
-            }
+            other => b.copy(other, &node.ty, |v| map[v.index()])?,
         };
         map.push(new);
     }

@@ -321,14 +321,7 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                 let op = rebuild(op, true)?;
                 b.reduce(op, lowered_literal(init), m(*input))?
             }
-            other => {
-                let mut op = other.clone();
-                op.map_args(m);
-                match op {
-                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                    op => b.push(op)?,
-                }
-            }
+            other => b.copy(other, &node.ty, m)?,
         };
         map.push(new);
     }

@@ -185,14 +185,7 @@ fn rewrite(func: &Func, g: &Found) -> CgResult<Func> {
         } else {
             match &node.op {
                 Op::Param(k) => params[*k as usize],
-                other => {
-                    let mut op = other.clone();
-                    op.map_args(m);
-                    match op {
-                        Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                        op => b.push(op)?,
-                    }
-                }
+                other => b.copy(other, &node.ty, m)?,
             }
         };
         map.push(new);

@@ -103,14 +103,7 @@ pub fn scalarize(func: &Func) -> CgResult<Func> {
                     _ => r,
                 }
             }
-            other => {
-                let mut op = other.clone();
-                op.map_args(m);
-                match op {
-                    Op::Cast(a) => b.cast(a, node.ty.clone())?,
-                    op => b.push(op)?,
-                }
-            }
+            other => b.copy(other, &node.ty, m)?,
         };
         map.push(new);
     }

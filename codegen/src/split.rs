@@ -280,12 +280,7 @@ fn build_part(
     }
     for &i in nodes {
         let node = &concrete.nodes[i];
-        let mut op = node.op.clone();
-        op.map_args(|v| map[&v]);
-        let v = match op {
-            Op::Cast(a) => b.cast(a, node.ty.clone())?,
-            op => b.push(op)?,
-        };
+        let v = b.copy(&node.op, &node.ty, |v| map[&v])?;
         map.insert(ValueId(i as u32), v);
     }
     // Outputs: what later parts read, and the program's results computed here.

@@ -71,6 +71,23 @@ impl Builder {
         id
     }
 
+    /// A node of another function (of type `ty`) copied here, its arguments renamed by `remap`.
+    /// Passes that rebuild a function use it for every node they leave as it is.
+    pub fn copy(
+        &mut self,
+        op: &Op,
+        ty: &Type,
+        remap: impl FnMut(ValueId) -> ValueId,
+    ) -> IrResult<ValueId> {
+        let mut op = op.clone();
+        op.map_args(remap);
+        match op {
+            // A cast's target type is its node's, not something its operation implies.
+            Op::Cast(a) => self.cast(a, ty.clone()),
+            op => self.push(op),
+        }
+    }
+
     pub fn param(&mut self, name: &str, ty: Type) -> ValueId {
         let index = self.func.params.len() as u32;
         self.func.params.push(Param {
