@@ -105,7 +105,10 @@ fn big_array_kernels_compile_with_nvrtc() {
 /// Small constants next to whole big integers (lowered to a limb array) and inside closures.
 #[bigfuse::kernel]
 fn constants(a: U<BITS>, xs: [U<BITS>; N]) -> (U<BITS>, [U<BITS>; N]) {
-    (a * 3 + 1, xs.map(|x| x * 5 + 7))
+    (
+        a * 3 + 1,
+        xs.map(|x| x * 5 + ((x == U::ZERO) as u64 + 6) as U<BITS>),
+    )
 }
 
 #[test]
@@ -120,7 +123,8 @@ fn big_constants() {
             assert_eq!(r[i], (&a[i] * 3u8 + 1u8) % &m, "{dev:?}");
         }
         for i in 0..3 * n {
-            assert_eq!(ys[i], (&xs[i] * 5u8 + 7u8) % &m, "{dev:?}");
+            let k = 6u8 + (xs[i] == BigUint::default()) as u8;
+            assert_eq!(ys[i], (&xs[i] * 5u8 + k) % &m, "{dev:?}");
         }
     }
     common::nvrtc_compiles(constants::kernel().unwrap(), &[bits, n as u64]);

@@ -743,14 +743,16 @@ impl Checker {
             syn::Expr::If(i) => self.if_expr(i, expected),
             syn::Expr::Cast(c) => {
                 let to = self.declared(&c.ty)?;
-                if !to.is_int() && !matches!(to, KType::Zp(_)) {
-                    return err(&c.ty, "`as` converts to u32, u64 or Zp<P> only");
+                if !to.is_int() && !matches!(to, KType::Zp(_) | KType::Big(_)) {
+                    return err(&c.ty, "`as` converts to u32, u64, Zp<P> or U<BITS> only");
                 }
                 let v = self.expr(&c.expr, None)?;
                 let from = self.ty(v);
                 let ok = match (&from, &to) {
                     (KType::Zp(_), KType::U64) => true,
                     (KType::Zp(_), _) => false,
+                    // Zero extension of an integer.
+                    (f, KType::Big(_)) => f.is_int(),
                     (f, _) => f.is_scalar(),
                 };
                 if !ok {
