@@ -275,8 +275,11 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                 };
                 if let Some((x, y)) = raw {
                     let words = b.map(wide_mul_lambda(), &[x, y])?;
-                    let acc =
-                        b.reduce(add192(), Literal::Tuple(vec![Literal::U64(0); 3]), words)?;
+                    let acc = b.reduce(
+                        add192().clone(),
+                        Literal::Tuple(vec![Literal::U64(0); 3]),
+                        words,
+                    )?;
                     map.push(finish_sum(&mut b, mont, acc, 1)?);
                     continue;
                 }
@@ -291,7 +294,11 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     }
                     None => b.map(widen_lambda(), &[m(*input)])?,
                 };
-                let acc = b.reduce(add192(), Literal::Tuple(vec![Literal::U64(0); 3]), words)?;
+                let acc = b.reduce(
+                    add192().clone(),
+                    Literal::Tuple(vec![Literal::U64(0); 3]),
+                    words,
+                )?;
                 // Products of forms carry R^2: the sum is S·R^-1; a plain sum of forms is S.
                 let shift = if product_map.is_some() { -1 } else { 0 };
                 finish_sum(&mut b, mont, acc, shift)?
@@ -473,8 +480,13 @@ fn widen_lambda() -> Func {
 }
 
 /// 192-bit addition on little-endian (u64, u64, u64): exact for any sum of fewer than 2^64 terms
-/// below 2^128.
-fn add192() -> Func {
+/// below 2^128. Built once: code generation recognises it (and emits one carry chain).
+pub(crate) fn add192() -> &'static Func {
+    static ADD192: std::sync::OnceLock<Func> = std::sync::OnceLock::new();
+    ADD192.get_or_init(build_add192)
+}
+
+fn build_add192() -> Func {
     let w = Type::Tuple(vec![Type::U64; 3]);
     let mut b = Builder::lambda();
     let x = b.param("a", w.clone());

@@ -194,6 +194,22 @@ impl<'a> Emitter<'a> {
 
     /// Emits lambda `f` applied to `args` (leaves per parameter); assigns its result leaves to `dest`.
     fn apply(&mut self, f: &Func, args: &[Vec<String>], dest: &[String]) {
+        if *f == *crate::modular::add192() {
+            // The 192-bit sum of delayed modular reductions as one carry chain.
+            let (a, b) = (&args[0], &args[1]);
+            self.open("{");
+            self.line(format!("u64 s0 = {}, s1 = {}, s2 = {};", a[0], a[1], a[2]));
+            self.line(format!(
+                "asm(\"add.cc.u64 %0, %0, %3; addc.cc.u64 %1, %1, %4; addc.u64 %2, %2, %5;\" : \"+l\"(s0), \"+l\"(s1), \"+l\"(s2) : \"l\"({}), \"l\"({}), \"l\"({}));",
+                b[0], b[1], b[2]
+            ));
+            self.line(format!(
+                "{} = s0; {} = s1; {} = s2;",
+                dest[0], dest[1], dest[2]
+            ));
+            self.close("}");
+            return;
+        }
         self.open("{");
         let mut vals: Vec<Vec<String>> = Vec::with_capacity(f.nodes.len());
         for node in &f.nodes {
