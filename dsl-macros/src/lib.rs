@@ -1,5 +1,6 @@
-//! `#[bigfuse::kernel]`: turns a Rust function over big unsigned integers into code that builds
-//! bigfuse IR, plus a module with `run`, `explain` and `cuda` entry points.
+//! `#[bigfuse::kernel]`: turns a Rust function over big unsigned integers, residues and arrays
+//! into code that builds bigfuse IR, plus a module with `run`, `explain` and `cuda` entry points;
+//! `#[bigfuse::op]`: an operator such functions pass to map, scan or reduce.
 //!
 //! The macro only type-checks and translates; it never reaches the compiler or the runtime. Every
 //! unsupported construct is a compile error at its own span, with a hint.
@@ -10,7 +11,9 @@ mod types;
 
 use proc_macro::TokenStream;
 
-/// Compiles a function over `U<BITS>` (and `bool`, `u32`, `u64`) into a GPU kernel.
+/// Compiles a function over `U<BITS>`, `Zp<P>`, `bool`, `u32`, `u64` and arrays `[T; N]` of them
+/// (map / zip / unzip / scan / reduce / iota with closures or `#[bigfuse::op]` operators) into a
+/// GPU kernel.
 ///
 /// ```ignore
 /// #[bigfuse::kernel]
@@ -19,6 +22,12 @@ use proc_macro::TokenStream;
 /// }
 /// // generated: add::run(&dev, bits, &a, &b), add::explain(&dev, bits), add::cuda(&target, bits),
 /// //            add::program(), add::kernel()
+///
+/// #[bigfuse::kernel]
+/// fn dot(xs: [Zp<P>; N], ys: [Zp<P>; N]) -> Zp<P> {
+///     xs.zip(ys).map(|(x, y)| x * y).reduce(|s, t| s + t, Zp::ZERO)
+/// }
+/// // dot::run(&dev, p, n, &xs, &ys): sizes in order of first appearance, arrays as flat slices
 /// ```
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
