@@ -54,6 +54,7 @@ fn products_on_the_gpu() {
         (256, 256),
         (1024, 128),
         (4096, 64),
+        (4097, 128), // degree 2^12: a 2^14-point transform
         (4096, 256),
         (100, 192),
     ] {
@@ -64,7 +65,7 @@ fn products_on_the_gpu() {
 #[test]
 fn the_kernels_compile_with_nvrtc() {
     let p = bigfuse::poly::primes(1)[0];
-    for n in [256u64, 4096] {
+    for n in [256u64, 4096, 4097, 8192] {
         common::nvrtc_compiles(poly_mul_mod::kernel().unwrap(), &[p, n]);
     }
     common::nvrtc_compiles(residues::kernel().unwrap(), &[4, p]);
@@ -78,20 +79,15 @@ fn the_kernels_compile_with_nvrtc() {
 #[test]
 fn unsuitable_sizes_are_errors() {
     assert!(PolyMul::new(16, 100).is_err());
-    let pm = PolyMul::new(8192, 64).unwrap();
-    let a = vec![vec![BigUint::from(1u8); 8192]];
-    let e = pm.run(&Device::cpu(), &a, &a);
-    // The CPU evaluator has no transform-size limit, but the plan for a GPU does.
+    // Degree 2^13 (8193 coefficients) needs a 2^15-point transform: more than one block holds.
+    let p = bigfuse::poly::primes(1)[0];
     let plan = poly_mul_mod::kernel().unwrap().plan(
-        &[pm.primes[0], 8192],
+        &[p, 8193],
         &bigfuse::Target::h100(),
         &bigfuse::Hints::default(),
     );
-    assert!(
-        plan.is_err(),
-        "8192 coefficients exceed one block's transform"
-    );
-    drop(e);
+    let e = plan.expect_err("8193 coefficients exceed one block's transform");
+    assert!(e.to_string().contains("at most 2^14"), "{e}");
     let pm = PolyMul::new(4, 64).unwrap();
     let short = vec![vec![BigUint::from(1u8); 3]];
     assert!(pm.run(&Device::cpu(), &short, &short).is_err());

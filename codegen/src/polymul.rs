@@ -1,15 +1,17 @@
 //! Products of polynomials over Z/pZ (p < 2^64 prime), for `poly_mul`: both operands, zero-padded
 //! to a power-of-two length M >= 2N, are transformed in shared memory (decimation in frequency:
-//! natural order in, bit-reversed out), multiplied pointwise, transformed back (decimation in time:
-//! bit-reversed in, natural out) and scaled by M^-1. Everything is in Montgomery form, so every
+//! natural order in, bit-reversed out) one after the other in one buffer — the first transform
+//! waits in registers, M/T elements per thread — multiplied pointwise, transformed back
+//! (decimation in time: bit-reversed in, natural out) and scaled by M^-1. Everything is in Montgomery form, so every
 //! product is one `redc`; the twiddles are a constant table. The CPU model below follows the GPU
 //! code step by step, so the arithmetic and the indexing are tested without a GPU.
 
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::modular::{mul_mod, pow_mod, Montgomery};
 
-/// The longest transform a block holds: two operands of 2^13 u64 use 128 KiB of shared memory.
-pub const MAX_LOG_M: u32 = 13;
+/// The longest transform a block holds: 2^14 u64 use 128 KiB of shared memory (one buffer; the
+/// first operand's transform waits in registers), which covers polynomials of degree 2^12.
+pub const MAX_LOG_M: u32 = 14;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolyPlan {
@@ -26,14 +28,15 @@ impl PolyPlan {
         1 << self.log_m
     }
 
-    /// Threads per instance: eight butterflies each per stage, at least a warp, at most 512.
+    /// Threads per instance: eight butterflies each per stage (16 transform elements waiting in
+    /// registers), at least a warp, at most 1024.
     pub fn threads(&self) -> u32 {
-        (self.m() / 16).clamp(32, 512) as u32
+        (self.m() / 16).clamp(32, 1024) as u32
     }
 
-    /// Shared memory per instance: both operands' transforms.
+    /// Shared memory per instance: one transform.
     pub fn shared_bytes(&self) -> u64 {
-        2 * self.m() * 8
+        self.m() * 8
     }
 
     /// Forward twiddles w^k (k < M/2), then inverse ones w^-k, as Montgomery forms.
@@ -203,7 +206,10 @@ mod tests {
     #[test]
     fn unsuitable_sizes_and_primes_are_refused() {
         assert!(plan(4096, 4179340454199820289).is_ok());
-        assert!(plan(8192, 4179340454199820289).is_err());
+        // Degree 2^12: 4097 coefficients, a 2^14-point transform.
+        assert_eq!(plan(4097, 4179340454199820289).unwrap().log_m, 14);
+        assert!(plan(8192, 4179340454199820289).is_ok());
+        assert!(plan(8193, 4179340454199820289).is_err());
         // 2^64 - 59 - 1 is divisible by 4 only.
         let e = plan(16, 18446744073709551557).unwrap_err().to_string();
         assert!(e.contains("NTT-friendly"), "{e}");

@@ -46,58 +46,66 @@ impl Emitter<'_> {
             plan.log_m
         ));
         let out = self.declare_array(id, q_out);
+        // This thread's share of the first transform waits in registers: elements t + r*T.
+        let held = m.div_ceil(t_count as u64);
         self.open("{");
         self.line(format!("const u64 p = 0x{p:x}ull, ni = 0x{ni:x}ull;"));
         self.line(format!(
-            "u64* sa = reinterpret_cast<u64*>(bf_smem + {offset}) + slot * {}u;",
-            2 * m
+            "u64* s = reinterpret_cast<u64*>(bf_smem + {offset}) + slot * {m}u;"
         ));
-        self.line(format!("u64* sb = sa + {m}u;"));
         self.line(format!(
             "const u64* tw = reinterpret_cast<const u64*>(tw{}); // forward twiddles, then inverse",
             id.0
         ));
-        self.line("// both operands, zero-padded");
+        self.line(format!("u64 fa[{held}];"));
+        for (k, leaf) in [a_leaves[0].clone(), b_leaves[0].clone()]
+            .iter()
+            .enumerate()
+        {
+            let which = if k == 0 { "first" } else { "second" };
+            self.line(format!("// the {which} operand, zero-padded, transformed (decimation in frequency): bit-reversed out"));
+            self.line("#pragma unroll");
+            self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
+            self.line(format!("const u32 i = t * {q_in}u + (u32)q;"));
+            self.line(format!("if (i < {n}u) s[i] = {leaf}[q];"));
+            self.close("}");
+            self.line(format!(
+                "for (u32 i = {n}u + t; i < {m}u; i += {t_count}u) s[i] = 0ull;"
+            ));
+            self.line("__syncthreads();");
+            self.line("#pragma unroll 1");
+            self.open(format!(
+                "for (u32 h = {}u, st = 1u; h >= 1u; h >>= 1, st <<= 1) {{",
+                m / 2
+            ));
+            self.open(format!(
+                "for (u32 j = t; j < {}u; j += {t_count}u) {{",
+                m / 2
+            ));
+            self.line("const u32 k = j & (h - 1u), i0 = ((j - k) << 1) + k, i1 = i0 + h;");
+            self.line("const u64 u = s[i0], v = s[i1];");
+            self.line("s[i0] = bf_add64(u, v, p); s[i1] = bf_mont64(bf_sub64(u, v, p), tw[k * st], p, ni);");
+            self.close("}");
+            self.line("__syncthreads();");
+            self.close("}");
+            if k == 0 {
+                self.line("#pragma unroll");
+                self.line(format!(
+                    "for (int r = 0; r < {held}; ++r) {{ const u32 i = t + (u32)r * {t_count}u; fa[r] = i < {m}u ? s[i] : 0ull; }}"
+                ));
+                self.line("__syncthreads();");
+            }
+        }
+        self.line("// pointwise products (each thread its own elements of both transforms)");
         self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
-        self.line(format!("const u32 i = t * {q_in}u + (u32)q;"));
         self.line(format!(
-            "if (i < {n}u) {{ sa[i] = {}[q]; sb[i] = {}[q]; }}",
-            a_leaves[0], b_leaves[0]
-        ));
-        self.close("}");
-        self.line(format!(
-            "for (u32 i = {n}u + t; i < {m}u; i += {t_count}u) {{ sa[i] = 0ull; sb[i] = 0ull; }}"
-        ));
-        self.line("__syncthreads();");
-        self.line("// forward transforms (decimation in frequency): bit-reversed out");
-        self.line("#pragma unroll 1");
-        self.open(format!(
-            "for (u32 h = {}u, s = 1u; h >= 1u; h >>= 1, s <<= 1) {{",
-            m / 2
-        ));
-        self.open(format!(
-            "for (u32 j = t; j < {}u; j += {t_count}u) {{",
-            m / 2
-        ));
-        self.line("const u32 k = j & (h - 1u), i0 = ((j - k) << 1) + k, i1 = i0 + h;");
-        self.line("const u64 w = tw[k * s];");
-        self.line("u64 u = sa[i0], v = sa[i1];");
-        self.line("sa[i0] = bf_add64(u, v, p); sa[i1] = bf_mont64(bf_sub64(u, v, p), w, p, ni);");
-        self.line("u = sb[i0]; v = sb[i1];");
-        self.line("sb[i0] = bf_add64(u, v, p); sb[i1] = bf_mont64(bf_sub64(u, v, p), w, p, ni);");
-        self.close("}");
-        self.line("__syncthreads();");
-        self.close("}");
-        self.line("// pointwise products");
-        self.line(format!(
-            "for (u32 i = t; i < {m}u; i += {t_count}u) sa[i] = bf_mont64(sa[i], sb[i], p, ni);"
+            "for (int r = 0; r < {held}; ++r) {{ const u32 i = t + (u32)r * {t_count}u; if (i < {m}u) s[i] = bf_mont64(s[i], fa[r], p, ni); }}"
         ));
         self.line("__syncthreads();");
         self.line("// inverse transform (decimation in time): natural order out");
         self.line("#pragma unroll 1");
         self.open(format!(
-            "for (u32 h = 1u, s = {}u; h < {m}u; h <<= 1, s >>= 1) {{",
+            "for (u32 h = 1u, st = {}u; h < {m}u; h <<= 1, st >>= 1) {{",
             m / 2
         ));
         self.open(format!(
@@ -106,10 +114,10 @@ impl Emitter<'_> {
         ));
         self.line("const u32 k = j & (h - 1u), i0 = ((j - k) << 1) + k, i1 = i0 + h;");
         self.line(format!(
-            "const u64 u = sa[i0], v = bf_mont64(sa[i1], tw[{}u + k * s], p, ni);",
+            "const u64 u = s[i0], v = bf_mont64(s[i1], tw[{}u + k * st], p, ni);",
             m / 2
         ));
-        self.line("sa[i0] = bf_add64(u, v, p); sa[i1] = bf_sub64(u, v, p);");
+        self.line("s[i0] = bf_add64(u, v, p); s[i1] = bf_sub64(u, v, p);");
         self.close("}");
         self.line("__syncthreads();");
         self.close("}");
@@ -120,7 +128,7 @@ impl Emitter<'_> {
         self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
         self.line(format!("const u32 i = t * {q_out}u + (u32)q;"));
         self.line(format!(
-            "{}[q] = i < {out_len}u ? bf_mont64(sa[i], 0x{:x}ull, p, ni) : 0ull;",
+            "{}[q] = i < {out_len}u ? bf_mont64(s[i], 0x{:x}ull, p, ni) : 0ull;",
             out[0],
             plan.scale()
         ));
