@@ -32,6 +32,9 @@ impl Emitter<'_> {
         let (b_leaves, _, _) = self.array_parts(b);
         let plan =
             polymul::plan(n, modulus.as_const().unwrap_or(0)).expect("scheduling checked the plan");
+        if plan.two_buffers() {
+            return self.poly_mul_two_buffers(id, comment);
+        }
         let (m, p, ni) = (plan.m(), plan.mont.p, plan.mont.neg_inv);
         let t_count = self.sched.threads_per_instance;
         let out_len = 2 * n;
@@ -129,6 +132,119 @@ impl Emitter<'_> {
         self.line(format!("const u32 i = t * {q_out}u + (u32)q;"));
         self.line(format!(
             "{}[q] = i < {out_len}u ? bf_mont64(s[i], 0x{:x}ull, p, ni) : 0ull;",
+            out[0],
+            plan.scale()
+        ));
+        self.close("}");
+        // The buffers may be reused by the next step: everyone has read them.
+        self.line("__syncthreads();");
+        self.close("}");
+        Val::Array {
+            leaves: out,
+            q: q_out,
+            len: out_len,
+        }
+    }
+
+    /// Both transforms side by side in two buffers (when they fit): one pass of butterflies
+    /// serves both operands.
+    fn poly_mul_two_buffers(&mut self, id: ValueId, comment: &str) -> Val {
+        let Op::PolyMul { a, b, modulus } = self.func.node(id).op.clone() else {
+            unreachable!("poly_mul() is called on poly_mul nodes")
+        };
+        let (a_leaves, q_in, n) = self.array_parts(a);
+        let (b_leaves, _, _) = self.array_parts(b);
+        let plan =
+            polymul::plan(n, modulus.as_const().unwrap_or(0)).expect("scheduling checked the plan");
+        let (m, p, ni) = (plan.m(), plan.mont.p, plan.mont.neg_inv);
+        let t_count = self.sched.threads_per_instance;
+        let out_len = 2 * n;
+        let q_out = self.sched.q_of(out_len);
+        let offset = self
+            .placement
+            .staging_of(id)
+            .expect("placement stages every polynomial product")
+            .offset;
+        self.line(format!(
+            "// {comment}: transforms of 2^{} points modulo {p} in shared memory",
+            plan.log_m
+        ));
+        let out = self.declare_array(id, q_out);
+        self.open("{");
+        self.line(format!("const u64 p = 0x{p:x}ull, ni = 0x{ni:x}ull;"));
+        self.line(format!(
+            "u64* sa = reinterpret_cast<u64*>(bf_smem + {offset}) + slot * {}u;",
+            2 * m
+        ));
+        self.line(format!("u64* sb = sa + {m}u;"));
+        self.line(format!(
+            "const u64* tw = reinterpret_cast<const u64*>(tw{}); // forward twiddles, then inverse",
+            id.0
+        ));
+        self.line("// both operands, zero-padded");
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
+        self.line(format!("const u32 i = t * {q_in}u + (u32)q;"));
+        self.line(format!(
+            "if (i < {n}u) {{ sa[i] = {}[q]; sb[i] = {}[q]; }}",
+            a_leaves[0], b_leaves[0]
+        ));
+        self.close("}");
+        self.line(format!(
+            "for (u32 i = {n}u + t; i < {m}u; i += {t_count}u) {{ sa[i] = 0ull; sb[i] = 0ull; }}"
+        ));
+        self.line("__syncthreads();");
+        self.line("// forward transforms (decimation in frequency): bit-reversed out");
+        self.line("#pragma unroll 1");
+        self.open(format!(
+            "for (u32 h = {}u, s = 1u; h >= 1u; h >>= 1, s <<= 1) {{",
+            m / 2
+        ));
+        self.open(format!(
+            "for (u32 j = t; j < {}u; j += {t_count}u) {{",
+            m / 2
+        ));
+        self.line("const u32 k = j & (h - 1u), i0 = ((j - k) << 1) + k, i1 = i0 + h;");
+        self.line("const u64 w = tw[k * s];");
+        self.line("u64 u = sa[i0], v = sa[i1];");
+        self.line("sa[i0] = bf_add64(u, v, p); sa[i1] = bf_mont64(bf_sub64(u, v, p), w, p, ni);");
+        self.line("u = sb[i0]; v = sb[i1];");
+        self.line("sb[i0] = bf_add64(u, v, p); sb[i1] = bf_mont64(bf_sub64(u, v, p), w, p, ni);");
+        self.close("}");
+        self.line("__syncthreads();");
+        self.close("}");
+        self.line("// pointwise products");
+        self.line(format!(
+            "for (u32 i = t; i < {m}u; i += {t_count}u) sa[i] = bf_mont64(sa[i], sb[i], p, ni);"
+        ));
+        self.line("__syncthreads();");
+        self.line("// inverse transform (decimation in time): natural order out");
+        self.line("#pragma unroll 1");
+        self.open(format!(
+            "for (u32 h = 1u, s = {}u; h < {m}u; h <<= 1, s >>= 1) {{",
+            m / 2
+        ));
+        self.open(format!(
+            "for (u32 j = t; j < {}u; j += {t_count}u) {{",
+            m / 2
+        ));
+        self.line("const u32 k = j & (h - 1u), i0 = ((j - k) << 1) + k, i1 = i0 + h;");
+        self.line(format!(
+            "const u64 u = sa[i0], v = bf_mont64(sa[i1], tw[{}u + k * s], p, ni);",
+            m / 2
+        ));
+        self.line("sa[i0] = bf_add64(u, v, p); sa[i1] = bf_sub64(u, v, p);");
+        self.close("}");
+        self.line("__syncthreads();");
+        self.close("}");
+        self.line(format!(
+            "// scaled by M^-1: this thread's {q_out} coefficients"
+        ));
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q_out}; ++q) {{"));
+        self.line(format!("const u32 i = t * {q_out}u + (u32)q;"));
+        self.line(format!(
+            "{}[q] = i < {out_len}u ? bf_mont64(sa[i], 0x{:x}ull, p, ni) : 0ull;",
             out[0],
             plan.scale()
         ));
