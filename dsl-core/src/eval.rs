@@ -17,6 +17,16 @@ fn fail<T>(message: impl Into<String>) -> IrResult<T> {
 
 /// Runs `func` (concrete: specialize it first) on one instance.
 pub fn eval(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
+    let vals = eval_nodes(func, inputs)?;
+    Ok(func
+        .outputs
+        .iter()
+        .map(|o| vals[o.index()].clone())
+        .collect())
+}
+
+/// The value of every node of `func` on these inputs (for checks that look inside a program).
+pub fn eval_nodes(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
     if !func.is_concrete() {
         return fail(format!(
             "`{}` has symbolic sizes ({}): specialize it before evaluating",
@@ -37,17 +47,6 @@ pub fn eval(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
             return fail(format!("input `{}` is not a valid {}", p.name, p.ty));
         }
     }
-    let vals = run(func, inputs)?;
-    Ok(func
-        .outputs
-        .iter()
-        .map(|o| vals[o.index()].clone())
-        .collect())
-}
-
-/// The value of every node of `func` on these inputs (for checks that look inside a program).
-pub fn eval_nodes(func: &Func, inputs: &[Value]) -> IrResult<Vec<Value>> {
-    eval(func, inputs)?;
     run(func, inputs)
 }
 

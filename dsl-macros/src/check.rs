@@ -200,12 +200,7 @@ fn check_params(c: &mut Checker, sig: &syn::Signature) -> syn::Result<Vec<(syn::
 pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
     let sig = &f.sig;
     check_signature(sig, "a kernel")?;
-    let mut c = Checker {
-        sizes: Vec::new(),
-        insts: Vec::new(),
-        scopes: vec![HashMap::new()],
-        lambda: None,
-    };
+    let mut c = Checker::new();
     let params = check_params(&mut c, sig)?;
     let (output_types, tuple_return) =
         match &sig.output {
@@ -305,12 +300,7 @@ pub struct CheckedOp {
 pub fn check_op(f: &syn::ItemFn) -> syn::Result<CheckedOp> {
     let sig = &f.sig;
     check_signature(sig, "an operator")?;
-    let mut c = Checker {
-        sizes: Vec::new(),
-        insts: Vec::new(),
-        scopes: vec![HashMap::new()],
-        lambda: None,
-    };
+    let mut c = Checker::new();
     let params = check_params(&mut c, sig)?;
     for (p, t) in &params {
         if !t.is_element() {
@@ -400,6 +390,16 @@ fn pattern(p: &syn::Pat) -> syn::Result<Pattern> {
 }
 
 impl Checker {
+    /// A checker for a kernel or operator body (closures get their own, see `operator`).
+    fn new() -> Checker {
+        Checker {
+            sizes: Vec::new(),
+            insts: Vec::new(),
+            scopes: vec![HashMap::new()],
+            lambda: None,
+        }
+    }
+
     fn push(&mut self, inst: Inst, ty: KType) -> usize {
         self.insts.push((inst, ty));
         self.insts.len() - 1

@@ -260,23 +260,24 @@ fn take_fn(t: &KType) -> TokenStream {
     }
 }
 
+/// The doc comments of `f`, which may have no other attribute.
+fn doc_attributes<'a>(f: &'a syn::ItemFn, attr: &str) -> syn::Result<Vec<&'a syn::Attribute>> {
+    if let Some(other) = f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
+        return Err(syn::Error::new_spanned(
+            other,
+            format!("#[bigfuse::{attr}] functions take only doc comments as attributes"),
+        ));
+    }
+    Ok(f.attrs.iter().collect())
+}
+
 /// `#[bigfuse::op]`: a module `name` with `lambda(kernel_sizes)` building the operator's IR for a
 /// kernel with those size names, and `ASSOCIATIVE`, which scans and reductions require.
 pub fn expand_op(f: &syn::ItemFn, k: &CheckedOp, associative: bool) -> syn::Result<TokenStream> {
     let name = &f.sig.ident;
     let name_str = name.to_string();
     let vis = &f.vis;
-    let docs: Vec<&syn::Attribute> = f
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
-    if let Some(other) = f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
-        return Err(syn::Error::new_spanned(
-            other,
-            "#[bigfuse::op] functions take only doc comments as attributes",
-        ));
-    }
+    let docs = doc_attributes(f, "op")?;
     let mut checks = Vec::new();
     let stmts = body_code(&k.body.insts, Sizes::Op(&k.sizes), &mut checks);
     let out = format_ident!("v{}", k.body.output);
@@ -328,17 +329,7 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
     let name = &k.name;
     let name_str = name.to_string();
     let vis = &f.vis;
-    let docs: Vec<&syn::Attribute> = f
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .collect();
-    if let Some(other) = f.attrs.iter().find(|a| !a.path().is_ident("doc")) {
-        return Err(syn::Error::new_spanned(
-            other,
-            "#[bigfuse::kernel] functions take only doc comments as attributes",
-        ));
-    }
+    let docs = doc_attributes(f, "kernel")?;
     for (p, _) in &k.params {
         if p == "dev" {
             return Err(syn::Error::new(

@@ -37,16 +37,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             .to_compile_error()
             .into();
     }
-    let func = match syn::parse::<syn::ItemFn>(item) {
+    let func = match parse_fn(item, "kernel") {
         Ok(f) => f,
-        Err(e) => {
-            return syn::Error::new(
-                e.span(),
-                format!("#[bigfuse::kernel] applies to a function: {e}"),
-            )
-            .to_compile_error()
-            .into()
-        }
+        Err(e) => return e.to_compile_error().into(),
     };
     match check::check(&func).and_then(|k| expand::expand(&func, &k)) {
         Ok(ts) => ts.into(),
@@ -80,19 +73,22 @@ pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
             .into()
         }
     };
-    let func = match syn::parse::<syn::ItemFn>(item) {
+    let func = match parse_fn(item, "op") {
         Ok(f) => f,
-        Err(e) => {
-            return syn::Error::new(
-                e.span(),
-                format!("#[bigfuse::op] applies to a function: {e}"),
-            )
-            .to_compile_error()
-            .into()
-        }
+        Err(e) => return e.to_compile_error().into(),
     };
     match check::check_op(&func).and_then(|k| expand::expand_op(&func, &k, associative)) {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }
+}
+
+/// The function an attribute applies to, or an error saying that it must be one.
+fn parse_fn(item: TokenStream, attr: &str) -> syn::Result<syn::ItemFn> {
+    syn::parse::<syn::ItemFn>(item).map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("#[bigfuse::{attr}] applies to a function: {e}"),
+        )
+    })
 }
