@@ -36,7 +36,9 @@ pub use bigfuse_macros::{kernel, op};
 pub use bigfuse_runtime as runtime;
 
 pub use bigfuse_codegen::{Hints, Target};
-pub use bigfuse_runtime::{Arg, Column, Device, Error, Kernel, Result};
+pub use bigfuse_runtime::{
+    kind, Arg, Batch, Column, Device, Error, IntoArg, IntoOut, Kernel, Out, Result,
+};
 pub use num_bigint::BigUint;
 
 pub mod fuzz;
@@ -45,47 +47,10 @@ pub mod programs;
 
 /// What a kernel-writing program needs.
 pub mod prelude {
-    pub use crate::{BigUint, Device, Kernel, Target};
+    pub use crate::{Batch, BigUint, Device, Kernel, Target};
 }
 
 #[doc(hidden)]
 pub mod __private {
     pub use bigfuse_core as ir;
-
-    use crate::{BigUint, Column, Error, Result};
-
-    fn wrong(what: &str) -> Error {
-        Error::Argument {
-            kernel: String::new(),
-            message: format!("internal: expected a column of {what} from the kernel"),
-        }
-    }
-
-    pub fn take_big(c: Option<Column>) -> Result<Vec<BigUint>> {
-        match c {
-            Some(Column::Big(v)) => Ok(v),
-            _ => Err(wrong("big integers")),
-        }
-    }
-
-    pub fn take_bool(c: Option<Column>) -> Result<Vec<bool>> {
-        match c {
-            Some(Column::Bool(v)) => Ok(v),
-            _ => Err(wrong("bools")),
-        }
-    }
-
-    pub fn take_u32(c: Option<Column>) -> Result<Vec<u32>> {
-        match c {
-            Some(Column::U32(v)) => Ok(v),
-            _ => Err(wrong("u32")),
-        }
-    }
-
-    pub fn take_u64(c: Option<Column>) -> Result<Vec<u64>> {
-        match c {
-            Some(Column::U64(v)) => Ok(v),
-            _ => Err(wrong("u64")),
-        }
-    }
 }

@@ -168,7 +168,12 @@ impl PolyMul {
             .map(|c| crate::Arg::from(c.as_slice()))
             .collect();
         let cols = self.crt.run(dev, &[], &args)?;
-        let coeffs = crate::__private::take_big(cols.into_iter().next())?;
+        let Some(crate::Column::Big(coeffs)) = cols.into_iter().next() else {
+            return Err(crate::Error::Argument {
+                kernel: "poly_mul".into(),
+                message: "internal: the CRT kernel returned no big integers".into(),
+            });
+        };
         Ok(coeffs.chunks(2 * n).map(<[BigUint]>::to_vec).collect())
     }
 }

@@ -40,7 +40,8 @@ fn values_wider_than_bits_are_refused_not_truncated() {
 #[test]
 fn batches_of_different_lengths_are_refused() {
     for dev in devices() {
-        let e = sub::run(&dev, 128, &[BigUint::from(1u8)], &[]).unwrap_err();
+        let none: &[BigUint] = &[];
+        let e = sub::run(&dev, 128, &[BigUint::from(1u8)], none).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -60,7 +61,8 @@ fn batches_of_different_lengths_are_refused() {
 fn sizes_that_are_not_whole_limbs_are_refused() {
     for dev in devices() {
         for bits in [0u64, 100, 65] {
-            let e = add::run(&dev, bits, &[], &[]).unwrap_err();
+            let none: &[BigUint] = &[];
+            let e = add::run(&dev, bits, none, none).unwrap_err();
             assert!(matches!(e, Error::Ir(_)), "{e}");
             assert!(e.to_string().contains("multiple of 64"), "{e}");
         }

@@ -468,7 +468,7 @@ mod tests {
                 .compiled
                 .inputs
                 .iter()
-                .map(|l| l.words * first.instances)
+                .map(|l| l.units * first.instances)
                 .collect::<Vec<_>>()
         };
         for log in ADD_LOGS {
@@ -479,7 +479,7 @@ mod tests {
                 .unwrap();
             assert_eq!(words_of(&plan), [n, n], "2^{log} bits");
             let last = &plan.parts[plan.parts.len() - 1].compiled;
-            assert_eq!(last.outputs[0].words, n, "2^{log} bits");
+            assert_eq!(last.outputs[0].units, n, "2^{log} bits");
         }
         for p in DOT_PRIMES {
             for log in DOT_LOGS {
@@ -489,7 +489,7 @@ mod tests {
                     .unwrap();
                 assert_eq!(words_of(&plan), [1 << log, 1 << log], "mod {p} at 2^{log}");
                 let last = &plan.parts[plan.parts.len() - 1].compiled;
-                assert_eq!(last.outputs[0].words, 1, "mod {p} at 2^{log}");
+                assert_eq!(last.outputs[0].units, 1, "mod {p} at 2^{log}");
             }
         }
     }

@@ -393,7 +393,7 @@ pub(crate) mod tests {
     }
 
     fn width(t: &Type) -> usize {
-        crate::emit::layout_of("", t).unwrap().words as usize
+        crate::layout::layout_of("", t).unwrap().units as usize
     }
 
     /// Runs a plan's parts through the evaluator over a batch (`args[i]` are instance i's

@@ -249,13 +249,29 @@ fn rust_elem(t: &KType) -> TokenStream {
     }
 }
 
-fn take_fn(t: &KType) -> TokenStream {
+/// The marker of which Rust values a parameter or result of this type takes
+/// (`bigfuse::kind::*`, see `IntoArg`).
+fn kind_tokens(t: &KType) -> TokenStream {
     match t {
-        KType::Bool => quote!(::bigfuse::__private::take_bool),
-        KType::U32 => quote!(::bigfuse::__private::take_u32),
-        KType::U64 | KType::Zp(_) => quote!(::bigfuse::__private::take_u64),
-        KType::Big(_) => quote!(::bigfuse::__private::take_big),
-        KType::Array(e, _) => take_fn(e),
+        KType::Bool => quote!(::bigfuse::kind::Bool),
+        KType::U32 => quote!(::bigfuse::kind::U32),
+        KType::U64 | KType::Zp(_) => quote!(::bigfuse::kind::U64),
+        KType::Big(_) => quote!(::bigfuse::kind::Big),
+        KType::Array(e, _) => kind_tokens(e),
+        KType::Tuple(_) => {
+            unreachable!("the checker refuses tuple parameters and nested tuple results")
+        }
+    }
+}
+
+/// The `Out` variant that collects a result of this type as `run` returns it.
+fn out_variant(t: &KType) -> TokenStream {
+    match t {
+        KType::Bool => quote!(::bigfuse::Out::Bool),
+        KType::U32 => quote!(::bigfuse::Out::U32),
+        KType::U64 | KType::Zp(_) => quote!(::bigfuse::Out::U64),
+        KType::Big(_) => quote!(::bigfuse::Out::Big),
+        KType::Array(e, _) => out_variant(e),
         KType::Tuple(_) => unreachable!("the checker refuses nested tuple results"),
     }
 }
@@ -361,11 +377,15 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         .params
         .iter()
         .map(|(p, t)| {
-            let e = rust_elem(t);
-            quote!(#p: &[#e])
+            let kind = kind_tokens(t);
+            quote!(#p: impl ::bigfuse::IntoArg<'a, #kind>)
         })
         .collect();
     let param_names: Vec<&syn::Ident> = k.params.iter().map(|(p, _)| p).collect();
+    let args = quote!(&[#(::bigfuse::IntoArg::into_arg(#param_names)),*]);
+    let results: Vec<syn::Ident> = (0..k.output_types.len())
+        .map(|i| format_ident!("__r{}", i))
+        .collect();
     let ret_elems: Vec<TokenStream> = k
         .output_types
         .iter()
@@ -374,22 +394,49 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
             quote!(::std::vec::Vec<#e>)
         })
         .collect();
-    let takes: Vec<TokenStream> = k
-        .output_types
-        .iter()
-        .map(|t| {
-            let f = take_fn(t);
-            quote!(#f(cols.next())?)
+    let out_vars: Vec<TokenStream> = k.output_types.iter().map(out_variant).collect();
+    // `out` (or `out0`, `out1`, ... for a tuple), unless a parameter has that name.
+    let out_names: Vec<syn::Ident> = (0..k.output_types.len())
+        .map(|i| {
+            let base = if k.tuple_return {
+                format!("out{i}")
+            } else {
+                "out".to_string()
+            };
+            if k.params.iter().any(|(p, _)| *p == base) {
+                format_ident!("result_{}", base)
+            } else {
+                format_ident!("{}", base)
+            }
         })
         .collect();
-    let (ret_ty, ret_val) = if k.tuple_return {
+    let out_params: Vec<TokenStream> = k
+        .output_types
+        .iter()
+        .zip(&out_names)
+        .map(|(t, name)| {
+            let kind = kind_tokens(t);
+            quote!(#name: impl ::bigfuse::IntoOut<'o, #kind>)
+        })
+        .collect();
+    let batches: Vec<syn::Ident> = (0..k.output_types.len())
+        .map(|i| format_ident!("__b{}", i))
+        .collect();
+    let (ret_ty, ret_val, batch_ty, batch_val) = if k.tuple_return {
+        let bt: Vec<TokenStream> = batches.iter().map(|_| quote!(::bigfuse::Batch)).collect();
         (
             quote!((#(#ret_elems),*)),
-            quote!(::core::result::Result::Ok((#(#takes),*))),
+            quote!((#(#results),*)),
+            quote!((#(#bt),*)),
+            quote!((#(#batches),*)),
         )
     } else {
-        let f = take_fn(&k.output_types[0]);
-        (ret_elems[0].clone(), quote!(#f(cols.next())))
+        (
+            ret_elems[0].clone(),
+            quote!(__r0),
+            quote!(::bigfuse::Batch),
+            quote!(__b0),
+        )
     };
     let sizes_doc =
         if sizes.is_empty() {
@@ -401,7 +448,17 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         )
         };
     let run_doc = format!(
-        "Runs `{name_str}` over a batch: one value per instance in each argument (all of one length).{sizes_doc}"
+        "Runs `{name_str}` over a batch: one value per instance in each argument (all of one length; \
+         big integers as `BigUint` or as little-endian `u64` limbs; or a `Batch` on the device).{sizes_doc}"
+    );
+    let run_into_doc = format!(
+        "Runs `{name_str}` over a batch like `run`, writing each result into a vector you keep \
+         (`Vec<BigUint>`, or `Vec<u64>` for the limbs of big integers): resized, its allocations reused."
+    );
+    let launch_doc = format!(
+        "Launches `{name_str}` and returns its result(s) as `Batch`es on the device, without waiting: \
+         pass batches (or host data, uploaded first) and chain launches to keep intermediates on the \
+         device; reading a batch waits for the kernels that compute it."
     );
 
     Ok(quote! {
@@ -431,10 +488,25 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
             }
 
             #[doc = #run_doc]
-            pub fn run(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params),*) -> ::bigfuse::Result<#ret_ty> {
-                let cols = kernel()?.run(dev, &[#(#size_args),*], &[#(::bigfuse::Arg::from(#param_names)),*])?;
-                let mut cols = cols.into_iter();
-                #ret_val
+            pub fn run<'a>(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params),*) -> ::bigfuse::Result<#ret_ty> {
+                #(let mut #results = ::std::vec::Vec::new();)*
+                kernel()?.run_into(dev, &[#(#size_args),*], #args, &mut [#(#out_vars(&mut #results)),*])?;
+                ::core::result::Result::Ok(#ret_val)
+            }
+
+            #[doc = #run_into_doc]
+            pub fn run_into<'a, 'o>(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params,)* #(#out_params),*) -> ::bigfuse::Result<()> {
+                kernel()?.run_into(dev, &[#(#size_args),*], #args, &mut [#(::bigfuse::IntoOut::into_out(#out_names)),*])
+            }
+
+            #[doc = #launch_doc]
+            pub fn launch<'a>(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params),*) -> ::bigfuse::Result<#batch_ty> {
+                let mut __batches = kernel()?.launch(dev, &[#(#size_args),*], #args)?.into_iter();
+                #(let #batches = __batches.next().ok_or_else(|| ::bigfuse::Error::Argument {
+                    kernel: #name_str.into(),
+                    message: "internal: a result batch is missing".into(),
+                })?;)*
+                ::core::result::Result::Ok(#batch_val)
             }
 
             /// Every compiler pass's output and decision for these sizes (and, on a GPU, the

@@ -179,12 +179,12 @@ impl Kernel {
         }
         let concrete = bigfuse_core::specialize(self.func(), sizes)?;
         // A batch of about 64 MiB per argument: long enough to time, short enough to tune quickly.
-        let words: Vec<u64> = concrete
+        let layouts: Vec<bigfuse_codegen::BufferLayout> = concrete
             .params
             .iter()
-            .map(|p| bigfuse_codegen::emit::layout_of(&p.name, &p.ty).map(|l| l.words.max(1)))
+            .map(|p| bigfuse_codegen::layout_of(&p.name, &p.ty))
             .collect::<std::result::Result<_, _>>()?;
-        let widest = words.iter().copied().max().unwrap_or(1);
+        let widest = layouts.iter().map(|l| l.units.max(1)).max().unwrap_or(1);
         let n = ((8u64 << 20) / widest).max(1024);
         let mut seed = 0x9e3779b97f4a7c15u64;
         let mut next = || {
@@ -194,12 +194,30 @@ impl Kernel {
             seed
         };
         let mut inputs = Vec::new();
-        for (p, w) in concrete.params.iter().zip(&words) {
-            let mut host: Vec<u64> = (0..n * w).map(|_| next()).collect();
-            if !matches!(p.ty, bigfuse_core::Type::Big(_)) {
-                host.iter_mut().for_each(|x| *x &= 1); // scalars: keep bools valid
-            }
-            inputs.push(gpu.upload(&host, &p.name)?);
+        for (p, l) in concrete.params.iter().zip(&layouts) {
+            let units = (n * l.units) as usize;
+            // Big integers take any limbs; other values stay 0 or 1 (valid bools and residues).
+            let mut value = || {
+                if matches!(p.ty, bigfuse_core::Type::Big(_)) {
+                    next()
+                } else {
+                    next() & 1
+                }
+            };
+            let buf = match l.unit {
+                bigfuse_codegen::Unit::U64 => {
+                    gpu.upload(&(0..units).map(|_| value()).collect::<Vec<u64>>(), &p.name)?
+                }
+                bigfuse_codegen::Unit::U32 => gpu.upload(
+                    &(0..units).map(|_| value() as u32).collect::<Vec<u32>>(),
+                    &p.name,
+                )?,
+                bigfuse_codegen::Unit::Bool => gpu.upload(
+                    &(0..units).map(|_| value() as u8).collect::<Vec<u8>>(),
+                    &p.name,
+                )?,
+            };
+            inputs.push(buf);
         }
         let refs: Vec<_> = inputs.iter().collect();
         let mut best: Option<(f64, Hints)> = None;

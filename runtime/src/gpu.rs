@@ -1,19 +1,30 @@
-//! The GPU backend: a CUDA context and stream, kernel loading, transfers and launches.
+//! The GPU backend: a CUDA context with its streams and memory pools, kernel loading, transfers
+//! and launches.
+//!
+//! Streams: `main` carries kernels and the transfers of device-resident batches, in order; `up`
+//! and `down` carry the uploads and downloads of pipelined calls (`call.rs`), which order
+//! themselves against `main` with events. All three are non-blocking streams, so nothing waits on
+//! the legacy default stream.
 
 use crate::error::{Error, Result};
-use bigfuse_codegen::{Compiled, Target};
+use crate::memory::{DeviceBuffer, DevicePool, PinnedPool};
+use bigfuse_codegen::{BufferLayout, Compiled, Target};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
-use std::sync::Arc;
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
+use std::sync::{Arc, Mutex};
 
-/// One GPU, with the stream every bigfuse call on it uses.
+/// One GPU, with its streams and memory pools.
 pub struct GpuDevice {
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+    main: Arc<CudaStream>,
+    up: Arc<CudaStream>,
+    down: Arc<CudaStream>,
     target: Target,
     ordinal: usize,
+    pub(crate) memory: Arc<DevicePool>,
+    pub(crate) pinned: Arc<PinnedPool>,
+    events: Mutex<Vec<CudaEvent>>,
 }
 
 impl std::fmt::Debug for GpuDevice {
@@ -28,23 +39,21 @@ pub fn driver_available() -> bool {
     std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
 }
 
-fn guarded<T>(
+/// Runs a driver call, turning a panic of cudarc's dynamic loading into [`Error::NoDriver`] and
+/// out-of-memory into [`Error::OutOfMemory`].
+pub(crate) fn guarded<T>(
     during: &str,
     f: impl FnOnce() -> std::result::Result<T, cudarc::driver::DriverError>,
 ) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => {
-            let text = format!("{e:?}");
-            if text.contains("OUT_OF_MEMORY") {
-                Err(Error::OutOfMemory {
-                    what: during.into(),
-                    bytes: 0,
-                })
-            } else {
-                Err(Error::driver(during, e))
-            }
+        Ok(Err(e)) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            Err(Error::OutOfMemory {
+                what: during.into(),
+                bytes: 0,
+            })
         }
+        Ok(Err(e)) => Err(Error::driver(during, e)),
         Err(_) => Err(Error::NoDriver),
     }
 }
@@ -70,11 +79,12 @@ impl GpuDevice {
             )));
         }
         let ctx = guarded("creating a CUDA context", || CudaContext::new(ordinal))?;
-        // One stream, ordered: the per-buffer event tracking cudarc does for multi-stream use only
-        // adds work to every launch.
-        // SAFETY: bigfuse uses a single stream per context, so no cross-stream ordering is needed.
+        // bigfuse orders its streams itself with events (see `call.rs`); cudarc's per-buffer
+        // tracking would only add work to every launch.
+        // SAFETY: no cudarc-managed buffer is shared between streams without an event.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        let stream = || guarded("creating a stream", || ctx.new_stream());
+        let (main, up, down) = (stream()?, stream()?, stream()?);
         let attr = |a: Attr| {
             guarded("reading device attributes", || ctx.attribute(a)).map(|v| v.max(0) as u32)
         };
@@ -96,11 +106,17 @@ impl GpuDevice {
             regs_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
             max_regs_per_thread: 255,
         };
+        let total = guarded("reading the memory size", || ctx.total_mem())?;
         Ok(GpuDevice {
+            memory: DevicePool::new(ctx.clone(), total),
+            pinned: PinnedPool::new(ctx.clone()),
             ctx,
-            stream,
+            main,
+            up,
+            down,
             target,
             ordinal,
+            events: Mutex::new(Vec::new()),
         })
     }
 
@@ -116,53 +132,159 @@ impl GpuDevice {
         &self.ctx
     }
 
+    /// The stream that kernels and batch transfers run on (time them with events on it).
     pub fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
+        &self.main
     }
 
-    /// Copies words to a new device buffer (at least one word, so that empty batches work too).
-    pub fn upload(&self, words: &[u64], what: &str) -> Result<CudaSlice<u64>> {
-        if words.is_empty() {
-            return self.alloc(1, what);
+    pub(crate) fn up(&self) -> &Arc<CudaStream> {
+        &self.up
+    }
+
+    pub(crate) fn down(&self) -> &Arc<CudaStream> {
+        &self.down
+    }
+
+    pub(crate) fn bind(&self) -> Result<()> {
+        guarded("binding the CUDA context", || self.ctx.bind_to_thread())
+    }
+
+    /// Device memory for `bytes` bytes from the pool (contents undefined).
+    pub fn alloc_bytes(&self, bytes: usize, what: &str) -> Result<DeviceBuffer> {
+        self.memory.alloc(bytes, what)
+    }
+
+    /// A zeroed device buffer of `len` 64-bit words.
+    pub fn alloc(&self, len: usize, what: &str) -> Result<DeviceBuffer> {
+        let buf = self.alloc_bytes(len * 8, what)?;
+        if len > 0 {
+            self.bind()?;
+            // SAFETY: the buffer holds `len * 8` bytes; the memset is ordered on `main`.
+            guarded(&format!("zeroing {what}"), || unsafe {
+                result::memset_d8_async(buf.ptr(), 0, len * 8, self.main.cu_stream())
+            })?;
         }
-        guarded(&format!("uploading {what}"), || {
-            self.stream.clone_htod(words)
-        })
-        .map_err(|e| oom(e, what, words.len()))
+        Ok(buf)
     }
 
-    /// A zeroed device buffer of `len` words (at least one).
-    pub fn alloc(&self, len: usize, what: &str) -> Result<CudaSlice<u64>> {
-        let len = len.max(1);
-        guarded(&format!("allocating {what}"), || {
-            self.stream.alloc_zeros::<u64>(len)
-        })
-        .map_err(|e| oom(e, what, len))
+    /// Copies plain values (`u64`, `u32`, `u8`) to a new device buffer; returns when the copy is
+    /// done.
+    pub fn upload<T: Copy>(&self, values: &[T], what: &str) -> Result<DeviceBuffer> {
+        let bytes = std::mem::size_of_val(values);
+        let buf = self.alloc_bytes(bytes, what)?;
+        if bytes > 0 {
+            self.bind()?;
+            // SAFETY: the buffer holds `bytes` bytes; the source outlives the synchronous copy.
+            guarded(&format!("uploading {what}"), || unsafe {
+                result::memcpy_htod_async(buf.ptr(), values, self.main.cu_stream())?;
+                result::stream::synchronize(self.main.cu_stream())
+            })?;
+        }
+        Ok(buf)
     }
 
-    /// Copies a device buffer back.
-    pub fn download(&self, buf: &CudaSlice<u64>, what: &str) -> Result<Vec<u64>> {
-        guarded(&format!("downloading {what}"), || {
-            self.stream.clone_dtoh(buf)
+    /// Copies a device buffer's 64-bit words back (after the work queued before it).
+    pub fn download(&self, buf: &DeviceBuffer, what: &str) -> Result<Vec<u64>> {
+        let mut out = vec![0u64; buf.len()];
+        self.download_into(buf, &mut out, what)?;
+        Ok(out)
+    }
+
+    /// Copies the first `dst.len()` values of a device buffer into `dst`.
+    pub fn download_into<T: Copy>(
+        &self,
+        buf: &DeviceBuffer,
+        dst: &mut [T],
+        what: &str,
+    ) -> Result<()> {
+        let bytes = std::mem::size_of_val(dst);
+        if bytes > buf.bytes() {
+            return Err(Error::Argument {
+                kernel: String::new(),
+                message: format!(
+                    "{what}: {bytes} bytes asked for from a buffer of {}",
+                    buf.bytes()
+                ),
+            });
+        }
+        if bytes == 0 {
+            return self.synchronize();
+        }
+        self.bind()?;
+        // SAFETY: `dst` holds `bytes` bytes and outlives the synchronous copy.
+        guarded(&format!("downloading {what}"), || unsafe {
+            result::memcpy_dtoh_async(dst, buf.ptr(), self.main.cu_stream())?;
+            result::stream::synchronize(self.main.cu_stream())
         })
     }
 
+    /// Copies `bytes` bytes from `src` to `dst` on the device (ordered on the main stream).
+    pub fn copy(&self, src: &DeviceBuffer, dst: &mut DeviceBuffer, bytes: usize) -> Result<()> {
+        if bytes > src.bytes() || bytes > dst.bytes() {
+            return Err(Error::Argument {
+                kernel: String::new(),
+                message: format!(
+                    "a copy of {bytes} bytes between buffers of {} and {} bytes",
+                    src.bytes(),
+                    dst.bytes()
+                ),
+            });
+        }
+        self.bind()?;
+        // SAFETY: both buffers hold at least `bytes` bytes (checked above).
+        guarded("copying on the device", || unsafe {
+            result::memcpy_dtod_async(dst.ptr(), src.ptr(), bytes, self.main.cu_stream())
+        })
+    }
+
+    /// Waits for everything queued on the device by bigfuse.
     pub fn synchronize(&self) -> Result<()> {
-        guarded("waiting for the GPU", || self.stream.synchronize())
+        guarded("waiting for the GPU", || {
+            self.main.synchronize()?;
+            self.up.synchronize()?;
+            self.down.synchronize()
+        })
+    }
+
+    /// A timing event.
+    pub fn event(&self) -> Result<CudaEvent> {
+        guarded("creating an event", || {
+            self.ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+        })
+    }
+
+    /// An event for ordering (no timing), from a small pool.
+    pub(crate) fn sync_event(&self) -> Result<CudaEvent> {
+        if let Some(e) = self.events.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(e);
+        }
+        guarded("creating an event", || self.ctx.new_event(None))
+    }
+
+    /// Returns ordering events to the pool (they may still be pending: nothing waits on them
+    /// again before they are re-recorded).
+    pub(crate) fn recycle_events(&self, events: impl IntoIterator<Item = CudaEvent>) {
+        let mut pool = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        for e in events {
+            if pool.len() < 64 {
+                pool.push(e);
+            }
+        }
     }
 
     /// Compiles (or takes from the cache) and loads a kernel.
     pub fn load(&self, compiled: Compiled) -> Result<GpuKernel> {
         let arch = self.target.sm();
-        let ptx = crate::nvrtc::compile(&compiled.source, &compiled.kernel_name, &arch)?;
-        let module = match self.load_ptx(&ptx) {
+        let binary = crate::nvrtc::compile(&compiled.source, &compiled.kernel_name, &arch)?;
+        let module = match self.load_binary(&binary) {
             Ok(m) => m,
             Err(_) => {
-                // A cached PTX the driver refuses is stale: compile afresh once.
+                // A cached binary the driver refuses is stale: compile afresh once.
                 crate::nvrtc::forget(&compiled.source, &arch);
-                let ptx =
+                let binary =
                     crate::nvrtc::compile_uncached(&compiled.source, &compiled.kernel_name, &arch)?;
-                self.load_ptx(&ptx)?
+                self.load_binary(&binary)?
             }
         };
         let function = guarded("finding the kernel in its module", || {
@@ -204,11 +326,17 @@ impl GpuDevice {
             ))
             .into());
         }
+        let blocks_per_sm = guarded("reading the kernel's occupancy", || {
+            function.occupancy_max_active_blocks_per_multiprocessor(
+                compiled.schedule.block_threads,
+                shared as usize,
+                None,
+            )
+        })?
+        .max(1) as u32;
         let mut tables = Vec::with_capacity(compiled.tables.len());
         for t in &compiled.tables {
-            let buf = guarded("uploading a constant table", || self.stream.clone_htod(t))
-                .map_err(|e| oom(e, "a constant table", t.len() / 2))?;
-            tables.push(buf);
+            tables.push(self.upload(t, "a constant table")?);
         }
         Ok(GpuKernel {
             compiled,
@@ -216,30 +344,13 @@ impl GpuDevice {
             _module: module,
             function,
             resources,
+            blocks_per_sm,
         })
     }
 
-    fn load_ptx(&self, ptx: &str) -> Result<Arc<CudaModule>> {
-        let ptx = cudarc::nvrtc::Ptx::from_src(ptx.to_string());
-        guarded("loading a compiled module", || self.ctx.load_module(ptx))
-    }
-
-    /// A timing event.
-    pub fn event(&self) -> Result<cudarc::driver::CudaEvent> {
-        guarded("creating an event", || {
-            self.ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-        })
-    }
-}
-
-fn oom(e: Error, what: &str, words: usize) -> Error {
-    match e {
-        Error::OutOfMemory { .. } => Error::OutOfMemory {
-            what: what.into(),
-            bytes: words * 8,
-        },
-        other => other,
+    fn load_binary(&self, binary: &[u8]) -> Result<Arc<CudaModule>> {
+        let image = cudarc::nvrtc::Ptx::from_binary(binary.to_vec());
+        guarded("loading a compiled module", || self.ctx.load_module(image))
     }
 }
 
@@ -258,25 +369,38 @@ pub struct Resources {
 pub struct GpuKernel {
     pub compiled: Compiled,
     /// Constant tables (NTT twiddles) on the device, passed after the outputs.
-    tables: Vec<CudaSlice<u32>>,
+    tables: Vec<DeviceBuffer>,
     _module: Arc<CudaModule>,
     function: CudaFunction,
     pub resources: Resources,
+    /// Blocks of this kernel one SM runs at once.
+    pub blocks_per_sm: u32,
+}
+
+fn check_len(c: &Compiled, l: &BufferLayout, bytes: usize, n: u64) -> Result<()> {
+    let need = n.saturating_mul(l.bytes());
+    if (bytes as u64) < need {
+        return Err(Error::Argument {
+            kernel: c.kernel_name.clone(),
+            message: format!(
+                "buffer `{}` holds {bytes} bytes; {n} instances need {need}",
+                l.name
+            ),
+        });
+    }
+    Ok(())
 }
 
 impl GpuKernel {
-    /// Launches over `n` instances. `inputs` and `outputs` follow the kernel's layouts; the caller
-    /// sized them (see [`Compiled::inputs`], [`Compiled::outputs`]).
+    /// Launches over `n` instances on the main stream. `inputs` and `outputs` follow the kernel's
+    /// layouts ([`Compiled::inputs`], [`Compiled::outputs`]) and hold at least `n` instances.
     pub fn launch(
         &self,
         dev: &GpuDevice,
         n: u64,
-        inputs: &[&CudaSlice<u64>],
-        outputs: &mut [CudaSlice<u64>],
+        inputs: &[&DeviceBuffer],
+        outputs: &mut [DeviceBuffer],
     ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
         let c = &self.compiled;
         if inputs.len() != c.inputs.len() || outputs.len() != c.outputs.len() {
             return Err(Error::Argument {
@@ -291,11 +415,36 @@ impl GpuKernel {
             });
         }
         for (buf, l) in inputs.iter().zip(&c.inputs) {
-            check_len(c, &l.name, buf.len(), l.words, n)?;
+            check_len(c, l, buf.bytes(), n)?;
         }
         for (buf, l) in outputs.iter().zip(&c.outputs) {
-            check_len(c, &l.name, buf.len(), l.words, n)?;
+            check_len(c, l, buf.bytes(), n)?;
         }
+        let ptrs: Vec<CUdeviceptr> = inputs
+            .iter()
+            .map(|b| b.ptr())
+            .chain(outputs.iter().map(|b| b.ptr()))
+            .collect();
+        dev.bind()?;
+        // SAFETY: every buffer holds `n` instances of its layout (checked above).
+        unsafe { self.launch_raw(&dev.main, n, &ptrs) }
+    }
+
+    /// Launches over `n` instances on `stream` with the buffers at `ptrs` (inputs, then outputs).
+    ///
+    /// # Safety
+    /// Each pointer addresses at least `n` instances of its layout in this kernel's context, and
+    /// the context is bound to the calling thread.
+    pub(crate) unsafe fn launch_raw(
+        &self,
+        stream: &CudaStream,
+        n: u64,
+        ptrs: &[CUdeviceptr],
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let c = &self.compiled;
         let grid = c.grid_for(n);
         if grid > i32::MAX as u64 {
             return Err(Error::Argument {
@@ -305,47 +454,55 @@ impl GpuKernel {
                 ),
             });
         }
-        let cfg = LaunchConfig {
-            grid_dim: (grid as u32, 1, 1),
-            block_dim: (c.schedule.block_threads, 1, 1),
-            shared_mem_bytes: c.placement.shared_bytes,
-        };
-        let mut b = dev.stream.launch_builder(&self.function);
-        for i in inputs {
-            b.arg(*i);
-        }
-        for o in outputs.iter_mut() {
-            b.arg(o);
-        }
-        for t in &self.tables {
-            b.arg(t);
-        }
-        b.arg(&n);
-        // SAFETY: the argument list matches the emitted signature (inputs, outputs, n), and every
-        // buffer holds n instances of its layout (checked above).
-        guarded("launching a kernel", || {
-            unsafe { b.launch(cfg) }.map(|_| ())
+        // The kernel's parameters: buffers, tables, then n, each a 64-bit value.
+        let mut values: Vec<u64> = Vec::with_capacity(ptrs.len() + self.tables.len() + 1);
+        values.extend_from_slice(ptrs);
+        values.extend(self.tables.iter().map(|t| t.ptr()));
+        values.push(n);
+        let mut params: Vec<*mut std::ffi::c_void> = values
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut std::ffi::c_void)
+            .collect();
+        guarded("launching a kernel", || unsafe {
+            result::launch_kernel(
+                self.function.cu_function(),
+                (grid as u32, 1, 1),
+                (c.schedule.block_threads, 1, 1),
+                c.placement.shared_bytes,
+                stream.cu_stream(),
+                &mut params,
+            )
         })
     }
-}
 
-fn check_len(c: &Compiled, name: &str, len: usize, words: u64, n: u64) -> Result<()> {
-    if (len as u64) < n * words {
-        return Err(Error::Argument {
-            kernel: c.kernel_name.clone(),
-            message: format!(
-                "buffer `{name}` holds {len} words; {n} instances need {}",
-                n * words
-            ),
-        });
+    /// Instances one wave of this kernel covers on `target` (every SM full).
+    pub fn instances_per_wave(&self, target: &Target) -> u64 {
+        self.blocks_per_sm as u64
+            * target.sm_count as u64
+            * self.compiled.schedule.instances_per_block as u64
     }
-    Ok(())
 }
 
 /// A plan loaded on a GPU: one kernel, or several with intermediates between them.
 pub struct GpuProgram {
     pub plan: bigfuse_codegen::Plan,
     pub parts: Vec<GpuKernel>,
+    /// The layouts of the program's arguments and results.
+    pub inputs: Vec<BufferLayout>,
+    pub outputs: Vec<BufferLayout>,
+    /// Where each intermediate buffer starts in a temporary arena, per instance of a chunk of
+    /// `c` instances: buffer `b` at `c * temp_offsets[b]` (results have no temporary).
+    temp_offsets: Vec<Option<u64>>,
+    /// Bytes of intermediates per instance (the arena holds `c * temp_bytes` bytes, plus
+    /// alignment).
+    temp_bytes: u64,
+}
+
+/// Offsets inside arenas are multiples of this, so that 16-byte vector accesses stay aligned.
+pub(crate) const ALIGN: u64 = 256;
+
+pub(crate) fn align(x: u64) -> u64 {
+    x.div_ceil(ALIGN) * ALIGN
 }
 
 impl GpuDevice {
@@ -356,99 +513,198 @@ impl GpuDevice {
             .iter()
             .map(|p| self.load(p.compiled.clone()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(GpuProgram { plan, parts })
+        GpuProgram::new(plan, parts)
     }
 }
 
+fn layout(name: &str, t: &bigfuse_core::Type) -> Result<BufferLayout> {
+    Ok(bigfuse_codegen::layout_of(name, t)?)
+}
+
 impl GpuProgram {
+    pub(crate) fn new(plan: bigfuse_codegen::Plan, parts: Vec<GpuKernel>) -> Result<GpuProgram> {
+        let (inputs, outputs) = if parts.len() == 1 {
+            let c = &parts[0].compiled;
+            (c.inputs.clone(), c.outputs.clone())
+        } else {
+            // The arguments' layouts are those of the parts that read them.
+            let args = plan
+                .parts
+                .iter()
+                .flat_map(|p| &p.inputs)
+                .filter_map(|s| match s {
+                    bigfuse_codegen::Source::Arg(a) => Some(*a),
+                    _ => None,
+                })
+                .max()
+                .map_or(0, |m| m + 1);
+            let mut inputs: Vec<Option<BufferLayout>> = vec![None; args];
+            for (part, k) in plan.parts.iter().zip(&parts) {
+                for (s, l) in part.inputs.iter().zip(&k.compiled.inputs) {
+                    if let bigfuse_codegen::Source::Arg(a) = s {
+                        if inputs[*a].is_none() {
+                            // A chunk kernel sees one chunk per virtual instance.
+                            let mut l = l.clone();
+                            l.units *= part.instances;
+                            inputs[*a] = Some(l);
+                        }
+                    }
+                }
+            }
+            let inputs = inputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    l.ok_or_else(|| Error::Argument {
+                        kernel: plan.parts[0].compiled.kernel_name.clone(),
+                        message: format!("internal: argument {i} is read by no kernel"),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let outputs = plan
+                .results
+                .iter()
+                .enumerate()
+                .map(|(k, b)| layout(&format!("result {k}"), &plan.buffers[*b]))
+                .collect::<Result<Vec<_>>>()?;
+            (inputs, outputs)
+        };
+        let mut temp_offsets = vec![None; plan.buffers.len()];
+        let mut temp_bytes = 0;
+        if parts.len() > 1 {
+            for (b, t) in plan.buffers.iter().enumerate() {
+                if !plan.results.contains(&b) {
+                    temp_offsets[b] = Some(temp_bytes);
+                    temp_bytes += align(layout("", t)?.bytes());
+                }
+            }
+        }
+        Ok(GpuProgram {
+            plan,
+            parts,
+            inputs,
+            outputs,
+            temp_offsets,
+            temp_bytes,
+        })
+    }
+
     /// The kernel, when the plan is a single one.
     pub fn single(&self) -> Option<&GpuKernel> {
         (self.parts.len() == 1).then(|| &self.parts[0])
     }
 
-    /// Words per instance of each result.
+    /// 64-bit words per instance of each result (bytes / 8, rounded up).
     pub fn result_words(&self) -> Vec<u64> {
-        match self.single() {
-            Some(k) => k.compiled.outputs.iter().map(|o| o.words).collect(),
-            None => self
-                .plan
-                .results
-                .iter()
-                .map(|b| words_of(&self.plan.buffers[*b]))
-                .collect(),
-        }
+        self.outputs.iter().map(|l| l.bytes().div_ceil(8)).collect()
     }
 
-    /// Launches every kernel over `n` instances (a part with `instances` = C, the chunk kernel of a
-    /// chunked reduction, over `n * C`): `inputs` are the program's arguments, `outputs` its results
-    /// (sized by [`GpuProgram::result_words`]). Intermediates of a split plan live in temporary
-    /// buffers, sized by their types per instance, for the duration of the call.
+    /// Bytes of temporary device memory a chunk of `c` instances needs (0 for one kernel).
+    pub fn temp_bytes(&self, c: u64) -> u64 {
+        self.temp_bytes * c
+    }
+
+    /// Instances one wave of the program's main kernel covers (the largest of its parts).
+    pub fn instances_per_wave(&self, target: &Target) -> u64 {
+        self.parts
+            .iter()
+            .map(|k| k.instances_per_wave(target))
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// Launches every kernel over `n` instances on the main stream: `inputs` are the program's
+    /// arguments, `outputs` its results, each holding at least `n` instances of its layout.
+    /// Intermediates of a split plan live in pooled temporary memory.
     pub fn launch(
         &self,
         dev: &GpuDevice,
         n: u64,
-        inputs: &[&CudaSlice<u64>],
-        outputs: &mut [CudaSlice<u64>],
+        inputs: &[&DeviceBuffer],
+        outputs: &mut [DeviceBuffer],
     ) -> Result<()> {
-        if let Some(k) = self.single() {
-            return k.launch(dev, n, inputs, outputs);
-        }
+        let name = &self.parts[0].compiled.kernel_name;
+        let fits = |bufs: &mut dyn Iterator<Item = usize>, layouts: &[BufferLayout]| {
+            let sizes: Vec<usize> = bufs.collect();
+            if sizes.len() != layouts.len() {
+                return Err(Error::Argument {
+                    kernel: name.clone(),
+                    message: format!(
+                        "the program takes {} buffer(s) here, {} were given",
+                        layouts.len(),
+                        sizes.len()
+                    ),
+                });
+            }
+            for (b, l) in sizes.iter().zip(layouts) {
+                check_len(&self.parts[0].compiled, l, *b, n)?;
+            }
+            Ok(())
+        };
+        fits(&mut inputs.iter().map(|b| b.bytes()), &self.inputs)?;
+        fits(&mut outputs.iter().map(|b| b.bytes()), &self.outputs)?;
         if n == 0 {
             return Ok(());
         }
-        let mut temps: Vec<Option<CudaSlice<u64>>> = Vec::with_capacity(self.plan.buffers.len());
-        for (i, t) in self.plan.buffers.iter().enumerate() {
-            let words = words_of(t) as usize * n as usize;
-            temps.push(Some(dev.alloc(words, &format!("intermediate {i}"))?));
+        let temps = dev.alloc_bytes(self.temp_bytes(n) as usize, "intermediates")?;
+        let ins: Vec<CUdeviceptr> = inputs.iter().map(|b| b.ptr()).collect();
+        let outs: Vec<CUdeviceptr> = outputs.iter().map(|b| b.ptr()).collect();
+        dev.bind()?;
+        // SAFETY: the buffers hold `n` instances (checked above); the temporaries `n` instances
+        // of every intermediate. The temporary buffer goes back to the pool when this returns,
+        // ordered before later work on the main stream.
+        unsafe { self.launch_raw(dev, &dev.main, n, &ins, &outs, temps.ptr()) }
+    }
+
+    /// Launches every kernel over `n` instances on `stream`, with the arguments at `ins`, the
+    /// results at `outs` and the intermediates in an arena at `temps` of at least
+    /// [`GpuProgram::temp_bytes`]`(n)` bytes.
+    ///
+    /// # Safety
+    /// Every pointer addresses at least `n` instances of its layout in this program's context,
+    /// which is bound to the calling thread.
+    pub(crate) unsafe fn launch_raw(
+        &self,
+        dev: &GpuDevice,
+        stream: &CudaStream,
+        n: u64,
+        ins: &[CUdeviceptr],
+        outs: &[CUdeviceptr],
+        temps: CUdeviceptr,
+    ) -> Result<()> {
+        if let Some(k) = self.single() {
+            let ptrs: Vec<CUdeviceptr> = ins.iter().chain(outs).copied().collect();
+            return k.launch_raw(stream, n, &ptrs);
         }
+        let _ = dev;
+        let buffer = |b: usize| -> CUdeviceptr {
+            match self.plan.results.iter().position(|r| *r == b) {
+                Some(k) => outs[k],
+                None => temps + self.temp_offsets[b].unwrap_or(0) * n,
+            }
+        };
         for (part, kernel) in self.plan.parts.iter().zip(&self.parts) {
-            let mut outs: Vec<CudaSlice<u64>> = part
-                .outputs
+            let mut ptrs: Vec<CUdeviceptr> = part
+                .inputs
                 .iter()
-                .map(|b| {
-                    temps[*b]
-                        .take()
-                        .expect("each buffer is written by one part")
+                .map(|s| match s {
+                    bigfuse_codegen::Source::Arg(i) => ins[*i],
+                    bigfuse_codegen::Source::Buffer(b) => buffer(*b),
                 })
                 .collect();
-            {
-                let ins: Vec<&CudaSlice<u64>> = part
-                    .inputs
-                    .iter()
-                    .map(|s| match s {
-                        bigfuse_codegen::Source::Arg(i) => inputs[*i],
-                        bigfuse_codegen::Source::Buffer(b) => temps[*b]
-                            .as_ref()
-                            .expect("inputs are written before they are read"),
-                    })
-                    .collect();
-                let virtual_n = n
-                    .checked_mul(part.instances)
-                    .ok_or_else(|| Error::Argument {
-                        kernel: kernel.compiled.kernel_name.clone(),
-                        message: format!(
-                            "{n} instances of {} chunks each are too many: split the batch",
-                            part.instances
-                        ),
-                    })?;
-                kernel.launch(dev, virtual_n, &ins, &mut outs)?;
-            }
-            for (b, buf) in part.outputs.iter().zip(outs) {
-                temps[*b] = Some(buf);
-            }
-        }
-        for (k, b) in self.plan.results.iter().enumerate() {
-            let src = temps[*b].as_ref().expect("every result has a buffer");
-            let words = words_of(&self.plan.buffers[*b]) as usize * n as usize;
-            guarded("copying a result", || {
-                dev.stream
-                    .memcpy_dtod(&src.slice(0..words), &mut outputs[k].slice_mut(0..words))
-            })?;
+            ptrs.extend(part.outputs.iter().map(|b| buffer(*b)));
+            let virtual_n = n
+                .checked_mul(part.instances)
+                .ok_or_else(|| Error::Argument {
+                    kernel: kernel.compiled.kernel_name.clone(),
+                    message: format!(
+                        "{n} instances of {} chunks each are too many: split the batch",
+                        part.instances
+                    ),
+                })?;
+            kernel.launch_raw(stream, virtual_n, &ptrs)?;
         }
         Ok(())
     }
-}
-
-fn words_of(t: &bigfuse_core::Type) -> u64 {
-    bigfuse_codegen::emit::layout_of("", t).map_or(1, |l| l.words)
 }

@@ -1,22 +1,34 @@
 //! A kernel program with its per-size, per-device compiled forms.
 
-use crate::column::{check_args, to_words, Arg, Column};
+use crate::batch::Batch;
+use crate::column::{check_args, check_values, Arg, Column, Out, Slot};
 use crate::device::{CpuLevel, Device};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::{GpuDevice, GpuProgram};
-use bigfuse_codegen::{compile, compile_plan, lower, Compiled, Hints, Plan, Target};
+use bigfuse_codegen::{compile, compile_plan, lower, BufferLayout, Compiled, Hints, Plan, Target};
 use bigfuse_core::{eval, specialize, validate, Func, Type, Value};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What a loaded kernel is cached by: sizes, schedule hints, GPU ordinal.
 type LoadKey = (Vec<u64>, Hints, usize);
 
-/// A kernel program. Compiled forms are cached per (sizes, schedule hints, GPU).
+/// A kernel program. Its specialized forms are cached per sizes, its compiled forms per (sizes,
+/// schedule hints, GPU), so that a repeated call neither re-specializes nor re-plans.
 pub struct Kernel {
     func: Func,
+    specialized: Mutex<HashMap<Vec<u64>, Arc<Specialized>>>,
     loaded: Mutex<HashMap<LoadKey, Arc<GpuProgram>>>,
+}
+
+/// The program at one set of sizes: its parameters and results with their layouts.
+pub struct Specialized {
+    pub concrete: Func,
+    pub params: Vec<Slot>,
+    pub results: Vec<Slot>,
+    /// The lowered program, for the CPU backend's lowered level (made on first use).
+    lowered: OnceLock<Func>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -57,6 +69,7 @@ impl Kernel {
         validate(&func)?;
         Ok(Kernel {
             func,
+            specialized: Mutex::new(HashMap::new()),
             loaded: Mutex::new(HashMap::new()),
         })
     }
@@ -69,14 +82,56 @@ impl Kernel {
         &self.func.name
     }
 
-    /// Runs over a batch: one column per parameter, one value per instance in each. With
-    /// `BIGFUSE_AUTOTUNE=1` the GPU schedule is tuned on the first call at each size (and cached
-    /// on disk); otherwise it comes from the cost model and any `BIGFUSE_*` overrides.
-    pub fn run(&self, dev: &Device, sizes: &[u64], args: &[Arg]) -> Result<Vec<Column>> {
-        let hints = match dev {
+    /// The program at `sizes` (cached).
+    pub fn specialized(&self, sizes: &[u64]) -> Result<Arc<Specialized>> {
+        if let Some(s) = self
+            .specialized
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sizes)
+        {
+            return Ok(s.clone());
+        }
+        let concrete = specialize(&self.func, sizes)?;
+        let params = concrete
+            .params
+            .iter()
+            .map(|p| Slot::new(&p.name, &p.ty))
+            .collect::<Result<Vec<_>>>()?;
+        let results = concrete
+            .output_types()
+            .iter()
+            .enumerate()
+            .map(|(k, t)| Slot::new(&format!("result {k}"), t))
+            .collect::<Result<Vec<_>>>()?;
+        let s = Arc::new(Specialized {
+            concrete,
+            params,
+            results,
+            lowered: OnceLock::new(),
+        });
+        self.specialized
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sizes.to_vec(), s.clone());
+        Ok(s)
+    }
+
+    /// The schedule hints of a call: tuned on the GPU with `BIGFUSE_AUTOTUNE=1`, else the cost
+    /// model's with any `BIGFUSE_*` overrides.
+    fn hints(&self, dev: &Device, sizes: &[u64]) -> Result<Hints> {
+        Ok(match dev {
             Device::Gpu(g) if autotune_enabled() => self.autotune(g, sizes)?.hints,
             _ => env_hints(),
-        };
+        })
+    }
+
+    /// Runs over a batch: one column per parameter, one value per instance in each; the results
+    /// as owned columns (big integers as `BigUint`). With `BIGFUSE_AUTOTUNE=1` the GPU schedule
+    /// is tuned on the first call at each size (and cached on disk); otherwise it comes from the
+    /// cost model and any `BIGFUSE_*` overrides.
+    pub fn run(&self, dev: &Device, sizes: &[u64], args: &[Arg]) -> Result<Vec<Column>> {
+        let hints = self.hints(dev, sizes)?;
         self.run_with(dev, sizes, args, &hints)
     }
 
@@ -88,20 +143,162 @@ impl Kernel {
         args: &[Arg],
         hints: &Hints,
     ) -> Result<Vec<Column>> {
-        let concrete = specialize(&self.func, sizes)?;
-        let params: Vec<(String, Type)> = concrete
-            .params
-            .iter()
-            .map(|p| (p.name.clone(), p.ty.clone()))
-            .collect();
-        let n = check_args(&self.func.name, &params, args)?;
+        let spec = self.specialized(sizes)?;
+        let mut cols: Vec<Column> = spec.results.iter().map(|r| Column::empty(&r.ty)).collect();
+        let mut outs: Vec<Out> = cols.iter_mut().map(Column::as_out).collect();
+        self.run_into_with(dev, sizes, args, &mut outs, hints)?;
+        drop(outs);
+        Ok(cols)
+    }
+
+    /// Runs over a batch, writing each result into `outs` (vectors of `BigUint` or of limbs for
+    /// big integers; resized, their allocations reused). On the GPU the call is pipelined:
+    /// conversion, transfers and kernels of successive chunks overlap.
+    pub fn run_into(
+        &self,
+        dev: &Device,
+        sizes: &[u64],
+        args: &[Arg],
+        outs: &mut [Out],
+    ) -> Result<()> {
+        let hints = self.hints(dev, sizes)?;
+        self.run_into_with(dev, sizes, args, outs, &hints)
+    }
+
+    /// [`Kernel::run_into`] with explicit schedule hints.
+    pub fn run_into_with(
+        &self,
+        dev: &Device,
+        sizes: &[u64],
+        args: &[Arg],
+        outs: &mut [Out],
+        hints: &Hints,
+    ) -> Result<()> {
+        let spec = self.specialized(sizes)?;
+        let n = self.check_call(&spec, dev, args)?;
+        if outs.len() != spec.results.len() {
+            return Err(Error::Argument {
+                kernel: self.func.name.clone(),
+                message: format!(
+                    "it has {} result(s), {} destination(s) were given",
+                    spec.results.len(),
+                    outs.len()
+                ),
+            });
+        }
+        for (r, o) in spec.results.iter().zip(outs.iter()) {
+            r.check_out(&self.func.name, o)?;
+        }
         match dev {
-            Device::Cpu(c) => run_cpu(&concrete, c.level, args, n),
+            Device::Cpu(c) => {
+                let cols = run_cpu(&spec, c.level, args, n)?;
+                for ((col, r), o) in cols.into_iter().zip(&spec.results).zip(outs.iter_mut()) {
+                    col.write_to(&r.ty, o)?;
+                }
+                Ok(())
+            }
             Device::Gpu(g) => {
                 let program = self.prepare_with(g, sizes, hints)?;
-                run_gpu(g, &program, &concrete, args, n)
+                check_layouts(&self.func.name, &spec, &program)?;
+                crate::call::run(g, &program, &spec.params, &spec.results, args, n, outs)
             }
         }
+    }
+
+    /// Launches over a batch and returns the results as [`Batch`]es on the device, without
+    /// waiting for the GPU: arguments may be batches (used in place) or host data (uploaded
+    /// first). Chain launches to keep intermediates on the device; reading a batch waits for the
+    /// kernels that compute it.
+    pub fn launch(&self, dev: &Device, sizes: &[u64], args: &[Arg]) -> Result<Vec<Batch>> {
+        let hints = self.hints(dev, sizes)?;
+        self.launch_with(dev, sizes, args, &hints)
+    }
+
+    /// [`Kernel::launch`] with explicit schedule hints.
+    pub fn launch_with(
+        &self,
+        dev: &Device,
+        sizes: &[u64],
+        args: &[Arg],
+        hints: &Hints,
+    ) -> Result<Vec<Batch>> {
+        let spec = self.specialized(sizes)?;
+        let n = self.check_call(&spec, dev, args)?;
+        match dev {
+            Device::Cpu(c) => {
+                let cols = run_cpu(&spec, c.level, args, n)?;
+                Ok(cols
+                    .into_iter()
+                    .zip(&spec.results)
+                    .map(|(col, r)| Batch::on_host(r.clone(), n, col))
+                    .collect())
+            }
+            Device::Gpu(g) => {
+                let program = self.prepare_with(g, sizes, hints)?;
+                check_layouts(&self.func.name, &spec, &program)?;
+                // Host arguments become batches first (uploaded and waited for).
+                let uploaded: Vec<Option<Batch>> = spec
+                    .params
+                    .iter()
+                    .zip(args)
+                    .map(|(p, a)| match a {
+                        Arg::Batch(_) => Ok(None),
+                        a => Batch::new(dev, &p.ty, *a).map(Some),
+                    })
+                    .collect::<Result<_>>()?;
+                let ins: Vec<u64> = args
+                    .iter()
+                    .zip(&uploaded)
+                    .map(|(a, u)| match (a, u) {
+                        (_, Some(b)) => b.device_ptr(g),
+                        (Arg::Batch(b), None) => b.device_ptr(g),
+                        _ => unreachable!("host arguments were uploaded"),
+                    })
+                    .collect::<Result<_>>()?;
+                let outs = spec
+                    .results
+                    .iter()
+                    .map(|r| g.alloc_bytes(n * r.bytes(), "a result batch"))
+                    .collect::<Result<Vec<_>>>()?;
+                let out_ptrs: Vec<u64> = outs.iter().map(|b| b.ptr()).collect();
+                let temps =
+                    g.alloc_bytes(program.temp_bytes(n as u64) as usize, "intermediates")?;
+                g.bind()?;
+                // SAFETY: every buffer holds `n` instances of its layout (sizes above, batches
+                // checked by type); temporaries and uploaded arguments go back to the pool after
+                // the launch is queued, ordered on the main stream.
+                unsafe {
+                    program.launch_raw(g, g.stream(), n as u64, &ins, &out_ptrs, temps.ptr())?
+                };
+                let ready = Arc::new(crate::gpu::guarded(
+                    "recording a batch's completion",
+                    || g.stream().record_event(None),
+                )?);
+                Ok(outs
+                    .into_iter()
+                    .zip(&spec.results)
+                    .map(|(buf, r)| Batch::on_gpu(g.clone(), r.clone(), n, buf, ready.clone()))
+                    .collect())
+            }
+        }
+    }
+
+    /// Checks the arguments of a call against the specialized parameters and the device; returns
+    /// the batch size.
+    fn check_call(&self, spec: &Specialized, dev: &Device, args: &[Arg]) -> Result<usize> {
+        let n = check_args(&self.func.name, &spec.params, args)?;
+        for (p, a) in spec.params.iter().zip(args) {
+            if let Arg::Batch(b) = a {
+                b.check_device(dev).map_err(|e| match e {
+                    Error::Argument { message, .. } => Error::Argument {
+                        kernel: self.func.name.clone(),
+                        message: format!("`{}`: {message}", p.name),
+                    },
+                    other => other,
+                })?;
+            }
+        }
+        Ok(n)
     }
 
     /// Compiles (without a GPU) for a target: the CUDA source and every decision.
@@ -192,10 +389,17 @@ impl Kernel {
 const LAW_SAMPLED_INSTANCES: usize = 2;
 const LAW_SAMPLES: usize = 64;
 
-fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
+fn run_cpu(spec: &Specialized, level: CpuLevel, args: &[Arg], n: usize) -> Result<Vec<Column>> {
+    check_values(&spec.params, args)?;
+    let concrete = &spec.concrete;
     let program = match level {
-        CpuLevel::Reference => concrete.clone(),
-        CpuLevel::Lowered => lower(concrete)?,
+        CpuLevel::Reference => concrete,
+        CpuLevel::Lowered => {
+            if spec.lowered.get().is_none() {
+                let _ = spec.lowered.set(lower(concrete)?);
+            }
+            spec.lowered.get().unwrap_or(concrete)
+        }
     };
     let types = concrete.output_types();
     let results: Vec<Vec<Value>> = (0..n)
@@ -217,7 +421,7 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
                 .zip(&program.params)
                 .map(|(v, p)| limb_form(v, &p.ty))
                 .collect();
-            let outputs = eval(&program, &inputs)?;
+            let outputs = eval(program, &inputs)?;
             Ok(outputs
                 .into_iter()
                 .zip(&types)
@@ -236,6 +440,31 @@ fn run_cpu(concrete: &Func, level: CpuLevel, args: &[Arg], n: usize) -> Result<V
         .zip(columns)
         .map(|(t, vals)| Column::from_values(t, vals))
         .collect()
+}
+
+/// The runtime's layouts (from the reference-level types) must be the compiled program's: a
+/// mismatch is a compiler bug, reported instead of moving the wrong bytes.
+fn check_layouts(kernel: &str, spec: &Specialized, program: &GpuProgram) -> Result<()> {
+    let same = |a: &[Slot], b: &[BufferLayout]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(s, l)| s.layout.units == l.units && s.layout.unit == l.unit)
+    };
+    if same(&spec.params, &program.inputs) && same(&spec.results, &program.outputs) {
+        Ok(())
+    } else {
+        Err(Error::Argument {
+            kernel: kernel.into(),
+            message: format!(
+                "internal: the compiled kernel's buffer layouts ({:?} -> {:?}) differ from the call's ({:?} -> {:?})",
+                program.inputs.iter().map(|l| (l.units, l.unit)).collect::<Vec<_>>(),
+                program.outputs.iter().map(|l| (l.units, l.unit)).collect::<Vec<_>>(),
+                spec.params.iter().map(|s| (s.layout.units, s.layout.unit)).collect::<Vec<_>>(),
+                spec.results.iter().map(|s| (s.layout.units, s.layout.unit)).collect::<Vec<_>>(),
+            ),
+        })
+    }
 }
 
 /// A value of the reference level as the lowered level holds it (`ty` its lowered type): big
@@ -270,38 +499,4 @@ fn big_form(v: Value, ty: &Type) -> Value {
         ),
         (v, _) => v,
     }
-}
-
-fn run_gpu(
-    g: &GpuDevice,
-    program: &GpuProgram,
-    concrete: &Func,
-    args: &[Arg],
-    n: usize,
-) -> Result<Vec<Column>> {
-    let result_types = concrete.output_types();
-    if n == 0 {
-        return Ok(result_types
-            .iter()
-            .map(|t| Column::from_words(t, &[], 0))
-            .collect());
-    }
-    let mut inputs = Vec::with_capacity(args.len());
-    for (a, p) in args.iter().zip(&concrete.params) {
-        bigfuse_codegen::emit::layout_of(&p.name, &p.ty)?;
-        let words = crate::column::words_per_value(&p.ty);
-        inputs.push(g.upload(&to_words(a, words), &format!("argument `{}`", p.name))?);
-    }
-    let mut outputs = Vec::with_capacity(result_types.len());
-    for (k, w) in program.result_words().iter().enumerate() {
-        outputs.push(g.alloc(n * *w as usize, &format!("result {k}"))?);
-    }
-    let refs: Vec<_> = inputs.iter().collect();
-    program.launch(g, n as u64, &refs, &mut outputs)?;
-    let mut cols = Vec::with_capacity(outputs.len());
-    for (k, (buf, t)) in outputs.iter().zip(&result_types).enumerate() {
-        let words = g.download(buf, &format!("result {k}"))?;
-        cols.push(Column::from_words(t, &words, n));
-    }
-    Ok(cols)
 }

@@ -1,5 +1,7 @@
-//! CUDA C -> PTX with NVRTC, behind a cache keyed by a hash of the source, the options, the target
+//! CUDA C -> CUBIN with NVRTC, behind a cache of the exact source, the options, the target
 //! architecture and the NVRTC version: in memory for the process, and on disk across processes.
+//! CUBIN rather than PTX: with `--gpu-architecture=sm_XY` NVRTC runs ptxas anyway, and a PTX
+//! module would be compiled a second time by the driver when loaded.
 //!
 //! NVRTC runs without a GPU, so the ordinary test run compiles every generated kernel.
 
@@ -56,13 +58,19 @@ pub fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
-fn memory_cache() -> &'static Mutex<HashMap<u64, String>> {
-    static CACHE: OnceLock<Mutex<HashMap<u64, String>>> = OnceLock::new();
+type Binary = std::sync::Arc<Vec<u8>>;
+
+/// Compiled binaries by key, each with the exact source it was compiled from.
+type MemoryCache = Mutex<HashMap<u64, Vec<(String, Binary)>>>;
+
+fn memory_cache() -> &'static MemoryCache {
+    static CACHE: OnceLock<MemoryCache> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Where compiled PTX is kept between runs: `$BIGFUSE_CACHE_DIR`, else `$XDG_CACHE_HOME/bigfuse`,
-/// else `~/.cache/bigfuse`. `BIGFUSE_NO_DISK_CACHE=1` turns the disk cache off.
+/// Where compiled kernels are kept between runs: `$BIGFUSE_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/bigfuse`, else `~/.cache/bigfuse`. `BIGFUSE_NO_DISK_CACHE=1` turns the disk
+/// cache off.
 pub fn cache_dir() -> Option<PathBuf> {
     if std::env::var_os("BIGFUSE_NO_DISK_CACHE").is_some_and(|v| v != "0") {
         return None;
@@ -76,100 +84,208 @@ pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("bigfuse"))
 }
 
-/// The cache key of a compilation.
-pub fn cache_key(source: &str, arch: &str) -> Result<u64> {
+/// What a compilation depends on besides the source: the options (the architecture among them)
+/// and NVRTC's version.
+fn compilation_context(arch: &str) -> Result<String> {
     let (major, minor) = version()?;
-    let opts = options(arch).join(" ");
-    let ver = format!("{major}.{minor}");
-    Ok(fnv1a(&[
-        source.as_bytes(),
-        opts.as_bytes(),
-        arch.as_bytes(),
-        ver.as_bytes(),
-    ]))
+    Ok(format!(
+        "nvrtc {major}.{minor}; {}",
+        options(arch).join(" ")
+    ))
 }
 
-/// A cached PTX text is accepted only if it looks like PTX for this kernel (a truncated or foreign
-/// file is ignored and recompiled, never trusted).
-fn plausible_ptx(ptx: &str, kernel: &str) -> bool {
-    ptx.contains(".version")
-        && ptx.contains(".target")
-        && ptx.contains(kernel)
-        && ptx.trim_end().ends_with('}')
+/// The cache key of a compilation (a file name; the entry itself is checked exactly).
+pub fn cache_key(source: &str, arch: &str) -> Result<u64> {
+    let context = compilation_context(arch)?;
+    Ok(fnv1a(&[source.as_bytes(), context.as_bytes()]))
 }
 
-/// Drops a PTX text from both caches (used when the driver refuses to load it).
+const MAGIC: &[u8] = b"bigfuse cubin v1\n";
+
+/// A cache file: the magic line, then the compilation context, the source and the binary, each
+/// preceded by its length (8 bytes, little-endian). The whole source is stored so that a file is
+/// accepted only for exactly the source and context it was compiled from: a hash collision or a
+/// foreign, truncated or corrupt file is recompiled, never loaded.
+fn encode_entry(context: &str, source: &str, binary: &[u8]) -> Vec<u8> {
+    let mut out =
+        Vec::with_capacity(MAGIC.len() + 24 + context.len() + source.len() + binary.len());
+    out.extend_from_slice(MAGIC);
+    for part in [context.as_bytes(), source.as_bytes(), binary] {
+        out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+/// The binary of a cache file, if it was made from exactly `context` and `source`.
+fn decode_entry(file: &[u8], context: &str, source: &str) -> Option<Vec<u8>> {
+    let mut rest = file.strip_prefix(MAGIC)?;
+    let mut next = || -> Option<&[u8]> {
+        let len = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) as usize;
+        let part = rest.get(8..8usize.checked_add(len)?)?;
+        rest = &rest[8 + len..];
+        Some(part)
+    };
+    let (c, s, b) = (next()?, next()?, next()?);
+    (c == context.as_bytes() && s == source.as_bytes() && !b.is_empty() && rest.is_empty())
+        .then(|| b.to_vec())
+}
+
+fn cache_file(key: u64) -> Option<PathBuf> {
+    cache_dir().map(|d| d.join(format!("{key:016x}.cubin")))
+}
+
+/// Drops a compiled kernel from both caches (used when the driver refuses to load it).
 pub fn forget(source: &str, arch: &str) {
     if let Ok(key) = cache_key(source, arch) {
-        memory_cache()
+        if let Some(list) = memory_cache()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&key);
-        if let Some(dir) = cache_dir() {
-            let _ = std::fs::remove_file(dir.join(format!("{key:016x}.ptx")));
+            .get_mut(&key)
+        {
+            list.retain(|(s, _)| s != source);
+        }
+        if let Some(f) = cache_file(key) {
+            let _ = std::fs::remove_file(f);
         }
     }
 }
 
-/// Compiles `source` (which defines `kernel`) for `arch` (e.g. `sm_90`), or returns the cached PTX.
-pub fn compile(source: &str, kernel: &str, arch: &str) -> Result<String> {
-    let key = cache_key(source, arch)?;
-    if let Some(ptx) = memory_cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&key)
-    {
-        return Ok(ptx.clone());
+/// Whether `source` is already compiled for `arch` in the memory or disk cache (so that loading
+/// it costs no NVRTC time).
+pub fn is_cached(source: &str, arch: &str) -> bool {
+    let (Ok(key), Ok(context)) = (cache_key(source, arch), compilation_context(arch)) else {
+        return false;
+    };
+    if lookup_memory(key, source).is_some() {
+        return true;
     }
-    let file = cache_dir().map(|d| d.join(format!("{key:016x}.ptx")));
-    if let Some(f) = &file {
-        if let Ok(ptx) = std::fs::read_to_string(f) {
-            if plausible_ptx(&ptx, kernel) {
-                memory_cache()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(key, ptx.clone());
-                return Ok(ptx);
-            }
-        }
-    }
-    let ptx = compile_uncached(source, kernel, arch)?;
-    if let Some(f) = &file {
-        // The cache is an optimisation: failing to write it is not an error.
-        let _ = write_atomically(f, &ptx);
-    }
+    cache_file(key)
+        .and_then(|f| std::fs::read(f).ok())
+        .and_then(|bytes| decode_entry(&bytes, &context, source))
+        .is_some()
+}
+
+fn lookup_memory(key: u64, source: &str) -> Option<Binary> {
     memory_cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key, ptx.clone());
-    Ok(ptx)
+        .get(&key)
+        .and_then(|list| {
+            list.iter()
+                .find(|(s, _)| s == source)
+                .map(|(_, b)| b.clone())
+        })
 }
 
-fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+fn remember(key: u64, source: &str, binary: Binary) {
+    let mut cache = memory_cache().lock().unwrap_or_else(|p| p.into_inner());
+    let list = cache.entry(key).or_default();
+    if !list.iter().any(|(s, _)| s == source) {
+        list.push((source.to_string(), binary));
+    }
+}
+
+/// Compiles `source` (which defines `kernel`) for `arch` (e.g. `sm_90`) to a loadable binary
+/// (CUBIN: no further JIT compilation when the module is loaded), or returns the cached one.
+pub fn compile(source: &str, kernel: &str, arch: &str) -> Result<Binary> {
+    let key = cache_key(source, arch)?;
+    if let Some(b) = lookup_memory(key, source) {
+        return Ok(b);
+    }
+    let context = compilation_context(arch)?;
+    let file = cache_file(key);
+    if let Some(f) = &file {
+        if let Some(b) = std::fs::read(f)
+            .ok()
+            .and_then(|bytes| decode_entry(&bytes, &context, source))
+        {
+            let b = std::sync::Arc::new(b);
+            remember(key, source, b.clone());
+            return Ok(b);
+        }
+    }
+    let binary = std::sync::Arc::new(compile_uncached(source, kernel, arch)?);
+    if let Some(f) = &file {
+        // The cache is an optimisation: failing to write it is not an error.
+        let _ = write_atomically(f, &encode_entry(&context, source, &binary));
+    }
+    remember(key, source, binary.clone());
+    Ok(binary)
+}
+
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp{}-{seq}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
-/// Compiles without looking at any cache.
-pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<String> {
+/// An NVRTC program, destroyed when dropped.
+struct Program(cudarc::nvrtc::sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once.
+        let _ = unsafe { cudarc::nvrtc::result::destroy_program(self.0) };
+    }
+}
+
+/// Compiles without looking at any cache: the CUBIN for `arch`.
+pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8>> {
+    use cudarc::nvrtc::{result, sys};
     if !available() {
         return Err(Error::NoNvrtc);
     }
-    let opts = cudarc::nvrtc::CompileOptions {
-        options: options(arch),
-        name: Some(format!("{kernel}.cu")),
-        ..Default::default()
-    };
-    let src = source.to_string();
-    let result = std::panic::catch_unwind(move || cudarc::nvrtc::compile_ptx_with_opts(src, opts))
-        .map_err(|_| Error::NoNvrtc)?;
-    match result {
-        Ok(ptx) => Ok(ptx.to_src()),
-        Err(cudarc::nvrtc::CompileError::CompileError { log, .. }) => {
+    let src = std::ffi::CString::new(source).map_err(|_| Error::Compile {
+        kernel: kernel.into(),
+        path: PathBuf::new(),
+        log: "the source contains a NUL byte".into(),
+    })?;
+    let name = std::ffi::CString::new(format!("{kernel}.cu")).unwrap_or_default();
+    let opts = options(arch);
+    let outcome =
+        std::panic::catch_unwind(move || -> Result<std::result::Result<Vec<u8>, String>> {
+            let driver = |e: cudarc::nvrtc::result::NvrtcError| Error::driver("running NVRTC", e);
+            let prog = Program(result::create_program(&src, Some(&name)).map_err(driver)?);
+            // SAFETY: `prog` is a live program; the options are plain strings.
+            if unsafe { result::compile_program(prog.0, &opts) }.is_err() {
+                // SAFETY: as above; the log is NUL-terminated.
+                let log = unsafe { result::get_program_log(prog.0) }.map_err(driver)?;
+                let log: Vec<u8> = log
+                    .iter()
+                    .take_while(|c| **c != 0)
+                    .map(|c| *c as u8)
+                    .collect();
+                return Ok(Err(String::from_utf8_lossy(&log).into_owned()));
+            }
+            let mut size = 0usize;
+            // SAFETY: `prog` compiled; the size is written to `size`.
+            unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
+                .result()
+                .map_err(driver)?;
+            let mut cubin = vec![0u8; size];
+            // SAFETY: `cubin` holds `size` bytes, as NVRTC reported.
+            unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut _) }
+                .result()
+                .map_err(driver)?;
+            Ok(Ok(cubin))
+        })
+        .map_err(|_| Error::NoNvrtc)??;
+    match outcome {
+        Ok(cubin) if !cubin.is_empty() => Ok(cubin),
+        Ok(_) => Err(Error::Compile {
+            kernel: kernel.into(),
+            path: PathBuf::new(),
+            log: format!("NVRTC produced no CUBIN for {arch}"),
+        }),
+        Err(log) => {
             let path = std::env::temp_dir().join(format!(
                 "bigfuse-{kernel}-{:016x}.cu",
                 fnv1a(&[source.as_bytes()])
@@ -178,10 +294,9 @@ pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<String
             Err(Error::Compile {
                 kernel: kernel.into(),
                 path,
-                log: log.to_string_lossy().into_owned(),
+                log,
             })
         }
-        Err(e) => Err(Error::driver("running NVRTC", e)),
     }
 }
 
@@ -198,15 +313,19 @@ mod tests {
     }
 
     #[test]
-    fn ptx_plausibility() {
-        assert!(plausible_ptx(
-            ".version 8.0\n.target sm_90\n.entry bf_k() {\n}\n",
-            "bf_k"
-        ));
-        assert!(!plausible_ptx(
-            ".version 8.0\n.target sm_90\n.entry bf_k() {",
-            "bf_k"
-        ));
-        assert!(!plausible_ptx("garbage", "bf_k"));
+    fn cache_entries_are_exact() {
+        let e = encode_entry("ctx", "source", &[1, 2, 3]);
+        assert_eq!(decode_entry(&e, "ctx", "source"), Some(vec![1, 2, 3]));
+        assert_eq!(decode_entry(&e, "ctx", "sourcE"), None);
+        assert_eq!(decode_entry(&e, "other", "source"), None);
+        assert_eq!(decode_entry(&e[..e.len() - 1], "ctx", "source"), None);
+        let mut longer = e.clone();
+        longer.push(0);
+        assert_eq!(decode_entry(&longer, "ctx", "source"), None);
+        assert_eq!(decode_entry(b"garbage", "ctx", "source"), None);
+        assert_eq!(
+            decode_entry(&encode_entry("ctx", "source", &[]), "ctx", "source"),
+            None
+        );
     }
 }

@@ -1,9 +1,7 @@
 //! Emission: CUDA C text for one scheduled, placed kernel. The only place CUDA is written.
 //!
-//! Layout in global memory: for each parameter and output, instance `i` occupies the words
-//! `[i * W, (i + 1) * W)`, where W is the number of 64-bit limbs of a big integer (or of elements
-//! of an array), 1 for a scalar. Each thread holds Q consecutive elements of every array in
-//! registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
+//! Layout in global memory: see [`crate::layout`] (instance after instance; units as wide as
+//! their values). Each thread holds Q consecutive elements of every array in registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
 //! block of code says which IR value it computes.
 
 mod carry;
@@ -17,41 +15,8 @@ use crate::place::Placement;
 use crate::schedule::Schedule;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
 
-/// How a parameter or output is laid out per instance.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BufferLayout {
-    pub name: String,
-    pub ty: Type,
-    /// 64-bit words per instance.
-    pub words: u64,
-}
-
-pub fn layout_of(name: &str, ty: &Type) -> CgResult<BufferLayout> {
-    let words = match ty {
-        Type::Big(s) => s.as_const().unwrap_or(0) / 64,
-        Type::Array(e, n) if e.is_scalar() => n.as_const().unwrap_or(0),
-        // Arrays of big integers: element after element, each its limbs.
-        Type::Array(e, n) if matches!(**e, Type::Big(_)) => {
-            let Type::Big(s) = &**e else { unreachable!() };
-            n.as_const().unwrap_or(0) * (s.as_const().unwrap_or(0) / 64)
-        }
-        // Arrays of tuples of scalars (big integers as limb tuples, after lowering): interleaved.
-        Type::Array(e, n) if e.leaves().iter().all(Type::is_scalar) => {
-            n.as_const().unwrap_or(0) * e.leaf_count() as u64
-        }
-        t if t.is_scalar() => 1,
-        other => {
-            return Err(CodegenError::Unsupported(format!(
-                "`{name}` has type {other}: kernel parameters and results are big integers, scalars or arrays of scalars"
-            )))
-        }
-    };
-    Ok(BufferLayout {
-        name: name.to_string(),
-        ty: ty.clone(),
-        words,
-    })
-}
+use crate::layout::Unit;
+pub use crate::layout::{layout_of, BufferLayout};
 
 fn ctype(t: &Type) -> &'static str {
     match t {
@@ -326,7 +291,7 @@ impl<'a> Emitter<'a> {
                 t => {
                     self.line(format!("// {comment}"));
                     let e = match t {
-                        Type::Bool => format!("(live && in{i}[inst] != 0ull)"),
+                        Type::Bool => format!("(live && in{i}[inst] != 0)"),
                         t => format!("(live ? ({})in{i}[inst] : 0)", ctype(t)),
                     };
                     Val::Scalar(self.declare_scalar(id, Some(vec![e])))
@@ -511,6 +476,14 @@ impl<'a> Emitter<'a> {
         Ok(Val::Array { leaves, q, len })
     }
 
+    /// The global-memory unit of a single-leaf value (see [`crate::layout`]).
+    fn unit_of(&self, id: ValueId) -> Unit {
+        match layout_of("", self.func.ty(id)) {
+            Ok(l) => l.unit,
+            Err(_) => Unit::U64,
+        }
+    }
+
     /// True when a thread's elements `[t*q, t*q+q)` may run past `len`.
     fn padded(&self, q: u32, len: u64) -> bool {
         self.sched.threads_per_instance as u64 * q as u64 > len
@@ -522,11 +495,13 @@ impl<'a> Emitter<'a> {
         let leaves = self.declare_array(id, q);
         let v = &leaves[0];
         let pad = self.padded(q, len);
+        let unit = self.unit_of(id);
         self.open("{");
         self.line(format!(
-            "const u64* src = in{param} + inst * {len}ull + t * {q}u;"
+            "const {}* src = in{param} + inst * {len}ull + t * {q}u;",
+            unit.ctype()
         ));
-        if q % 2 == 0 && len % 2 == 0 {
+        if q % 2 == 0 && len % 2 == 0 && unit == Unit::U64 {
             // 16-byte loads: instance bases and thread offsets are both even, so aligned.
             self.line("#pragma unroll");
             self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
@@ -547,9 +522,14 @@ impl<'a> Emitter<'a> {
             } else {
                 "live".into()
             };
+            let (read, zero) = match unit {
+                Unit::Bool => ("(src[q] != 0)", "false"),
+                Unit::U32 => ("src[q]", "0u"),
+                Unit::U64 => ("src[q]", "0ull"),
+            };
             self.line("#pragma unroll");
             self.line(format!(
-                "for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? src[q] : 0ull;"
+                "for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? {read} : {zero};"
             ));
         }
         self.close("}");
@@ -618,9 +598,13 @@ impl<'a> Emitter<'a> {
                     other => other.leaves()[0].clone(),
                 };
                 let pad = self.padded(q, len);
+                let unit = self.unit_of(id);
                 self.line(format!("// {comment}"));
                 self.open("if (live) {");
-                self.line(format!("u64* dst = out{k} + inst * {len}ull + t * {q}u;"));
+                self.line(format!(
+                    "{0}* dst = out{k} + inst * {len}ull + t * {q}u;",
+                    unit.ctype()
+                ));
                 if q % 2 == 0 && len % 2 == 0 && elem == Type::U64 {
                     self.line("#pragma unroll");
                     self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
@@ -641,15 +625,18 @@ impl<'a> Emitter<'a> {
                         String::new()
                     };
                     self.line(format!(
-                        "for (int q = 0; q < {q}; ++q) {guard}dst[q] = (u64)({v}[q]);"
+                        "for (int q = 0; q < {q}; ++q) {guard}dst[q] = ({})({v}[q]);",
+                        unit.ctype()
                     ));
                 }
                 self.close("}");
             }
             Val::Scalar(l) => {
                 self.line(format!("// {comment}"));
+                let unit = self.unit_of(id);
                 self.line(format!(
-                    "if (live && t == 0u) out{k}[inst] = (u64)({});",
+                    "if (live && t == 0u) out{k}[inst] = ({})({});",
+                    unit.ctype(),
                     l[0]
                 ));
             }
@@ -1105,9 +1092,12 @@ pub fn emit(
         .iter()
         .map(|p| layout_of(&p.name, &p.ty))
         .collect::<CgResult<_>>()?;
-    for (k, o) in func.outputs.iter().enumerate() {
-        layout_of(&format!("result {k}"), func.ty(*o))?;
-    }
+    let outputs: Vec<BufferLayout> = func
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
+        .collect::<CgResult<_>>()?;
     let mut e = Emitter {
         func,
         sched,
@@ -1143,9 +1133,20 @@ pub fn emit(
     let mut params: Vec<String> = inputs
         .iter()
         .enumerate()
-        .map(|(i, l)| format!("const u64* __restrict__ in{i} /* {} */", l.name))
+        .map(|(i, l)| {
+            format!(
+                "const {}* __restrict__ in{i} /* {} */",
+                l.unit.ctype(),
+                l.name
+            )
+        })
         .collect();
-    params.extend((0..func.outputs.len()).map(|k| format!("u64* __restrict__ out{k}")));
+    params.extend(
+        outputs
+            .iter()
+            .enumerate()
+            .map(|(k, l)| format!("{}* __restrict__ out{k}", l.unit.ctype())),
+    );
     params.extend(tables.iter().map(|id| {
         let ty = match func.node(*id).op {
             Op::PolyMul { .. } => "u32",

@@ -1,0 +1,118 @@
+//! How kernel parameters and results lie in global memory: the one definition that emission, the
+//! split planner and the runtime's buffers all follow.
+//!
+//! Instance `i` of a buffer occupies units `[i * U, (i + 1) * U)`, where U is the number of
+//! 64-bit limbs of a big integer (element after element for an array of them), the number of
+//! elements of an array of scalars, or 1 for a scalar. A unit is as wide as the value it holds:
+//! 8 bytes for limbs, `u64` and residues, 4 for `u32`, 1 for `bool` (0 or 1) — so a batch of
+//! `u32` or `bool` moves at its own width over PCIe and through device memory.
+
+use crate::error::{CgResult, CodegenError};
+use bigfuse_core::Type;
+
+/// The width of one unit of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// A 64-bit word: a limb, a `u64`, a residue, or a leaf of an interleaved tuple.
+    U64,
+    U32,
+    /// A `bool` as one byte, 0 or 1.
+    Bool,
+}
+
+impl Unit {
+    pub fn bytes(self) -> u64 {
+        match self {
+            Unit::U64 => 8,
+            Unit::U32 => 4,
+            Unit::Bool => 1,
+        }
+    }
+
+    /// The C type of a unit in the kernel's signature.
+    pub fn ctype(self) -> &'static str {
+        match self {
+            Unit::U64 => "u64",
+            Unit::U32 => "u32",
+            Unit::Bool => "unsigned char",
+        }
+    }
+
+    /// The unit of a buffer of values whose scalar leaves are `leaf`.
+    fn of_leaf(leaf: &Type) -> Unit {
+        match leaf {
+            Type::U32 => Unit::U32,
+            Type::Bool => Unit::Bool,
+            _ => Unit::U64,
+        }
+    }
+}
+
+/// How a parameter or result is laid out per instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferLayout {
+    pub name: String,
+    pub ty: Type,
+    /// Units per instance.
+    pub units: u64,
+    pub unit: Unit,
+}
+
+impl BufferLayout {
+    /// Bytes per instance.
+    pub fn bytes(&self) -> u64 {
+        self.units * self.unit.bytes()
+    }
+}
+
+/// The layout of a buffer holding values of type `ty` (sizes already constant); `name` is for
+/// the error when the type cannot cross the kernel boundary.
+pub fn layout_of(name: &str, ty: &Type) -> CgResult<BufferLayout> {
+    let size = |s: &bigfuse_core::Size| s.as_const().unwrap_or(0);
+    let (units, unit) = match ty {
+        Type::Big(s) => (size(s) / 64, Unit::U64),
+        Type::Array(e, n) if e.is_scalar() => (size(n), Unit::of_leaf(e)),
+        // Arrays of big integers: element after element, each its limbs.
+        Type::Array(e, n) if matches!(**e, Type::Big(_)) => {
+            let Type::Big(s) = &**e else { unreachable!() };
+            (size(n) * (size(s) / 64), Unit::U64)
+        }
+        // Arrays of tuples of scalars (big integers as limb tuples, after lowering): interleaved
+        // 64-bit words.
+        Type::Array(e, n) if e.leaves().iter().all(Type::is_scalar) => {
+            (size(n) * e.leaf_count() as u64, Unit::U64)
+        }
+        t if t.is_scalar() => (1, Unit::of_leaf(t)),
+        other => {
+            return Err(CodegenError::Unsupported(format!(
+                "`{name}` has type {other}: kernel parameters and results are big integers, scalars or arrays of scalars"
+            )))
+        }
+    };
+    Ok(BufferLayout {
+        name: name.to_string(),
+        ty: ty.clone(),
+        units,
+        unit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bigfuse_core::Size;
+
+    #[test]
+    fn units_follow_the_values() {
+        let l = layout_of("a", &Type::Big(Size::lit(4096))).unwrap();
+        assert_eq!((l.units, l.unit, l.bytes()), (64, Unit::U64, 512));
+        let l = layout_of("f", &Type::Bool).unwrap();
+        assert_eq!((l.units, l.unit, l.bytes()), (1, Unit::Bool, 1));
+        let l = layout_of("x", &Type::array(Type::U32, Size::lit(10))).unwrap();
+        assert_eq!((l.units, l.unit, l.bytes()), (10, Unit::U32, 40));
+        let l = layout_of("y", &Type::array(Type::Big(Size::lit(192)), Size::lit(5))).unwrap();
+        assert_eq!((l.units, l.unit), (15, Unit::U64));
+        let t = Type::Tuple(vec![Type::U64, Type::U64]);
+        assert!(layout_of("t", &t).is_err());
+    }
+}

@@ -1,0 +1,416 @@
+//! Batches that live where kernels run: on the GPU in the kernels' own layout (host memory on the
+//! CPU backend), so that kernels chain with no round trip through the host.
+
+use crate::column::{Arg, Column, Out, Slot};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::gpu::{guarded, GpuDevice};
+use crate::memory::DeviceBuffer;
+use bigfuse_core::{Size, Type, Value};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{result, CudaEvent};
+use num_bigint::BigUint;
+use std::sync::Arc;
+
+/// A batch of values of one type, one per instance, on a device: the arguments and results of
+/// kernels launched with `launch` (which returns without waiting for the GPU).
+///
+/// Made from host data with [`Batch::big`], [`Batch::u64`], [`Batch::u32`], [`Batch::bool`],
+/// [`Batch::zp`] or [`Batch::new`] (any type, arrays included); read back with
+/// [`Batch::to_big`], [`Batch::to_limbs`], [`Batch::to_u64`], [`Batch::to_u32`],
+/// [`Batch::to_bool`] or [`Batch::read_into`], which wait for the kernels that compute it.
+/// A batch knows its type and device: passing it where another type or device is expected is an
+/// error, never a wrong number.
+pub struct Batch {
+    slot: Slot,
+    n: usize,
+    store: Store,
+}
+
+enum Store {
+    Gpu {
+        gpu: Arc<GpuDevice>,
+        buf: DeviceBuffer,
+        /// Recorded after the work that computes the batch (none for uploaded batches).
+        ready: Option<Arc<CudaEvent>>,
+    },
+    Host(Column),
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let place = match &self.store {
+            Store::Gpu { gpu, .. } => format!("GPU {}", gpu.ordinal()),
+            Store::Host(_) => "host".to_string(),
+        };
+        write!(f, "Batch({} x {} on {place})", self.n, self.slot.ty)
+    }
+}
+
+/// Bytes per piece of a transfer between host and device, each staged through pinned memory
+/// while the next one is converted.
+const PIECE_BYTES: usize = 8 << 20;
+
+impl Batch {
+    /// Uploads host data as a batch of `ty` (sizes constant, e.g. `Type::array(Type::U32,
+    /// Size::lit(8))`), one value per instance (`N` values per instance, flat, for an array type).
+    /// Values are checked as they are converted (widths, residues).
+    pub fn new<'a>(dev: &Device, ty: &Type, data: impl Into<Arg<'a>>) -> Result<Batch> {
+        let arg = data.into();
+        if !ty.is_concrete() {
+            return Err(Error::Argument {
+                kernel: String::new(),
+                message: format!("a batch needs a type with constant sizes, not {ty}"),
+            });
+        }
+        let slot = Slot::new("batch", ty)?;
+        if let Arg::Batch(b) = arg {
+            return b.copy_to(dev);
+        }
+        let n = slot.instances("batch", &arg)?;
+        match dev {
+            Device::Cpu(_) => {
+                crate::column::check_values(std::slice::from_ref(&slot), &[arg])?;
+                let values = (0..n * slot.per.max(1))
+                    .map(|i| arg_value(&arg, &slot, i))
+                    .collect();
+                let elem = match ty {
+                    Type::Array(e, _) => (**e).clone(),
+                    t => t.clone(),
+                };
+                Ok(Batch {
+                    n,
+                    store: Store::Host(Column::from_values(&elem, values)?),
+                    slot,
+                })
+            }
+            Device::Gpu(g) => {
+                let buf = upload(g, &slot, &arg, n)?;
+                Ok(Batch {
+                    slot,
+                    n,
+                    store: Store::Gpu {
+                        gpu: g.clone(),
+                        buf,
+                        ready: None,
+                    },
+                })
+            }
+        }
+    }
+
+    /// Big integers of `bits` bits (a multiple of 64): `BigUint` values or their little-endian
+    /// limbs, `bits / 64` words per value.
+    pub fn big<'a>(
+        dev: &Device,
+        bits: u64,
+        data: impl crate::column::IntoArg<'a, crate::column::kind::Big>,
+    ) -> Result<Batch> {
+        Batch::new(dev, &Type::Big(Size::lit(bits)), data.into_arg())
+    }
+
+    pub fn u64(dev: &Device, values: &[u64]) -> Result<Batch> {
+        Batch::new(dev, &Type::U64, values)
+    }
+
+    pub fn u32(dev: &Device, values: &[u32]) -> Result<Batch> {
+        Batch::new(dev, &Type::U32, values)
+    }
+
+    pub fn bool(dev: &Device, values: &[bool]) -> Result<Batch> {
+        Batch::new(dev, &Type::Bool, values)
+    }
+
+    /// Residues modulo the prime `p` (each below `p`).
+    pub fn zp(dev: &Device, p: u64, residues: &[u64]) -> Result<Batch> {
+        Batch::new(dev, &Type::Zp(Size::lit(p)), residues)
+    }
+
+    /// The type of one instance.
+    pub fn ty(&self) -> &Type {
+        &self.slot.ty
+    }
+
+    /// Instances.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Whether the batch is on a GPU (else in host memory, for the CPU backend).
+    pub fn is_on_gpu(&self) -> bool {
+        matches!(self.store, Store::Gpu { .. })
+    }
+
+    /// Waits until the kernels computing this batch have finished (and reports their errors).
+    pub fn wait(&self) -> Result<()> {
+        match &self.store {
+            Store::Gpu { ready: Some(e), .. } => guarded("waiting for a batch", || e.synchronize()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the kernels computing this batch have finished.
+    pub fn is_ready(&self) -> bool {
+        match &self.store {
+            Store::Gpu { ready: Some(e), .. } => e.is_complete(),
+            _ => true,
+        }
+    }
+
+    /// The values as big integers (a batch of `U<BITS>` or of arrays of it).
+    pub fn to_big(&self) -> Result<Vec<BigUint>> {
+        let mut v = Vec::new();
+        self.read_into(Out::Big(&mut v))?;
+        Ok(v)
+    }
+
+    /// The values as little-endian 64-bit limbs, `BITS / 64` per value (big integers), or as
+    /// `u64` values and residues.
+    pub fn to_limbs(&self) -> Result<Vec<u64>> {
+        let mut v = Vec::new();
+        self.read_into(Out::U64(&mut v))?;
+        Ok(v)
+    }
+
+    /// The values of a batch of `u64` or `Zp<P>` (the same as [`Batch::to_limbs`]).
+    pub fn to_u64(&self) -> Result<Vec<u64>> {
+        self.to_limbs()
+    }
+
+    pub fn to_u32(&self) -> Result<Vec<u32>> {
+        let mut v = Vec::new();
+        self.read_into(Out::U32(&mut v))?;
+        Ok(v)
+    }
+
+    pub fn to_bool(&self) -> Result<Vec<bool>> {
+        let mut v = Vec::new();
+        self.read_into(Out::Bool(&mut v))?;
+        Ok(v)
+    }
+
+    /// The values as an owned column (big integers as `BigUint`).
+    pub fn to_column(&self) -> Result<Column> {
+        let mut c = Column::empty(&self.slot.ty);
+        self.read_into(c.as_out())?;
+        Ok(c)
+    }
+
+    /// Reads the values into `out` (resized; its allocations reused), after the kernels that
+    /// compute them.
+    pub fn read_into(&self, mut out: Out) -> Result<()> {
+        self.slot.check_out("batch", &out)?;
+        match &self.store {
+            Store::Host(col) => col.clone().write_to(&self.slot.ty, &mut out),
+            Store::Gpu { gpu, buf, .. } => {
+                let r = download(gpu, &self.slot, buf, self.n, &mut out);
+                if r.is_err() {
+                    out.clear();
+                }
+                r
+            }
+        }
+    }
+
+    /// A copy of this batch on `dev` (through the host when the devices differ).
+    pub fn copy_to(&self, dev: &Device) -> Result<Batch> {
+        let col = self.to_column()?;
+        Batch::new(dev, &self.slot.ty, col.as_arg())
+    }
+
+    /// The device address of the batch on `gpu`, or an error when it lives elsewhere.
+    pub(crate) fn device_ptr(&self, gpu: &GpuDevice) -> Result<CUdeviceptr> {
+        match &self.store {
+            Store::Gpu { buf, .. } if buf.belongs_to(gpu.context()) => Ok(buf.ptr()),
+            Store::Gpu { gpu: other, .. } => Err(Error::Argument {
+                kernel: String::new(),
+                message: format!(
+                    "the batch lives on GPU {}, but the call runs on GPU {}: copy it with `Batch::copy_to`",
+                    other.ordinal(),
+                    gpu.ordinal()
+                ),
+            }),
+            Store::Host(_) => Err(Error::Argument {
+                kernel: String::new(),
+                message: "the batch lives in host memory (it was made on the CPU backend), but the call runs on a GPU: copy it with `Batch::copy_to`".into(),
+            }),
+        }
+    }
+
+    /// Instance `i`'s value for the evaluator (CPU backend only).
+    pub(crate) fn host_value(&self, i: usize) -> Value {
+        let Store::Host(col) = &self.store else {
+            unreachable!("the CPU backend checks that its batches are on the host")
+        };
+        let arg = col.as_arg();
+        match &self.slot.ty {
+            Type::Array(..) => arg.value_of(&self.slot.ty, i),
+            _ => arg.value(i),
+        }
+    }
+
+    /// Checks that the batch can feed a call on `dev`.
+    pub(crate) fn check_device(&self, dev: &Device) -> Result<()> {
+        match (dev, &self.store) {
+            (Device::Gpu(g), _) => self.device_ptr(g).map(|_| ()),
+            (Device::Cpu(_), Store::Host(_)) => Ok(()),
+            (Device::Cpu(_), Store::Gpu { gpu, .. }) => Err(Error::Argument {
+                kernel: String::new(),
+                message: format!(
+                    "the batch lives on GPU {}, but the call runs on the CPU backend: copy it with `Batch::copy_to`",
+                    gpu.ordinal()
+                ),
+            }),
+        }
+    }
+
+    /// A batch of results just computed on the device.
+    pub(crate) fn on_gpu(
+        gpu: Arc<GpuDevice>,
+        slot: Slot,
+        n: usize,
+        buf: DeviceBuffer,
+        ready: Arc<CudaEvent>,
+    ) -> Batch {
+        Batch {
+            slot,
+            n,
+            store: Store::Gpu {
+                gpu,
+                buf,
+                ready: Some(ready),
+            },
+        }
+    }
+
+    /// A batch of results computed on the host.
+    pub(crate) fn on_host(slot: Slot, n: usize, col: Column) -> Batch {
+        Batch {
+            slot,
+            n,
+            store: Store::Host(col),
+        }
+    }
+}
+
+/// Value `i` (flat) of a checked host argument, as the evaluator holds it.
+fn arg_value(arg: &Arg, slot: &Slot, i: usize) -> Value {
+    let elem = match &slot.ty {
+        Type::Array(e, _) => (**e).clone(),
+        t => t.clone(),
+    };
+    // A one-element array view, so that limbs are grouped by the element's width.
+    match arg.value_of(&Type::array(elem, Size::lit(1)), i) {
+        Value::Array(mut v) if v.len() == 1 => v.pop().unwrap_or(Value::Bool(false)),
+        other => other,
+    }
+}
+
+/// Instances per piece of a transfer of `bytes` bytes per instance.
+fn piece(bytes: usize) -> usize {
+    (PIECE_BYTES / bytes.max(1)).max(1)
+}
+
+/// Converts and uploads `n` instances of `arg` into a new device buffer, piece by piece through
+/// two pinned buffers (one filled while the other copies), on the main stream.
+fn upload(gpu: &GpuDevice, slot: &Slot, arg: &Arg, n: usize) -> Result<DeviceBuffer> {
+    let bytes = slot.bytes();
+    let buf = gpu.alloc_bytes(n * bytes, "a batch")?;
+    if n == 0 || bytes == 0 {
+        return Ok(buf);
+    }
+    gpu.bind()?;
+    let per = piece(bytes);
+    let mut staging = [
+        gpu.pinned.alloc(per * bytes)?,
+        gpu.pinned.alloc(per * bytes)?,
+    ];
+    let events = [gpu.sync_event()?, gpu.sync_event()?];
+    let main = gpu.stream();
+    let outcome = (|| {
+        for (k, start) in (0..n).step_by(per).enumerate() {
+            let count = per.min(n - start);
+            let s = k % 2;
+            if k >= 2 {
+                guarded("waiting for an upload", || events[s].synchronize())?;
+            }
+            let staged = &mut staging[s].as_mut_bytes()[..count * bytes];
+            slot.write(arg, start, count, staged)?;
+            let dst = buf.ptr() + (start * bytes) as u64;
+            // SAFETY: the staging stays untouched until the event after the copy completes; the
+            // buffer holds `n` instances.
+            guarded("uploading a batch", || unsafe {
+                result::memcpy_htod_async(dst, &*staged, main.cu_stream())?;
+                result::event::record(events[s].cu_event(), main.cu_stream())
+            })?;
+        }
+        Ok(())
+    })();
+    let done = guarded("waiting for an upload", || {
+        events[0].synchronize()?;
+        events[1].synchronize()
+    });
+    gpu.recycle_events(events);
+    outcome.and(done)?;
+    Ok(buf)
+}
+
+/// Downloads `n` instances from `buf` into `out`, piece by piece (the next piece copies while
+/// this one is converted), after the work queued on the main stream.
+fn download(
+    gpu: &GpuDevice,
+    slot: &Slot,
+    buf: &DeviceBuffer,
+    n: usize,
+    out: &mut Out,
+) -> Result<()> {
+    slot.size_out(out, n);
+    let bytes = slot.bytes();
+    if n == 0 || bytes == 0 {
+        return Ok(());
+    }
+    gpu.bind()?;
+    let per = piece(bytes);
+    let mut staging = [
+        gpu.pinned.alloc(per * bytes)?,
+        gpu.pinned.alloc(per * bytes)?,
+    ];
+    let events = [gpu.sync_event()?, gpu.sync_event()?];
+    let main = gpu.stream();
+    let starts: Vec<usize> = (0..n).step_by(per).collect();
+    let enqueue = |k: usize, staged: &mut [u8], event: &CudaEvent| -> Result<()> {
+        let start = starts[k];
+        let count = per.min(n - start);
+        let src = buf.ptr() + (start * bytes) as u64;
+        // SAFETY: the staging is read only after the event; the buffer holds `n` instances.
+        guarded("downloading a batch", || unsafe {
+            result::memcpy_dtoh_async(&mut staged[..count * bytes], src, main.cu_stream())?;
+            result::event::record(event.cu_event(), main.cu_stream())
+        })
+    };
+    let outcome = (|| {
+        for k in 0..starts.len().min(2) {
+            enqueue(k, staging[k].as_mut_bytes(), &events[k])?;
+        }
+        for k in 0..starts.len() {
+            let s = k % 2;
+            guarded("waiting for a download", || events[s].synchronize())?;
+            let start = starts[k];
+            let count = per.min(n - start);
+            slot.read(&staging[s].as_bytes()[..count * bytes], start, count, out)?;
+            if k + 2 < starts.len() {
+                enqueue(k + 2, staging[s].as_mut_bytes(), &events[s])?;
+            }
+        }
+        Ok(())
+    })();
+    if outcome.is_err() {
+        let _ = gpu.synchronize();
+    }
+    gpu.recycle_events(events);
+    outcome
+}

@@ -1,0 +1,326 @@
+//! A call from host data to host results on the GPU, pipelined: the batch is cut into chunks;
+//! while the GPU computes one chunk, the next one's arguments are converted on the host (in
+//! parallel, straight into pinned staging) and uploaded, and the previous one's results are
+//! downloaded and converted. Device and pinned memory come from the device's pools, so a warm
+//! call allocates nothing.
+//!
+//! Streams and events: uploads run on `up`, kernels on `main`, downloads on `down`. Chunk `i`'s
+//! kernels wait for its upload; its download waits for its kernels. A chunk's staging and device
+//! arena (one slot of a small ring) are reused only after the host has seen that slot's previous
+//! download complete. Before the first upload, `up` and `down` wait for everything queued on
+//! `main` earlier, since pooled memory may still be in use there. When the call returns, all of
+//! its work is done.
+
+use crate::column::{Arg, Out, Slot};
+use crate::error::Result;
+use crate::gpu::{align, guarded, GpuDevice, GpuProgram};
+use crate::memory::{DeviceBuffer, PinnedBuffer};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{result, CudaEvent};
+
+/// Bytes of transfers per chunk the pipeline aims at (`BIGFUSE_CHUNK_BYTES` overrides it):
+/// large enough that a copy runs at full PCIe speed, small enough that the pipeline fills fast.
+const CHUNK_BYTES: u64 = 8 << 20;
+
+/// Chunks in flight at once: one uploading, one computing, one downloading.
+const SLOTS: usize = 3;
+
+fn chunk_bytes() -> u64 {
+    std::env::var("BIGFUSE_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(CHUNK_BYTES)
+}
+
+/// Where each argument and result of a chunk lies in its arena (and in the pinned staging, which
+/// mirrors the arena's input and output regions), for chunks of up to `c` instances.
+struct Arena {
+    c: u64,
+    /// Offset of each host argument's region (`None` for arguments already on the device).
+    inputs: Vec<Option<u64>>,
+    in_bytes: u64,
+    /// Offset of each result's region, from the start of the output region.
+    outputs: Vec<u64>,
+    out_bytes: u64,
+    temp_bytes: u64,
+}
+
+impl Arena {
+    fn new(program: &GpuProgram, params: &[Slot], results: &[Slot], args: &[Arg], c: u64) -> Arena {
+        let mut off = 0;
+        let inputs = params
+            .iter()
+            .zip(args)
+            .map(|(p, a)| match a {
+                Arg::Batch(_) => None,
+                _ => {
+                    let o = off;
+                    off += align(c * p.bytes() as u64);
+                    Some(o)
+                }
+            })
+            .collect();
+        let in_bytes = off;
+        off = 0;
+        let outputs = results
+            .iter()
+            .map(|r| {
+                let o = off;
+                off += align(c * r.bytes() as u64);
+                o
+            })
+            .collect();
+        Arena {
+            c,
+            inputs,
+            in_bytes,
+            outputs,
+            out_bytes: off,
+            temp_bytes: align(program.temp_bytes(c)),
+        }
+    }
+
+    fn device_bytes(&self) -> u64 {
+        self.in_bytes + self.out_bytes + self.temp_bytes
+    }
+}
+
+/// One slot of the ring: staging, device memory, and the events of the chunk in it.
+struct Ring {
+    staged_in: PinnedBuffer,
+    staged_out: PinnedBuffer,
+    device: DeviceBuffer,
+    uploaded: CudaEvent,
+    computed: CudaEvent,
+    downloaded: CudaEvent,
+    /// The chunk (first instance, count) whose results are in flight in this slot.
+    chunk: Option<(usize, usize)>,
+}
+
+/// Runs `program` over `n` instances of `args`, writing the results into `outs`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    gpu: &GpuDevice,
+    program: &GpuProgram,
+    params: &[Slot],
+    results: &[Slot],
+    args: &[Arg],
+    n: usize,
+    outs: &mut [Out],
+) -> Result<()> {
+    for (r, o) in results.iter().zip(outs.iter_mut()) {
+        r.size_out(o, n);
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    gpu.bind()?;
+    let outcome = pipeline(gpu, program, params, results, args, n, outs);
+    if outcome.is_err() {
+        // Nothing may still be copying into memory that goes back to the pools.
+        let _ = gpu.synchronize();
+        for o in outs.iter_mut() {
+            o.clear();
+        }
+    }
+    outcome
+}
+
+/// The chunk size: enough transfer per chunk for full-speed copies, at least one wave of the
+/// kernel, all of a small batch.
+fn chunk_instances(gpu: &GpuDevice, program: &GpuProgram, per_instance: u64, n: u64) -> u64 {
+    let by_bytes = chunk_bytes() / per_instance.max(1);
+    let wave = program.instances_per_wave(gpu.target());
+    by_bytes.max(wave).max(1).min(n)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pipeline(
+    gpu: &GpuDevice,
+    program: &GpuProgram,
+    params: &[Slot],
+    results: &[Slot],
+    args: &[Arg],
+    n: usize,
+    outs: &mut [Out],
+) -> Result<()> {
+    let moved: u64 = params
+        .iter()
+        .zip(args)
+        .filter(|(_, a)| !matches!(a, Arg::Batch(_)))
+        .map(|(p, _)| p.bytes() as u64)
+        .chain(results.iter().map(|r| r.bytes() as u64))
+        .sum();
+    let c = chunk_instances(gpu, program, moved, n as u64);
+    let arena = Arena::new(program, params, results, args, c);
+    let chunks = (n as u64).div_ceil(c) as usize;
+    let slots = chunks.min(SLOTS);
+    let mut ring = Vec::with_capacity(slots);
+    for _ in 0..slots {
+        ring.push(Ring {
+            staged_in: gpu.pinned.alloc(arena.in_bytes as usize)?,
+            staged_out: gpu.pinned.alloc(arena.out_bytes as usize)?,
+            device: gpu.alloc_bytes(arena.device_bytes() as usize, "a chunk of the batch")?,
+            uploaded: gpu.sync_event()?,
+            computed: gpu.sync_event()?,
+            downloaded: gpu.sync_event()?,
+            chunk: None,
+        });
+    }
+    let outcome = run_chunks(
+        gpu, program, params, results, args, n, outs, &arena, &mut ring,
+    );
+    gpu.recycle_events(
+        ring.into_iter()
+            .flat_map(|r| [r.uploaded, r.computed, r.downloaded]),
+    );
+    outcome
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_chunks(
+    gpu: &GpuDevice,
+    program: &GpuProgram,
+    params: &[Slot],
+    results: &[Slot],
+    args: &[Arg],
+    n: usize,
+    outs: &mut [Out],
+    arena: &Arena,
+    ring: &mut [Ring],
+) -> Result<()> {
+    let c = arena.c as usize;
+    let chunks = n.div_ceil(c);
+    // One chunk: everything in order on the main stream, no events (the low-latency path).
+    let single = chunks == 1;
+    let (up, main, down) = if single {
+        (gpu.stream(), gpu.stream(), gpu.stream())
+    } else {
+        (gpu.up(), gpu.stream(), gpu.down())
+    };
+    if !single {
+        let before = &ring[0].downloaded;
+        guarded("ordering the transfers", || {
+            before.record(main)?;
+            up.wait(before)?;
+            down.wait(before)
+        })?;
+    }
+    for i in 0..chunks {
+        let start = i * c;
+        let count = c.min(n - start);
+        let slot = &mut ring[i % ring.len()];
+        if let Some((s, k)) = slot.chunk.take() {
+            guarded("waiting for a download", || slot.downloaded.synchronize())?;
+            read_results(results, arena, &slot.staged_out, s, k, outs)?;
+        }
+        // Arguments of this chunk into pinned staging, then one upload.
+        let staged = slot.staged_in.as_mut_bytes();
+        for ((p, a), off) in params.iter().zip(args).zip(&arena.inputs) {
+            if let Some(off) = off {
+                let len = count * p.bytes();
+                p.write(
+                    a,
+                    start,
+                    count,
+                    &mut staged[*off as usize..*off as usize + len],
+                )?;
+            }
+        }
+        let base = slot.device.ptr();
+        let in_bytes = staged_extent(params, args, arena, count);
+        if in_bytes > 0 {
+            // SAFETY: the staging holds `in_bytes` written bytes and stays alive (and untouched)
+            // until this slot's download has been waited for; the arena holds them too.
+            guarded("uploading arguments", || unsafe {
+                result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
+            })?;
+        }
+        if !single {
+            guarded("ordering a chunk", || {
+                slot.uploaded.record(up)?;
+                main.wait(&slot.uploaded)
+            })?;
+        }
+        let ins: Vec<CUdeviceptr> = params
+            .iter()
+            .zip(args)
+            .zip(&arena.inputs)
+            .map(|((p, a), off)| match (a, off) {
+                (Arg::Batch(b), _) => b
+                    .device_ptr(gpu)
+                    .map(|ptr| ptr + (start * p.bytes()) as u64),
+                (_, Some(off)) => Ok(base + off),
+                (_, None) => unreachable!("host arguments have a region"),
+            })
+            .collect::<Result<_>>()?;
+        let out_base = base + arena.in_bytes;
+        let out_ptrs: Vec<CUdeviceptr> = arena.outputs.iter().map(|o| out_base + o).collect();
+        let temps = out_base + arena.out_bytes;
+        // SAFETY: the arena holds `c >= count` instances of every argument, result and
+        // intermediate; batch arguments hold `n` instances (checked by the caller).
+        unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
+        if !single {
+            guarded("ordering a chunk", || {
+                slot.computed.record(main)?;
+                down.wait(&slot.computed)
+            })?;
+        }
+        let out_bytes = results_extent(results, arena, count);
+        let staged_out = slot.staged_out.as_mut_bytes();
+        // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
+        guarded("downloading results", || unsafe {
+            result::memcpy_dtoh_async(&mut staged_out[..out_bytes], out_base, down.cu_stream())?;
+            result::event::record(slot.downloaded.cu_event(), down.cu_stream())
+        })?;
+        slot.chunk = Some((start, count));
+    }
+    // The chunks still in flight, in order.
+    let order: Vec<usize> = (0..ring.len()).map(|k| (chunks + k) % ring.len()).collect();
+    for k in order {
+        let slot = &mut ring[k];
+        if let Some((s, count)) = slot.chunk.take() {
+            guarded("waiting for a download", || slot.downloaded.synchronize())?;
+            read_results(results, arena, &slot.staged_out, s, count, outs)?;
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of the input region a chunk of `count` instances fills (up to the last host argument's
+/// end).
+fn staged_extent(params: &[Slot], args: &[Arg], arena: &Arena, count: usize) -> usize {
+    params
+        .iter()
+        .zip(args)
+        .zip(&arena.inputs)
+        .filter_map(|((p, _), off)| off.map(|o| o as usize + count * p.bytes()))
+        .max()
+        .unwrap_or(0)
+}
+
+fn results_extent(results: &[Slot], arena: &Arena, count: usize) -> usize {
+    results
+        .iter()
+        .zip(&arena.outputs)
+        .map(|(r, o)| *o as usize + count * r.bytes())
+        .max()
+        .unwrap_or(0)
+}
+
+fn read_results(
+    results: &[Slot],
+    arena: &Arena,
+    staged: &PinnedBuffer,
+    start: usize,
+    count: usize,
+    outs: &mut [Out],
+) -> Result<()> {
+    let bytes = staged.as_bytes();
+    for ((r, off), o) in results.iter().zip(&arena.outputs).zip(outs.iter_mut()) {
+        let off = *off as usize;
+        r.read(&bytes[off..off + count * r.bytes()], start, count, o)?;
+    }
+    Ok(())
+}

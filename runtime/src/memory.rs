@@ -1,0 +1,342 @@
+//! Device memory and pinned host memory, each from a pool, so that a warm call allocates nothing.
+//!
+//! Allocations round up to size classes (powers of two up to 1 MiB, then eighths of a power of
+//! two: at most 12.5% unused) and go back to their pool when dropped. A pool keeps at most a
+//! quarter of the device's memory (device) or 1 GiB (pinned) of free buffers; beyond that,
+//! released buffers are freed. When the driver reports out-of-memory, the pool frees what it holds
+//! and tries once more.
+//!
+//! Ordering: a device buffer may go back to the pool while work that uses it is still queued on
+//! the device's main stream. Work on the main stream is ordered after it anyway; the transfer
+//! streams wait on the main stream before they touch pooled memory (see `call.rs`).
+
+use crate::error::{Error, Result};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{result, CudaContext, DriverError};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// The size class of an allocation of `bytes`.
+pub(crate) fn size_class(bytes: usize) -> usize {
+    let bytes = bytes.max(256);
+    if bytes <= 1 << 20 {
+        return bytes.next_power_of_two();
+    }
+    let step = (bytes.next_power_of_two() / 16).max(1);
+    bytes.div_ceil(step) * step
+}
+
+/// Free buffers by size class, with the total they hold.
+struct FreeLists<P> {
+    lists: BTreeMap<usize, Vec<P>>,
+    held: usize,
+}
+
+impl<P> FreeLists<P> {
+    fn new() -> Self {
+        FreeLists {
+            lists: BTreeMap::new(),
+            held: 0,
+        }
+    }
+
+    fn take(&mut self, class: usize) -> Option<P> {
+        let p = self.lists.get_mut(&class)?.pop()?;
+        self.held -= class;
+        Some(p)
+    }
+
+    /// Keeps `p` unless that would exceed `cap`; returns it otherwise (the caller frees it).
+    fn put(&mut self, class: usize, p: P, cap: usize) -> Option<P> {
+        if self.held + class > cap {
+            return Some(p);
+        }
+        self.held += class;
+        self.lists.entry(class).or_default().push(p);
+        None
+    }
+
+    fn drain(&mut self) -> Vec<(usize, P)> {
+        self.held = 0;
+        std::mem::take(&mut self.lists)
+            .into_iter()
+            .flat_map(|(c, ps)| ps.into_iter().map(move |p| (c, p)))
+            .collect()
+    }
+}
+
+fn is_oom(e: &DriverError) -> bool {
+    e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+}
+
+/// The pool of device memory of one context.
+pub(crate) struct DevicePool {
+    ctx: Arc<CudaContext>,
+    free: Mutex<FreeLists<CUdeviceptr>>,
+    cap: usize,
+}
+
+impl DevicePool {
+    pub(crate) fn new(ctx: Arc<CudaContext>, total_memory: usize) -> Arc<DevicePool> {
+        Arc::new(DevicePool {
+            ctx,
+            free: Mutex::new(FreeLists::new()),
+            cap: total_memory / 4,
+        })
+    }
+
+    fn lists(&self) -> std::sync::MutexGuard<'_, FreeLists<CUdeviceptr>> {
+        self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A buffer of at least `bytes` bytes (contents undefined). `what` names it in errors.
+    pub(crate) fn alloc(self: &Arc<Self>, bytes: usize, what: &str) -> Result<DeviceBuffer> {
+        let class = size_class(bytes);
+        let ptr = match self.lists().take(class) {
+            Some(p) => p,
+            None => self.fresh(class, what)?,
+        };
+        Ok(DeviceBuffer {
+            ptr,
+            bytes,
+            class,
+            pool: self.clone(),
+        })
+    }
+
+    fn fresh(&self, class: usize, what: &str) -> Result<CUdeviceptr> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::driver("binding the CUDA context", e))?;
+        // SAFETY: a plain allocation; the pointer is owned by the returned buffer.
+        match unsafe { result::malloc_sync(class) } {
+            Ok(p) => Ok(p),
+            Err(e) if is_oom(&e) => {
+                self.trim();
+                // SAFETY: as above.
+                unsafe { result::malloc_sync(class) }.map_err(|e| {
+                    if is_oom(&e) {
+                        Error::OutOfMemory {
+                            what: what.into(),
+                            bytes: class,
+                        }
+                    } else {
+                        Error::driver(format!("allocating {what}"), e)
+                    }
+                })
+            }
+            Err(e) => Err(Error::driver(format!("allocating {what}"), e)),
+        }
+    }
+
+    /// Frees every buffer the pool holds.
+    pub(crate) fn trim(&self) {
+        let freed = self.lists().drain();
+        if freed.is_empty() {
+            return;
+        }
+        let _ = self.ctx.bind_to_thread();
+        for (_, p) in freed {
+            // SAFETY: pooled pointers are owned by the pool and used by nobody. cuMemFree waits
+            // for work still using the memory.
+            let _ = unsafe { result::free_sync(p) };
+        }
+    }
+
+    fn release(&self, class: usize, ptr: CUdeviceptr) {
+        if let Some(p) = self.lists().put(class, ptr, self.cap) {
+            let _ = self.ctx.bind_to_thread();
+            // SAFETY: the buffer is being dropped; nobody else holds the pointer.
+            let _ = unsafe { result::free_sync(p) };
+        }
+    }
+}
+
+impl Drop for DevicePool {
+    fn drop(&mut self) {
+        self.trim();
+    }
+}
+
+/// Device memory from a pool: `bytes` usable bytes (the allocation may be larger).
+pub struct DeviceBuffer {
+    ptr: CUdeviceptr,
+    bytes: usize,
+    class: usize,
+    pool: Arc<DevicePool>,
+}
+
+impl std::fmt::Debug for DeviceBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuffer({} bytes)", self.bytes)
+    }
+}
+
+impl DeviceBuffer {
+    /// The device address of byte 0.
+    pub fn ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// Usable bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Usable 64-bit words.
+    pub fn len(&self) -> usize {
+        self.bytes / 8
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// Whether this buffer lives in `ctx`.
+    pub(crate) fn belongs_to(&self, ctx: &Arc<CudaContext>) -> bool {
+        Arc::ptr_eq(&self.pool.ctx, ctx) || self.pool.ctx.cu_ctx() == ctx.cu_ctx()
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        self.pool.release(self.class, self.ptr);
+    }
+}
+
+/// A pointer into pinned host memory (owned by the pool or a [`PinnedBuffer`]).
+struct HostPtr(*mut u8);
+// SAFETY: pinned memory is plain memory; ownership is tracked by the pool and the buffers.
+unsafe impl Send for HostPtr {}
+
+/// The pool of pinned (page-locked) host memory of one context: staging for transfers at full
+/// PCIe speed.
+pub(crate) struct PinnedPool {
+    ctx: Arc<CudaContext>,
+    free: Mutex<FreeLists<HostPtr>>,
+    cap: usize,
+}
+
+impl PinnedPool {
+    pub(crate) fn new(ctx: Arc<CudaContext>) -> Arc<PinnedPool> {
+        Arc::new(PinnedPool {
+            ctx,
+            free: Mutex::new(FreeLists::new()),
+            cap: 1 << 30,
+        })
+    }
+
+    fn lists(&self) -> std::sync::MutexGuard<'_, FreeLists<HostPtr>> {
+        self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn alloc(self: &Arc<Self>, bytes: usize) -> Result<PinnedBuffer> {
+        let class = size_class(bytes);
+        let ptr = match self.lists().take(class) {
+            Some(p) => p.0,
+            None => {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(|e| Error::driver("binding the CUDA context", e))?;
+                // SAFETY: a plain allocation, owned by the returned buffer. Portable: usable by
+                // every context; not write-combined, since results are read back on the host.
+                unsafe { result::malloc_host(class, cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE) }
+                    .map_err(|e| {
+                        if is_oom(&e) {
+                            Error::OutOfMemory {
+                                what: "pinned host staging".into(),
+                                bytes: class,
+                            }
+                        } else {
+                            Error::driver("allocating pinned host memory", e)
+                        }
+                    })? as *mut u8
+            }
+        };
+        Ok(PinnedBuffer {
+            ptr,
+            bytes,
+            class,
+            pool: self.clone(),
+        })
+    }
+
+    fn release(&self, class: usize, ptr: *mut u8) {
+        if let Some(p) = self.lists().put(class, HostPtr(ptr), self.cap) {
+            let _ = self.ctx.bind_to_thread();
+            // SAFETY: the buffer is being dropped; nobody else holds the pointer.
+            let _ = unsafe { result::free_host(p.0 as _) };
+        }
+    }
+}
+
+impl Drop for PinnedPool {
+    fn drop(&mut self) {
+        let freed = self.lists().drain();
+        let _ = self.ctx.bind_to_thread();
+        for (_, p) in freed {
+            // SAFETY: pooled pointers are owned by the pool.
+            let _ = unsafe { result::free_host(p.0 as _) };
+        }
+    }
+}
+
+/// Pinned host memory from a pool, 8-byte aligned (page aligned in fact).
+pub(crate) struct PinnedBuffer {
+    ptr: *mut u8,
+    bytes: usize,
+    class: usize,
+    pool: Arc<PinnedPool>,
+}
+
+// SAFETY: the buffer owns its memory exclusively.
+unsafe impl Send for PinnedBuffer {}
+unsafe impl Sync for PinnedBuffer {}
+
+impl PinnedBuffer {
+    pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` holds at least `bytes` bytes owned by this buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        self.pool.release(self.class, self.ptr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_bound_the_waste() {
+        assert_eq!(size_class(0), 256);
+        assert_eq!(size_class(1000), 1024);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        for bytes in [(1 << 20) + 1, 3 << 20, 100_000_000, 1 << 33] {
+            let c = size_class(bytes);
+            assert!(c >= bytes && (c - bytes) * 8 <= bytes, "{bytes} -> {c}");
+        }
+        // Classes are stable: a size and its class map to the same class.
+        assert_eq!(size_class(size_class(5 << 20)), size_class(5 << 20));
+    }
+
+    #[test]
+    fn free_lists_respect_the_cap() {
+        let mut f = FreeLists::new();
+        assert!(f.put(1024, 1u64, 2048).is_none());
+        assert!(f.put(1024, 2u64, 2048).is_none());
+        assert_eq!(f.put(1024, 3u64, 2048), Some(3));
+        assert_eq!(f.take(1024), Some(2));
+        assert_eq!(f.take(512), None);
+        assert_eq!(f.drain().len(), 1);
+        assert_eq!(f.held, 0);
+    }
+}
