@@ -18,19 +18,19 @@ use crate::memory::{DeviceBuffer, PinnedBuffer};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaEvent};
 
-/// Bytes of transfers per chunk the pipeline aims at (`BIGFUSE_CHUNK_BYTES` overrides it):
+/// Bytes of transfers per chunk the pipeline aims at (`BIGFUSE_PIPELINE_BYTES` overrides it):
 /// large enough that a copy runs at full PCIe speed, small enough that the pipeline fills fast.
+/// `BIGFUSE_PIPELINE_INSTANCES` sets the instances per chunk outright (for tests and tuning).
 const CHUNK_BYTES: u64 = 8 << 20;
 
 /// Chunks in flight at once: one uploading, one computing, one downloading.
 const SLOTS: usize = 3;
 
-fn chunk_bytes() -> u64 {
-    std::env::var("BIGFUSE_CHUNK_BYTES")
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|v| *v > 0)
-        .unwrap_or(CHUNK_BYTES)
 }
 
 /// Where each argument and result of a chunk lies in its arena (and in the pinned staging, which
@@ -130,7 +130,10 @@ pub(crate) fn run(
 /// The chunk size: enough transfer per chunk for full-speed copies, at least one wave of the
 /// kernel, all of a small batch.
 fn chunk_instances(gpu: &GpuDevice, program: &GpuProgram, per_instance: u64, n: u64) -> u64 {
-    let by_bytes = chunk_bytes() / per_instance.max(1);
+    if let Some(c) = env_u64("BIGFUSE_PIPELINE_INSTANCES") {
+        return c.min(n);
+    }
+    let by_bytes = env_u64("BIGFUSE_PIPELINE_BYTES").unwrap_or(CHUNK_BYTES) / per_instance.max(1);
     let wave = program.instances_per_wave(gpu.target());
     by_bytes.max(wave).max(1).min(n)
 }

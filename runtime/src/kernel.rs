@@ -189,20 +189,23 @@ impl Kernel {
         for (r, o) in spec.results.iter().zip(outs.iter()) {
             r.check_out(&self.func.name, o)?;
         }
-        match dev {
-            Device::Cpu(c) => {
-                let cols = run_cpu(&spec, c.level, args, n)?;
+        let outcome = match dev {
+            Device::Cpu(c) => run_cpu(&spec, c.level, args, n).and_then(|cols| {
                 for ((col, r), o) in cols.into_iter().zip(&spec.results).zip(outs.iter_mut()) {
                     col.write_to(&r.ty, o)?;
                 }
                 Ok(())
-            }
-            Device::Gpu(g) => {
-                let program = self.prepare_with(g, sizes, hints)?;
+            }),
+            Device::Gpu(g) => self.prepare_with(g, sizes, hints).and_then(|program| {
                 check_layouts(&self.func.name, &spec, &program)?;
                 crate::call::run(g, &program, &spec.params, &spec.results, args, n, outs)
-            }
+            }),
+        };
+        if outcome.is_err() {
+            // No stale or partial results are left behind.
+            outs.iter_mut().for_each(Out::clear);
         }
+        outcome
     }
 
     /// Launches over a batch and returns the results as [`Batch`]es on the device, without
