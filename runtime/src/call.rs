@@ -26,6 +26,60 @@ const CHUNK_BYTES: u64 = 8 << 20;
 /// Chunks in flight at once: one uploading, one computing, one downloading.
 const SLOTS: usize = 3;
 
+/// Results up to this size of a one-chunk call are written by the kernels into mapped pinned
+/// memory directly (a few PCIe writes beat a copy's latency; large results copy faster).
+const DIRECT_RESULT_BYTES: usize = 256 << 10;
+
+/// Where a call's host time goes, printed to stderr when `BIGFUSE_TRACE=pipeline`: for finding
+/// what bounds a call (conversion, waiting for the GPU, or the driver calls).
+#[derive(Default)]
+struct Trace {
+    on: bool,
+    stage: std::time::Duration,
+    read: std::time::Duration,
+    wait: std::time::Duration,
+    enqueue: std::time::Duration,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        Trace {
+            on: std::env::var("BIGFUSE_TRACE").is_ok_and(|v| v.contains("pipeline")),
+            ..Default::default()
+        }
+    }
+
+    /// Runs `f`, adding its time to the phase `which` picks.
+    fn time<T>(
+        &mut self,
+        which: fn(&mut Trace) -> &mut std::time::Duration,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        if !self.on {
+            return f();
+        }
+        let start = std::time::Instant::now();
+        let r = f();
+        *which(self) += start.elapsed();
+        r
+    }
+
+    fn report(&self, n: usize, c: usize, chunks: usize, total: std::time::Duration) {
+        if self.on {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "bigfuse pipeline: {n} instances in {chunks} chunk(s) of {c}: {:.3} ms = staging {:.3} + reading {:.3} + waiting {:.3} + driver calls {:.3} (+ {:.3} other)",
+                ms(total),
+                ms(self.stage),
+                ms(self.read),
+                ms(self.wait),
+                ms(self.enqueue),
+                ms(total.saturating_sub(self.stage + self.read + self.wait + self.enqueue))
+            );
+        }
+    }
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name)
         .ok()
@@ -195,6 +249,8 @@ fn run_chunks(
 ) -> Result<()> {
     let c = arena.c as usize;
     let chunks = n.div_ceil(c);
+    let started = std::time::Instant::now();
+    let mut trace = Trace::new();
     // One chunk: everything in order on the main stream, no events (the low-latency path).
     let single = chunks == 1;
     let (up, main, down) = if single {
@@ -215,37 +271,36 @@ fn run_chunks(
         let count = c.min(n - start);
         let slot = &mut ring[i % ring.len()];
         if let Some((s, k)) = slot.chunk.take() {
-            guarded("waiting for a download", || slot.downloaded.synchronize())?;
-            read_results(results, arena, &slot.staged_out, s, k, outs)?;
+            trace.time(
+                |t| &mut t.wait,
+                || guarded("waiting for a download", || slot.downloaded.synchronize()),
+            )?;
+            trace.time(
+                |t| &mut t.read,
+                || read_results(results, arena, &slot.staged_out, s, k, outs),
+            )?;
         }
         // Arguments of this chunk into pinned staging, then one upload.
         let staged = slot.staged_in.as_mut_bytes();
-        for ((p, a), off) in params.iter().zip(args).zip(&arena.inputs) {
-            if let Some(off) = off {
-                let len = count * p.bytes();
-                p.write(
-                    a,
-                    start,
-                    count,
-                    &mut staged[*off as usize..*off as usize + len],
-                )?;
-            }
-        }
+        trace.time(
+            |t| &mut t.stage,
+            || -> Result<()> {
+                for ((p, a), off) in params.iter().zip(args).zip(&arena.inputs) {
+                    if let Some(off) = off {
+                        let len = count * p.bytes();
+                        p.write(
+                            a,
+                            start,
+                            count,
+                            &mut staged[*off as usize..*off as usize + len],
+                        )?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
         let base = slot.device.ptr();
         let in_bytes = staged_extent(params, args, arena, count);
-        if in_bytes > 0 {
-            // SAFETY: the staging holds `in_bytes` written bytes and stays alive (and untouched)
-            // until this slot's download has been waited for; the arena holds them too.
-            guarded("uploading arguments", || unsafe {
-                result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
-            })?;
-        }
-        if !single {
-            guarded("ordering a chunk", || {
-                slot.uploaded.record(up)?;
-                main.wait(&slot.uploaded)
-            })?;
-        }
         let ins: Vec<CUdeviceptr> = params
             .iter()
             .zip(args)
@@ -259,24 +314,59 @@ fn run_chunks(
             })
             .collect::<Result<_>>()?;
         let out_base = base + arena.in_bytes;
-        let out_ptrs: Vec<CUdeviceptr> = arena.outputs.iter().map(|o| out_base + o).collect();
         let temps = out_base + arena.out_bytes;
-        // SAFETY: the arena holds `c >= count` instances of every argument, result and
-        // intermediate; batch arguments hold `n` instances (checked by the caller).
-        unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
-        if !single {
-            guarded("ordering a chunk", || {
-                slot.computed.record(main)?;
-                down.wait(&slot.computed)
-            })?;
-        }
         let out_bytes = results_extent(results, arena, count);
+        // A single small chunk: the kernels write the results straight into the mapped pinned
+        // staging, which saves a copy's latency (what a call of a few instances waits for).
+        let direct = if single && out_bytes <= DIRECT_RESULT_BYTES {
+            slot.staged_out.device_ptr()
+        } else {
+            None
+        };
+        let out_ptrs: Vec<CUdeviceptr> = arena
+            .outputs
+            .iter()
+            .map(|o| direct.unwrap_or(out_base) + o)
+            .collect();
         let staged_out = slot.staged_out.as_mut_bytes();
-        // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
-        guarded("downloading results", || unsafe {
-            result::memcpy_dtoh_async(&mut staged_out[..out_bytes], out_base, down.cu_stream())?;
-            result::event::record(slot.downloaded.cu_event(), down.cu_stream())
-        })?;
+        trace.time(
+            |t| &mut t.enqueue,
+            || -> Result<()> {
+                if in_bytes > 0 {
+                    // SAFETY: the staging holds `in_bytes` written bytes and stays alive (and
+                    // untouched) until this slot's download has been waited for; so does the arena.
+                    guarded("uploading arguments", || unsafe {
+                        result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
+                    })?;
+                }
+                if !single {
+                    guarded("ordering a chunk", || {
+                        slot.uploaded.record(up)?;
+                        main.wait(&slot.uploaded)
+                    })?;
+                }
+                // SAFETY: the arena holds `c >= count` instances of every argument, result and
+                // intermediate; batch arguments hold `n` instances (checked by the caller).
+                unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
+                if !single {
+                    guarded("ordering a chunk", || {
+                        slot.computed.record(main)?;
+                        down.wait(&slot.computed)
+                    })?;
+                }
+                // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
+                guarded("downloading results", || unsafe {
+                    if direct.is_none() {
+                        result::memcpy_dtoh_async(
+                            &mut staged_out[..out_bytes],
+                            out_base,
+                            down.cu_stream(),
+                        )?;
+                    }
+                    result::event::record(slot.downloaded.cu_event(), down.cu_stream())
+                })
+            },
+        )?;
         slot.chunk = Some((start, count));
     }
     // The chunks still in flight, in order.
@@ -284,10 +374,17 @@ fn run_chunks(
     for k in order {
         let slot = &mut ring[k];
         if let Some((s, count)) = slot.chunk.take() {
-            guarded("waiting for a download", || slot.downloaded.synchronize())?;
-            read_results(results, arena, &slot.staged_out, s, count, outs)?;
+            trace.time(
+                |t| &mut t.wait,
+                || guarded("waiting for a download", || slot.downloaded.synchronize()),
+            )?;
+            trace.time(
+                |t| &mut t.read,
+                || read_results(results, arena, &slot.staged_out, s, count, outs),
+            )?;
         }
     }
+    trace.report(n, c, chunks, started.elapsed());
     Ok(())
 }
 

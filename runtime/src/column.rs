@@ -704,11 +704,32 @@ impl Slot {
         let values = n * self.per;
         match out {
             Out::Big(o) => o.resize(values, BigUint::default()),
-            Out::Bool(o) => o.resize(values, false),
-            Out::U32(o) => o.resize(values, 0),
-            Out::U64(o) => o.resize(values * self.elem.units(), 0),
+            Out::Bool(o) => resize_par(o, values, false),
+            Out::U32(o) => resize_par(o, values, 0),
+            Out::U64(o) => resize_par(o, values * self.elem.units(), 0),
         }
     }
+}
+
+/// `v.resize(len, fill)`, with a large growth filled in parallel: fresh memory costs a page fault
+/// per page on first touch, which is most of the time of filling it on one thread.
+fn resize_par<T: Copy + Send + Sync>(v: &mut Vec<T>, len: usize, fill: T) {
+    let old = v.len();
+    if len <= old || (len - old) * std::mem::size_of::<T>() < PARALLEL_BYTES {
+        v.resize(len, fill);
+        return;
+    }
+    v.reserve_exact(len - old);
+    let piece = (PARALLEL_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    v.spare_capacity_mut()[..len - old]
+        .par_chunks_mut(piece)
+        .for_each(|c| {
+            for x in c {
+                x.write(fill);
+            }
+        });
+    // SAFETY: the `len - old` elements after the old length were just initialised.
+    unsafe { v.set_len(len) };
 }
 
 /// Pieces of a conversion run in parallel above this many bytes (below, rayon's start-up costs

@@ -74,6 +74,8 @@ pub(crate) struct DevicePool {
     ctx: Arc<CudaContext>,
     free: Mutex<FreeLists<CUdeviceptr>>,
     cap: usize,
+    /// The device's memory: a larger request fails at once, without asking the driver.
+    total: usize,
 }
 
 impl DevicePool {
@@ -82,6 +84,7 @@ impl DevicePool {
             ctx,
             free: Mutex::new(FreeLists::new()),
             cap: total_memory / 4,
+            total: total_memory,
         })
     }
 
@@ -94,7 +97,7 @@ impl DevicePool {
         let class = size_class(bytes);
         let ptr = match self.lists().take(class) {
             Some(p) => p,
-            None => self.fresh(class, what)?,
+            None => self.fresh(bytes, class, what)?,
         };
         Ok(DeviceBuffer {
             ptr,
@@ -104,7 +107,14 @@ impl DevicePool {
         })
     }
 
-    fn fresh(&self, class: usize, what: &str) -> Result<CUdeviceptr> {
+    fn fresh(&self, bytes: usize, class: usize, what: &str) -> Result<CUdeviceptr> {
+        let oom = || Error::OutOfMemory {
+            what: what.into(),
+            bytes,
+        };
+        if class > self.total {
+            return Err(oom());
+        }
         self.ctx
             .bind_to_thread()
             .map_err(|e| Error::driver("binding the CUDA context", e))?;
@@ -116,10 +126,7 @@ impl DevicePool {
                 // SAFETY: as above.
                 unsafe { result::malloc_sync(class) }.map_err(|e| {
                     if is_oom(&e) {
-                        Error::OutOfMemory {
-                            what: what.into(),
-                            bytes: class,
-                        }
+                        oom()
                     } else {
                         Error::driver(format!("allocating {what}"), e)
                     }
@@ -239,18 +246,25 @@ impl PinnedPool {
                     .bind_to_thread()
                     .map_err(|e| Error::driver("binding the CUDA context", e))?;
                 // SAFETY: a plain allocation, owned by the returned buffer. Portable: usable by
-                // every context; not write-combined, since results are read back on the host.
-                unsafe { result::malloc_host(class, cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE) }
-                    .map_err(|e| {
-                        if is_oom(&e) {
-                            Error::OutOfMemory {
-                                what: "pinned host staging".into(),
-                                bytes: class,
-                            }
-                        } else {
-                            Error::driver("allocating pinned host memory", e)
+                // every context; mapped: kernels may write small results into it directly; not
+                // write-combined, since results are read back on the host.
+                unsafe {
+                    result::malloc_host(
+                        class,
+                        cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE
+                            | cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
+                    )
+                }
+                .map_err(|e| {
+                    if is_oom(&e) {
+                        Error::OutOfMemory {
+                            what: "pinned host staging".into(),
+                            bytes: class,
                         }
-                    })? as *mut u8
+                    } else {
+                        Error::driver("allocating pinned host memory", e)
+                    }
+                })? as *mut u8
             }
         };
         Ok(PinnedBuffer {
@@ -294,6 +308,17 @@ unsafe impl Send for PinnedBuffer {}
 unsafe impl Sync for PinnedBuffer {}
 
 impl PinnedBuffer {
+    /// The address kernels use for this memory (mapped pinned memory), or `None` when the driver
+    /// gives none.
+    pub(crate) fn device_ptr(&self) -> Option<CUdeviceptr> {
+        let mut d: CUdeviceptr = 0;
+        // SAFETY: `ptr` was allocated by cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP.
+        let r = unsafe {
+            cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut d, self.ptr as *mut _, 0)
+        };
+        (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS && d != 0).then_some(d)
+    }
+
     pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
         // SAFETY: `ptr` holds at least `bytes` bytes owned by this buffer.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
