@@ -331,3 +331,55 @@ fn batches_do_not_cross_devices() {
     let twice: Vec<BigUint> = a.iter().map(|x| (x << 1u32) % modulus(128)).collect();
     assert_eq!(r.to_big().unwrap(), twice);
 }
+
+#[test]
+fn chunked_reductions_run_on_batches() {
+    // Dot products of 3000 residues: longer than one block's reduction, so the plan runs a
+    // chunk kernel over n*C virtual instances, then combines the partials.
+    use bigfuse::ir::{Size, Type};
+    use bigfuse::programs::dot;
+    let p = 4_179_340_454_199_820_289u64;
+    let len = 3000usize;
+    let n = 7;
+    let mut r = rng(13);
+    let mut draw =
+        |k: usize| -> Vec<u64> { (0..k).map(|_| rand::Rng::gen_range(&mut r, 0..p)).collect() };
+    let (xs, ys) = (draw(n * len), draw(n * len));
+    let want: Vec<u64> = (0..n)
+        .map(|i| {
+            (0..len).fold(0u128, |s, k| {
+                (s + xs[i * len + k] as u128 * ys[i * len + k] as u128) % p as u128
+            }) as u64
+        })
+        .collect();
+    let plan = dot::kernel()
+        .unwrap()
+        .plan(
+            &[p, len as u64],
+            &bigfuse::Target::h100(),
+            &Default::default(),
+        )
+        .unwrap();
+    assert!(plan.is_split(), "{}", plan.explain());
+    let ty = Type::array(Type::Zp(Size::lit(p)), Size::lit(len as u64));
+    for dev in devices() {
+        let got = with_chunks(Some(3), || dot::run(&dev, p, len as u64, &xs, &ys).unwrap());
+        assert_eq!(got, want, "{dev}");
+        let (xb, yb) = (
+            Batch::new(&dev, &ty, &xs).unwrap(),
+            Batch::new(&dev, &ty, &ys).unwrap(),
+        );
+        assert_eq!(xb.len(), n);
+        let d = dot::launch(&dev, p, len as u64, &xb, &yb).unwrap();
+        assert_eq!(d.to_u64().unwrap(), want, "{dev}");
+        // A batch of arrays of another length is refused.
+        let short = Batch::new(
+            &dev,
+            &Type::array(Type::Zp(Size::lit(p)), Size::lit(1000)),
+            &xs[..3000],
+        )
+        .unwrap();
+        let e = dot::launch(&dev, p, len as u64, &xb, &short).unwrap_err();
+        assert!(e.to_string().contains("a batch of [Zp<"), "{e}");
+    }
+}

@@ -130,4 +130,14 @@ fn the_split_program_gives_the_reference_results_on_the_gpu() {
     let want = crowded::run(&Device::cpu(), BITS, &a, &b).unwrap();
     let got = crowded::run(&dev, BITS, &a, &b).unwrap();
     assert_eq!(got, want);
+    // The same through the call pipeline in several chunks, and through batches on the device
+    // (the split plan's intermediates live in the chunks' arenas, or in pooled temporaries).
+    std::env::set_var("BIGFUSE_PIPELINE_INSTANCES", "2");
+    let chunked = crowded::run(&dev, BITS, &a, &b);
+    std::env::remove_var("BIGFUSE_PIPELINE_INSTANCES");
+    assert_eq!(chunked.unwrap(), want);
+    let ab = bigfuse::Batch::big(&dev, BITS, &a).unwrap();
+    let bb = bigfuse::Batch::big(&dev, BITS, &b).unwrap();
+    let r = crowded::launch(&dev, BITS, &ab, &bb).unwrap();
+    assert_eq!(r.to_big().unwrap(), want);
 }
