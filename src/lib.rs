@@ -19,6 +19,18 @@
 //! let c = vec![BigUint::from(10u8), BigUint::from(20u8)];
 //! let r = add3::run(&dev, 256, &a, &b, &c)?;
 //! assert_eq!(r, vec![BigUint::from(16u8), BigUint::from(29u8)]);
+//!
+//! // Little-endian u64 limbs (256 / 64 = 4 per value) in, limbs out into a vector you keep.
+//! let limbs: Vec<u64> = vec![5, 0, 0, 0, 7, 0, 0, 1];
+//! let mut out: Vec<u64> = Vec::new();
+//! add3::run_into(&dev, 256, &limbs, &b, &c, &mut out)?;
+//! assert_eq!(out, vec![16, 0, 0, 0, 29, 0, 0, 1]);
+//!
+//! // Batches stay on the device between kernels; reading one waits for it.
+//! let x = Batch::big(&dev, 256, &a)?;
+//! let y = add3::launch(&dev, 256, &x, &x, &x)?;
+//! let z = add3::launch(&dev, 256, &y, &y, &x)?;
+//! assert_eq!(z.to_big()?, vec![BigUint::from(35u8), BigUint::from(49u8)]);
 //! # Ok(()) }
 //! ```
 //!
