@@ -3,7 +3,7 @@
 //! one run. See [`crate::e2e_report`] for what each column is.
 
 use crate::e2e_report::{self as report, ChainRow, Report, Row, SETS};
-use crate::measure::{details, median_ms, median_wall_ms, verify, verify_big};
+use crate::measure::{details, median_gpu_ms, median_ms, median_wall_ms, verify, verify_big, Busy};
 use crate::ops::{chain_launch, chain_reference, Op};
 use crate::{gmp, pcie, tables::detail};
 use bigfuse::runtime::{DeviceBuffer, GpuDevice, GpuProgram};
@@ -106,6 +106,7 @@ pub fn run(o: &Options) -> Result<Report, String> {
     let gpu = Arc::new(GpuDevice::new(0).map_err(|e| format!("opening the GPU: {e}"))?);
     let dev = Device::Gpu(gpu.clone());
     let name = gpu.target().name.clone();
+    let mut busy = Busy::new(&gpu).map_err(|e| e.to_string())?;
     eprintln!(
         "bench e2e on {name}: {} sizes, {} runs each; GMP: {}",
         configs.len(),
@@ -152,7 +153,10 @@ pub fn run(o: &Options) -> Result<Report, String> {
             let mut row = Row::new(op, c.bits, c.n, c.sweep);
             row.h2d_gbs = Some(bw.h2d_gbs);
             row.d2h_gbs = Some(bw.d2h_gbs);
-            if let Err(e) = measure_op(&mut row, op, &dev, &gpu, &inputs, &gmp_sets, o.runs) {
+            let measured = measure_op(
+                &mut row, op, &dev, &gpu, &inputs, &gmp_sets, &mut busy, o.runs,
+            );
+            if let Err(e) = measured {
                 eprintln!("      failed: {e}");
                 row.error = Some(e.to_string());
             }
@@ -166,7 +170,7 @@ pub fn run(o: &Options) -> Result<Report, String> {
                 n: c.n,
                 ..ChainRow::default()
             };
-            if let Err(e) = measure_chain(&mut ch, &dev, &gpu, &inputs, o.runs) {
+            if let Err(e) = measure_chain(&mut ch, &dev, &gpu, &inputs, &mut busy, o.runs) {
                 eprintln!("      failed: {e}");
                 ch.error = Some(e.to_string());
             }
@@ -196,6 +200,7 @@ pub fn run(o: &Options) -> Result<Report, String> {
 
 /// Checks every path on every input set, then times (a) .. (d) and GMP into `row` (figures
 /// measured before an error stay).
+#[allow(clippy::too_many_arguments)]
 fn measure_op(
     row: &mut Row,
     op: Op,
@@ -203,6 +208,7 @@ fn measure_op(
     gpu: &GpuDevice,
     inp: &Inputs,
     gmp_sets: &gmp::Sets,
+    busy: &mut Busy,
     runs: usize,
 ) -> bigfuse::Result<()> {
     let (bits, n) = (inp.bits, inp.n);
@@ -248,8 +254,9 @@ fn measure_op(
         r.wait()?;
         Ok(r)
     })?);
+    // The kernel's own GPU time: queued behind a busy copy, so the host's launch time is not in it.
     let mut k = 0;
-    let d = median_ms(gpu, runs, || {
+    let d = median_gpu_ms(gpu, runs, busy, || {
         k += 1;
         let (a, b) = &inp.bufs[k % SETS];
         program.launch(gpu, n, &[a, b], &mut outs)
@@ -281,6 +288,7 @@ fn measure_chain(
     dev: &Device,
     gpu: &GpuDevice,
     inp: &Inputs,
+    busy: &mut Busy,
     runs: usize,
 ) -> bigfuse::Result<()> {
     let (bits, n) = (inp.bits, inp.n);
@@ -325,6 +333,7 @@ fn measure_chain(
         chain.2.wait()?;
         Ok(chain)
     })?);
+    // The same launches between events on an idle stream: the host's gaps between them count.
     let mut k = 0;
     row.events_ms = Some(median_ms(gpu, runs, || {
         k += 1;
@@ -332,8 +341,9 @@ fn measure_chain(
         // The batches go back to the pool when dropped here; reuse is ordered on the main stream.
         chain_launch(dev, bits, a, b).map(|_| ())
     })?);
+    // The three kernels' own GPU time, back to back (queued behind a busy copy).
     let mut k = 0;
-    row.kernels_ms = Some(median_ms(gpu, runs, || {
+    row.kernels_ms = Some(median_gpu_ms(gpu, runs, busy, || {
         k += 1;
         direct(gpu, &programs, n, &inp.bufs[k % SETS], &mut xyz)
     })?);

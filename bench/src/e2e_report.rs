@@ -125,7 +125,8 @@ pub struct Row {
     pub b_ms: Option<f64>,
     /// (c) `launch` on batches already on the device, then `wait`, wall clock.
     pub c_ms: Option<f64>,
-    /// (d) the kernel alone on preallocated device buffers, CUDA events.
+    /// (d) the kernel alone on preallocated device buffers: CUDA events, GPU time only
+    /// ([`crate::measure::median_gpu_ms`]).
     pub d_ms: Option<f64>,
     /// Pinned host <-> device bandwidth measured at this size, GB/s.
     pub h2d_gbs: Option<f64>,
@@ -205,9 +206,11 @@ pub struct ChainRow {
     pub n: u64,
     /// Three `launch`es on device batches and one `wait`, wall clock.
     pub wall_ms: Option<f64>,
-    /// The same three `launch`es between CUDA events on the main stream.
+    /// The same three `launch`es between CUDA events on the main stream (idle before: the host's
+    /// time between the launches counts where the GPU waits for it).
     pub events_ms: Option<f64>,
-    /// The three kernels launched directly (`GpuProgram::launch`) on preallocated buffers, events.
+    /// The three kernels launched directly (`GpuProgram::launch`) on preallocated buffers: CUDA
+    /// events, GPU time only.
     pub kernels_ms: Option<f64>,
     pub wall_ratio: Option<f64>,
     pub events_ratio: Option<f64>,
@@ -281,6 +284,14 @@ fn size(bits: u64, n: u64) -> String {
     format!("{} bits x {}", pow2(bits), pow2(n))
 }
 
+/// A bar's note where its figure is missing.
+pub fn failed_or_not_measured(error: &Option<String>) -> String {
+    match error {
+        Some(_) => "failed (see the errors above)".into(),
+        None => "not measured".into(),
+    }
+}
+
 /// The Done-when bars at [`BAR_SIZES`]: (b) <= 1.5x floor and (a) <= 2.5x floor for Mul and Poly,
 /// (a) >= 3x GMP for Mul at 4096 bits, the chain within 3% of its kernels.
 pub fn bars(rows: &[Row], chains: &[ChainRow], gmp_built: bool) -> Vec<Bar> {
@@ -293,7 +304,7 @@ pub fn bars(rows: &[Row], chains: &[ChainRow], gmp_built: bool) -> Vec<Bar> {
             else {
                 continue;
             };
-            let why = r.error.clone().unwrap_or_else(|| "not measured".into());
+            let why = failed_or_not_measured(&r.error);
             let at = format!("{} {}", op.name(), size(bits, n));
             out.push(
                 Bar::at_most(
@@ -341,7 +352,7 @@ pub fn bars(rows: &[Row], chains: &[ChainRow], gmp_built: bool) -> Vec<Bar> {
                     LIMIT_CHAIN,
                     "x",
                 )
-                .because(c.error.clone().unwrap_or_else(|| "not measured".into())),
+                .because(failed_or_not_measured(&c.error)),
             );
         }
     }
@@ -356,7 +367,7 @@ pub fn tables(report: &Report, ops: &[Op]) -> String {
         "GPU: {}; host: {} threads. Medians of {} runs after warm-up, inputs rotating over {} random sets, checked against num-bigint first.\n\
          (a) `run`: Vec<BigUint> in, fresh Vec<BigUint> out; (b) `run_into`: u64 limbs in, reused Vec<u64> of limbs out; \
          (c) `launch` on batches already on the device, then `wait` — (a)-(c) wall clock. \
-         (d) the kernel alone (GpuProgram::launch on preallocated device buffers, CUDA events). \
+         (d) the kernel alone (GpuProgram::launch on preallocated device buffers, CUDA events around it, queued behind a device copy so that only GPU time counts). \
          (e) floor = max(PCIe, (d)), PCIe = input bytes / H2D + output bytes / D2H at the pinned bandwidth measured at that size ({} MiB copies, events). \
          (f) GMP: {}.\n",
         report.gpu,
@@ -422,8 +433,8 @@ pub fn tables(report: &Report, ops: &[Op]) -> String {
         let _ = writeln!(
             s,
             "### Chain x = mul(a, b); y = poly(x, a); z = add(y, b)\n\n\
-             On device batches: three `launch`es and one `wait` (wall clock; and between CUDA events), \
-             against the same three kernels launched directly on preallocated buffers (CUDA events).\n"
+             On device batches: three `launch`es and one `wait` (wall clock; and between CUDA events on an idle stream, the host's gaps included), \
+             against the same three kernels launched directly on preallocated buffers (CUDA events, GPU time only, as (d)).\n"
         );
         let _ = writeln!(
             s,
@@ -608,7 +619,9 @@ mod tests {
             lines[5]
         );
         assert!(
-            lines[8].starts_with("n/a   poly 2^15 bits x 2^12: (b) run_into / floor: instance 3"),
+            lines[8].starts_with(
+                "n/a   poly 2^15 bits x 2^12: (b) run_into / floor: failed (see the errors above)"
+            ),
             "{}",
             lines[8]
         );

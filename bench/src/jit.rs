@@ -12,7 +12,7 @@
 
 use crate::bars::{number, Bar};
 use crate::e2e::random_operands;
-use crate::measure::{median, median_ms, median_wall_ms, verify, verify_big};
+use crate::measure::{median, median_gpu_ms, median_ms, median_wall_ms, verify, verify_big, Busy};
 use crate::ops::Op;
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{BigUint, Device};
@@ -100,8 +100,12 @@ pub struct ChildReport {
     /// From just after the device is open to the first result of `n` instances, ms.
     pub first_ms: f64,
     pub n: usize,
-    /// At batch 1, medians (only in the process asked for them): the kernel alone (events), us.
+    /// At batch 1, medians (only in the process asked for them): the kernel alone, GPU time
+    /// (events, queued behind a busy copy), us.
     pub kernel_us: Option<f64>,
+    /// The same events on an idle stream: the host's time to queue the launch counts too, us.
+    #[serde(default)]
+    pub kernel_idle_us: Option<f64>,
     /// `run_into`, limbs in and out, wall clock, us.
     pub run_into_limbs_us: Option<f64>,
     /// `run`, BigUint in and out, wall clock, us.
@@ -198,7 +202,12 @@ fn per_call(
         &got,
         reference,
     )?;
-    let kernel = median_ms(gpu, calls, || {
+    // The kernel's own GPU time (queued behind a busy copy: the host's launch time is left out).
+    let mut busy = Busy::new(gpu)?;
+    let kernel = median_gpu_ms(gpu, calls, &mut busy, || {
+        program.launch(gpu, 1, &[&ad, &bd], &mut outs)
+    })?;
+    let idle = median_ms(gpu, calls, || {
         program.launch(gpu, 1, &[&ad, &bd], &mut outs)
     })?;
     let into = median_wall_ms(CALL_WARMUP, calls, |_| {
@@ -206,6 +215,7 @@ fn per_call(
     })?;
     let big = median_wall_ms(CALL_WARMUP, calls, |_| op.run_big(dev, bits, &a, &b))?;
     r.kernel_us = Some(kernel * 1e3);
+    r.kernel_idle_us = Some(idle * 1e3);
     r.run_into_limbs_us = Some(into * 1e3);
     r.run_big_us = Some(big * 1e3);
     Ok(())
@@ -283,6 +293,8 @@ pub struct Row {
     /// Each warm process's first result.
     pub warm_first_each_ms: Vec<f64>,
     pub kernel_us: Option<f64>,
+    /// The kernel between events on an idle stream (host launch time included).
+    pub kernel_idle_us: Option<f64>,
     pub run_into_limbs_us: Option<f64>,
     pub run_into_overhead_us: Option<f64>,
     pub run_big_us: Option<f64>,
@@ -313,6 +325,7 @@ impl Row {
             warm_first_ms: med(|w| w.first_ms),
             warm_first_each_ms: warm.iter().map(|w| w.first_ms).collect(),
             kernel_us,
+            kernel_idle_us: last.and_then(|w| w.kernel_idle_us),
             run_into_limbs_us,
             run_into_overhead_us: over(run_into_limbs_us),
             run_big_us,
@@ -440,7 +453,7 @@ pub fn run(o: &Options) -> Result<Report, String> {
 pub fn bars(rows: &[Row]) -> Vec<Bar> {
     let mut out = Vec::new();
     let find = |op: Op, bits: u64| rows.iter().find(|r| r.op == op.name() && r.bits == bits);
-    let why = |r: &Row| r.error.clone().unwrap_or_else(|| "not measured".into());
+    let why = |r: &Row| crate::e2e_report::failed_or_not_measured(&r.error);
     for (op, bits, limit) in COLD_LIMITS {
         if let Some(r) = find(op, bits) {
             out.push(
@@ -519,7 +532,7 @@ pub fn table(r: &Report) -> String {
         s,
         "GPU: {}. First result: from just after the device is open to the first correct result of {} instance(s) through `run` (BigUint in and out), \
          in a fresh process: cold = empty BIGFUSE_CACHE_DIR; warm = the directory the cold process filled (median of {} processes). \
-         Per call: medians of {} calls at batch 1 in the last warm process, wall clock; kernel = CUDA events around GpuProgram::launch at batch 1; (+x) = above the kernel.\n",
+         Per call: medians of {} calls at batch 1 in the last warm process, wall clock; kernel = CUDA events around GpuProgram::launch at batch 1, queued behind a device copy so that only GPU time counts; (+x) = above the kernel.\n",
         r.gpu, r.n, r.warm_processes, r.calls
     );
     let _ = writeln!(
@@ -612,6 +625,7 @@ mod tests {
             first_ms: first,
             n: 4,
             kernel_us: per_call.then_some(5.0),
+            kernel_idle_us: per_call.then_some(9.0),
             run_into_limbs_us: per_call.then_some(21.0),
             run_big_us: per_call.then_some(30.5),
         }
@@ -674,7 +688,9 @@ mod tests {
             lines[0],
             "PASS  poly 32768 bits: cold first result: 800 ms <= 1000 ms"
         );
-        assert!(lines[1].starts_with("n/a   poly 262144 bits: cold first result: cold: the child"));
+        assert!(lines[1].starts_with(
+            "n/a   poly 262144 bits: cold first result: failed (see the errors above)"
+        ));
         assert_eq!(lines[5], "PASS  poly 32768 bits: run_into (limbs) at batch 1 over the kernel: 16.0 us <= 20.0 us");
         assert!(
             lines[6].starts_with("FAIL  poly 32768 bits: run (BigUint)"),
