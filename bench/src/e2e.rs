@@ -136,6 +136,14 @@ pub fn run(o: &Options) -> Result<Report, String> {
                     r.error = Some(format!("preparing the inputs: {e}"));
                     rows.push(r);
                 }
+                if c.chain {
+                    chains.push(ChainRow {
+                        bits: c.bits,
+                        n: c.n,
+                        error: Some(format!("preparing the inputs: {e}")),
+                        ..ChainRow::default()
+                    });
+                }
                 continue;
             }
         };

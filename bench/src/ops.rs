@@ -3,7 +3,7 @@
 //! `launch`), with the paper's metric of each.
 
 use crate::kernels::{add1, mul1, poly, ref_add1, ref_mul1, ref_poly};
-use crate::measure::Reference;
+use crate::measure::{low_bits, Reference};
 use bigfuse::{Batch, BigUint, Device, Kernel};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -150,10 +150,9 @@ pub fn gu32ops(bits: u64, n: u64, products: f64, ms: f64) -> f64 {
 
 /// The chain of `bench e2e`: x = a*b; y = Poly(x, a); z = y + b, each modulo 2^bits.
 pub fn chain_reference(bits: u64, a: &BigUint, b: &BigUint) -> BigUint {
-    let modulus = BigUint::from(1u8) << bits;
-    let x = ref_mul1(a, b) % &modulus;
-    let y = ref_poly(&x, a) % &modulus;
-    ref_add1(&y, b) % &modulus
+    let x = low_bits(&ref_mul1(a, b), bits);
+    let y = low_bits(&ref_poly(&x, a), bits);
+    low_bits(&ref_add1(&y, b), bits)
 }
 
 /// The chain on batches, launched back to back (one wait, by the caller): mul, then Poly, then add.
