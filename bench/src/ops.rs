@@ -185,11 +185,13 @@ mod tests {
 
     #[test]
     fn metrics_match_the_paper_tables() {
-        // bench paper: NumBits x NumInsts = 2^32, so these equal tables::add_gbs / gu32ops there.
+        // bench paper: NumBits x NumInsts = 2^32 (tables::add_gbs and gu32ops are these there).
         let (bits, n) = (4096u64, 1u64 << 20);
         assert!((add_gbs(bits, n, 1.0) - 3.0 * 2f64.powi(32) / 8.0 / 1e6).abs() < 1e-6);
         assert!((add_gbs(bits, n, 1.0) - crate::tables::add_gbs(12, 1.0)).abs() < 1e-9);
         assert!((gu32ops(bits, n, 4.0, 2.5) - crate::tables::gu32ops(12, 4.0, 2.5)).abs() < 1e-6);
+        // 1-Add at 2^28 bits in 1 ms: 3 * 2^25 bytes.
+        assert!((add_gbs(512, 1 << 19, 1.0) - 3.0 * 2f64.powi(25) / 1e6).abs() < 1e-9);
         // m = 128, log2 m = 7: 300 * 2^20 * 128 * 7 / 1 ms.
         let want = 300.0 * 2f64.powi(20) * 128.0 * 7.0 / 1e-3 / 1e9;
         assert!((Op::Mul.metric(bits, n, 1.0) - want).abs() < 1e-6 * want);
