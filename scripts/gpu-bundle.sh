@@ -4,13 +4,27 @@
 #   gpu-bundle/run-tests [filter]    every GPU-capable test binary, with BIGFUSE_REQUIRE_GPU=1
 #   gpu-bundle/run-bench add ...     the benchmarks (see `gpu-bundle/run-bench --help`)
 #   gpu-bundle/examples/<name>       the examples
+# The bench is built with its `gmp` feature (GMP on all host cores as the reference of `bench e2e`),
+# which compiles GMP from source and needs `m4` (apt-get install -y m4). BIGFUSE_BUNDLE_GMP=0 builds
+# it without GMP instead (its figures then read "not built").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=gpu-bundle
+
+bench_features=()
+if [ "${BIGFUSE_BUNDLE_GMP:-1}" != 0 ]; then
+  if ! command -v m4 >/dev/null 2>&1; then
+    echo "gpu-bundle: the bench's GMP reference (feature gmp) builds GMP from source, which needs m4." >&2
+    echo "  install it:   apt-get install -y m4    (or: BIGFUSE_BUNDLE_GMP=0 $0 to bundle without GMP)" >&2
+    exit 1
+  fi
+  bench_features=(--features gmp)
+fi
+
 rm -rf "$out"
 mkdir -p "$out/tests"
 
-cargo build --release -p bigfuse-bench
+cargo build --release -p bigfuse-bench ${bench_features[@]+"${bench_features[@]}"}
 cp target/release/bench "$out/bench"
 cargo build --release --examples
 mkdir -p "$out/examples"
@@ -54,7 +68,8 @@ exit $status
 RUN
 cat > "$out/run-bench" <<'RUN'
 #!/usr/bin/env bash
-# The benchmarks: e.g. `gpu-bundle/run-bench add --json bench-add.json`.
+# The benchmarks: e.g. `gpu-bundle/run-bench add --json bench-add.json`,
+# `gpu-bundle/run-bench e2e --json e2e.json --plots plots`, `gpu-bundle/run-bench jit --json jit.json`.
 exec "$(cd "$(dirname "$0")" && pwd)/bench" "$@"
 RUN
 chmod +x "$out/run-tests" "$out/run-bench"

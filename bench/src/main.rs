@@ -1,19 +1,37 @@
-//! bigfuse benchmarks in the reference paper's metrics (GPU required):
+//! bigfuse benchmarks (GPU required):
 //!
 //!     bench add   [--min-log 9 --max-log 18] [--variant q=2 ...] [--json F]
 //!     bench mul   [--min-log 9 --max-log 18] [--variant minb=1 ...] [--no-poly] [--json F]
 //!     bench paper [--json F] [--plots DIR]     both tables with the anchors, JSON and PNG plots
 //!     bench useradd [--runs R] [--json F]      user-written addition (bigfuse::programs) vs built-in
 //!     bench dot   [--runs R] [--json F] [--prime P]   dot products mod P in Gmodmul/s
+//!     bench poly  [--runs R] [--json F]        polynomial products over Z, GMul/s
+//!     bench e2e   [--min-log 9 --max-log 18 --total-log 28] [--ops add,mul,poly] [--runs R]
+//!                 [--json F] [--plots DIR] [--no-bars]
+//!                 a user's calls (run, run_into, launch) from host data against the kernel alone,
+//!                 the floor max(PCIe, kernel) and GMP on all host cores (`--features gmp`); a
+//!                 chain of launches on device batches; the Done-when bars
+//!     bench jit   [--cases add:64,poly:32768,...] [--n 4] [--warm 3] [--calls 200] [--json F]
+//!                 first call cold (empty disk cache) and warm (filled) in fresh processes, and the
+//!                 per-call overhead at batch 1 over the kernel
+//!     bench fuzz  [--programs N --seed S]      random programs on the GPU vs the reference evaluator
 //!     bench probe [--bits 64,512,...]          plan, resources and one checked launch per kernel
 //!
-//! Every figure is the median of `--runs` CUDA-event timings after warm-up, checked against
-//! num-bigint first, next to a device-to-device copy measured in the same run.
+//! Kernel figures are medians of `--runs` CUDA-event timings after warm-up, checked against
+//! num-bigint first; `add`, `mul` and `paper` set them next to a device-to-device copy measured in
+//! the same run. `e2e` and `jit` time whole calls by the wall clock.
 
 mod anchors;
 mod arrays;
+mod bars;
+mod e2e;
+mod e2e_report;
+mod gmp;
+mod jit;
 mod kernels;
 mod measure;
+mod ops;
+mod pcie;
 mod plot;
 mod poly;
 mod tables;
@@ -108,6 +126,67 @@ enum Cmd {
         /// first seed (programs use seed, seed+1, ...)
         #[arg(long, default_value_t = 0)]
         seed: u64,
+    },
+    /// A user's calls from host data (run on BigUint, run_into on limbs, launch on device batches)
+    /// against the kernel alone, the floor max(PCIe time, kernel) and GMP on all host cores; a chain
+    /// of three launches on device batches against its kernels; the Done-when bars
+    E2e {
+        /// log2 of the smallest NumBits
+        #[arg(long, default_value_t = 9)]
+        min_log: u32,
+        /// log2 of the largest NumBits
+        #[arg(long, default_value_t = 18)]
+        max_log: u32,
+        /// log2 of NumBits x instances at every size of the sweep
+        #[arg(long, default_value_t = 28)]
+        total_log: u32,
+        /// timed runs per figure (the median is reported)
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// operations: add (1-Add), mul (1-Mul), poly (the paper's Poly); the chain needs all three
+        #[arg(long, value_delimiter = ',', default_value = "add,mul,poly")]
+        ops: Vec<String>,
+        /// skip the Done-when sizes (mul and poly at 4096 bits x 2^16 and 2^15 bits x 2^12) and bars
+        #[arg(long)]
+        no_bars: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// write e2e-<op>.png (ms per call against NumBits) here
+        #[arg(long)]
+        plots: Option<PathBuf>,
+    },
+    /// Time to the first result, cold (empty kernel cache) and warm (filled), each in a fresh
+    /// process, and the per-call overhead at batch 1 above the kernel
+    Jit {
+        /// op:bits cases (bits a multiple of 64, or 2^k)
+        #[arg(long, value_delimiter = ',', default_value = jit::DEFAULT_CASES)]
+        cases: Vec<String>,
+        /// instances of the first call
+        #[arg(long, default_value_t = 4)]
+        n: usize,
+        /// warm processes per case (the median first result is reported)
+        #[arg(long = "warm", default_value_t = 3)]
+        warm_processes: usize,
+        /// calls per per-call figure at batch 1 (the median is reported)
+        #[arg(long, default_value_t = 200)]
+        calls: usize,
+        /// keep each case's kernel cache directory (printed) instead of removing it
+        #[arg(long)]
+        keep_cache: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// (internal, spawned by `jit`) one process's first call, and per-call figures with --calls
+    #[command(hide = true)]
+    JitChild {
+        #[arg(long)]
+        op: String,
+        #[arg(long)]
+        bits: u64,
+        #[arg(long, default_value_t = 4)]
+        n: usize,
+        #[arg(long, default_value_t = 0)]
+        calls: usize,
     },
     /// Plan, driver resources and one checked launch of each bench kernel at some sizes
     Probe {
@@ -255,8 +334,75 @@ fn run(cli: Cli) -> Result<(), String> {
                 Err(format!("poly failed: {}", failed.join("; ")))
             }
         }
+        Cmd::E2e {
+            min_log,
+            max_log,
+            total_log,
+            runs,
+            ops,
+            no_bars,
+            json,
+            plots,
+        } => {
+            let ops = ops::Op::parse_list(&ops)?;
+            let report = e2e::run(&e2e::Options {
+                min_log,
+                max_log,
+                total_log,
+                runs,
+                ops: ops.clone(),
+                bars: !no_bars,
+            })?;
+            println!("{}", e2e_report::tables(&report, &ops));
+            write(&json, &report.json())?;
+            if let Some(dir) = plots {
+                match plot::e2e(&dir, &report, &ops) {
+                    Ok(files) => files
+                        .iter()
+                        .for_each(|f| eprintln!("wrote {}", f.display())),
+                    Err(e) => eprintln!("plots skipped: {e}"),
+                }
+            }
+            fail_on("e2e", report.failures())
+        }
+        Cmd::Jit {
+            cases,
+            n,
+            warm_processes,
+            calls,
+            keep_cache,
+            json,
+        } => {
+            let report = jit::run(&jit::Options {
+                cases: jit::parse_cases(&cases)?,
+                n,
+                warm_processes,
+                calls,
+                keep_cache,
+            })?;
+            println!("{}", jit::table(&report));
+            write(&json, &report.json())?;
+            fail_on("jit", report.failures())
+        }
+        Cmd::JitChild { op, bits, n, calls } => {
+            println!("{}", jit::child(ops::Op::parse(&op)?, bits, n, calls)?);
+            Ok(())
+        }
         Cmd::Probe { bits } => probe(&bits).map_err(s),
         Cmd::Fuzz { programs, seed } => fuzz(programs, seed),
+    }
+}
+
+/// A command whose figures are printed fails when some are missing (wrong or failed).
+fn fail_on(what: &str, failures: Vec<String>) -> Result<(), String> {
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {} figure(s) missing: {}",
+            failures.len(),
+            failures.join("; ")
+        ))
     }
 }
 

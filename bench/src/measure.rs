@@ -12,6 +12,54 @@ use std::sync::Arc;
 pub fn median_ms(
     gpu: &GpuDevice,
     runs: usize,
+    f: impl FnMut() -> bigfuse::Result<()>,
+) -> bigfuse::Result<f64> {
+    events_median(gpu, runs, || Ok(()), f)
+}
+
+/// Device work that keeps the main stream busy while the host queues a timed launch: a copy of
+/// [`Busy::BYTES`] between two device buffers (about 0.1 ms on an H100 or H200).
+pub struct Busy {
+    src: Slice,
+    dst: Slice,
+}
+
+impl Busy {
+    pub const BYTES: usize = 256 << 20;
+
+    pub fn new(gpu: &GpuDevice) -> bigfuse::Result<Busy> {
+        Ok(Busy {
+            src: gpu.alloc(Self::BYTES / 8, "the busy copy's source")?,
+            dst: gpu.alloc(Self::BYTES / 8, "the busy copy's target")?,
+        })
+    }
+}
+
+/// Median GPU time of the work `f` queues, alone: [`median_ms`], but each timed run is queued
+/// behind a device-to-device copy ([`Busy`]), so that the GPU reaches the start event, the work
+/// and the end event back to back and the host's time to queue the work (which the events would
+/// otherwise count while the GPU idles) is left out. For short kernels (a batch of one, or a
+/// small total) this is the kernel's own time; for long ones it equals [`median_ms`].
+pub fn median_gpu_ms(
+    gpu: &GpuDevice,
+    runs: usize,
+    busy: &mut Busy,
+    f: impl FnMut() -> bigfuse::Result<()>,
+) -> bigfuse::Result<f64> {
+    events_median(
+        gpu,
+        runs,
+        || gpu.copy(&busy.src, &mut busy.dst, Busy::BYTES),
+        f,
+    )
+}
+
+/// Three untimed calls of `f`, then `runs` times: `before`, start event, `f`, end event; the
+/// median of the event times.
+fn events_median(
+    gpu: &GpuDevice,
+    runs: usize,
+    mut before: impl FnMut() -> bigfuse::Result<()>,
     mut f: impl FnMut() -> bigfuse::Result<()>,
 ) -> bigfuse::Result<f64> {
     for _ in 0..3 {
@@ -22,6 +70,7 @@ pub fn median_ms(
     for _ in 0..runs.max(1) {
         let start = gpu.event()?;
         let end = gpu.event()?;
+        before()?;
         start
             .record(gpu.stream())
             .map_err(|e| driver("recording an event", e))?;
@@ -36,8 +85,37 @@ pub fn median_ms(
                 .map_err(|e| driver("reading an event", e))? as f64,
         );
     }
-    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Ok(times[times.len() / 2])
+    Ok(median(&mut times))
+}
+
+/// The median (the upper one of an even count); NaN for no values. Sorts `values`.
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+/// Median wall-clock milliseconds of `runs` calls of `f` after `warmup` untimed ones. `f` gets the
+/// call's index (to rotate inputs); what it returns is dropped after the clock stops, so freeing a
+/// result is not timed.
+pub fn median_wall_ms<T>(
+    warmup: usize,
+    runs: usize,
+    mut f: impl FnMut(usize) -> bigfuse::Result<T>,
+) -> bigfuse::Result<f64> {
+    let mut times = Vec::with_capacity(runs.max(1));
+    for i in 0..warmup + runs.max(1) {
+        let start = std::time::Instant::now();
+        let kept = f(i)?;
+        let elapsed = start.elapsed().as_secs_f64() * 1e3;
+        drop(kept);
+        if i >= warmup {
+            times.push(elapsed);
+        }
+    }
+    Ok(median(&mut times))
 }
 
 /// log2 of NumBits x NumInsts (the paper's setup).
@@ -146,6 +224,7 @@ impl Bench {
             (&self.a_host, &self.b_host),
             kernel.name(),
             bits,
+            n as usize,
             &got[0],
             reference,
         )?;
@@ -199,6 +278,11 @@ pub fn time_program(
     outputs: &mut [Slice],
 ) -> bigfuse::Result<Measured> {
     let ms = median_ms(gpu, runs, || program.launch(gpu, n, inputs, outputs))?;
+    Ok(details(program, ms))
+}
+
+/// A timed program's figure with its first kernel's schedule and resources.
+pub fn details(program: &GpuProgram, ms: f64) -> Measured {
     let gk = &program.parts[0];
     let c = &gk.compiled;
     let algo = c
@@ -216,7 +300,7 @@ pub fn time_program(
         })
         .unwrap_or("-")
         .to_string();
-    Ok(Measured {
+    Measured {
         ms,
         registers: gk.resources.registers,
         local_bytes: gk.resources.local_bytes,
@@ -225,35 +309,153 @@ pub fn time_program(
         shared_bytes: c.placement.shared_bytes,
         algo,
         parts: program.parts.len(),
-    })
+    }
 }
 
-/// Checks 200 random instances plus the first and last against num-bigint (`hosts`: the operands
-/// as uploaded).
-fn verify(
-    hosts: (&[u64], &[u64]),
-    name: &str,
-    bits: u64,
-    out: &[u64],
-    reference: Reference,
-) -> bigfuse::Result<()> {
+/// x mod 2^bits for `bits` a multiple of 64, by dropping limbs (num-bigint's `%` divides, which
+/// costs far more at 2^18 bits).
+pub fn low_bits(x: &BigUint, bits: u64) -> BigUint {
     let m = (bits / 64) as usize;
-    let n = (1usize << (TOTAL_LOG - bits.trailing_zeros())).min(out.len() / m);
-    let modulus = BigUint::from(1u8) << bits;
+    let limbs = x.to_u64_digits();
+    bigfuse::runtime::big_from_limbs(&limbs[..limbs.len().min(m)])
+}
+
+/// Instances checked against num-bigint: 200 random ones (seeded by `bits`), the first and the last.
+pub fn sample(bits: u64, n: usize) -> Vec<usize> {
+    if n == 0 {
+        return Vec::new();
+    }
     let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
     let mut idx: Vec<usize> = (0..200).map(|_| rng.gen_range(0..n)).collect();
     idx.extend([0, n - 1]);
+    idx
+}
+
+fn mismatch(name: &str, bits: u64, what: String) -> bigfuse::Error {
+    bigfuse::Error::Argument {
+        kernel: name.into(),
+        message: format!("{what} at {bits} bits differs from num-bigint"),
+    }
+}
+
+/// Checks sampled instances of `n` results (limbs, `bits / 64` per value) against `reference`
+/// (num-bigint) modulo 2^bits (`hosts`: the operands as limbs).
+pub fn verify(
+    hosts: (&[u64], &[u64]),
+    name: &str,
+    bits: u64,
+    n: usize,
+    out: &[u64],
+    reference: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
+) -> bigfuse::Result<()> {
+    let m = (bits / 64) as usize;
+    if out.len() < n * m {
+        return Err(mismatch(
+            name,
+            bits,
+            format!("a result of {} words for {n} instances", out.len()),
+        ));
+    }
     let limbs = |v: &[u64]| bigfuse::runtime::big_from_limbs(v);
-    let bad = idx.par_iter().find_any(|&&i| {
+    let bad = sample(bits, n).into_par_iter().find_any(|&i| {
         let x = limbs(&hosts.0[i * m..(i + 1) * m]);
         let y = limbs(&hosts.1[i * m..(i + 1) * m]);
-        limbs(&out[i * m..(i + 1) * m]) != reference(&x, &y) % &modulus
+        limbs(&out[i * m..(i + 1) * m]) != low_bits(&reference(&x, &y), bits)
     });
     match bad {
         None => Ok(()),
-        Some(i) => Err(bigfuse::Error::Argument {
-            kernel: name.into(),
-            message: format!("instance {i} at {bits} bits differs from num-bigint"),
-        }),
+        Some(i) => Err(mismatch(name, bits, format!("instance {i}"))),
+    }
+}
+
+/// [`verify`] for operands and results as `BigUint` (all `n` of them must be there).
+pub fn verify_big(
+    hosts: (&[BigUint], &[BigUint]),
+    name: &str,
+    bits: u64,
+    out: &[BigUint],
+    reference: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
+) -> bigfuse::Result<()> {
+    let n = hosts.0.len();
+    if out.len() != n {
+        return Err(mismatch(
+            name,
+            bits,
+            format!("{} results for {n} instances", out.len()),
+        ));
+    }
+    let bad = sample(bits, n)
+        .into_par_iter()
+        .find_any(|&i| out[i] != low_bits(&reference(&hosts.0[i], &hosts.1[i]), bits));
+    match bad {
+        None => Ok(()),
+        Some(i) => Err(mismatch(name, bits, format!("instance {i}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert!(median(&mut []).is_nan());
+        let mut calls = Vec::new();
+        let ms = median_wall_ms(2, 3, |i| {
+            calls.push(i);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, vec![0, 1, 2, 3, 4]);
+        assert!((0.0..100.0).contains(&ms));
+        let err = median_wall_ms(0, 3, |_| -> bigfuse::Result<()> {
+            Err(driver("testing", "boom"))
+        });
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn low_bits_is_the_remainder() {
+        let x = (BigUint::from(0x1234_5678_9abc_def0u64) << 300) + BigUint::from(u64::MAX);
+        for bits in [64, 128, 256, 320, 384, 1024] {
+            let modulus = BigUint::from(1u8) << bits;
+            assert_eq!(low_bits(&x, bits), &x % &modulus, "{bits}");
+        }
+        assert_eq!(low_bits(&BigUint::from(0u8), 64), BigUint::from(0u8));
+    }
+
+    #[test]
+    fn checks_find_wrong_instances() {
+        let bits = 128;
+        let a: Vec<u64> = (0..2000u64)
+            .map(|i| i.wrapping_mul(0x9e3779b97f4a7c15))
+            .collect();
+        let b: Vec<u64> = a.iter().map(|x| !x).collect();
+        let add = |x: &BigUint, y: &BigUint| x + y;
+        let limbs = |v: &[u64]| bigfuse::runtime::big_from_limbs(v);
+        let modulus = BigUint::from(1u8) << bits;
+        let mut out: Vec<u64> = Vec::new();
+        for i in 0..1000 {
+            let r: BigUint = (limbs(&a[2 * i..2 * i + 2]) + limbs(&b[2 * i..2 * i + 2])) % &modulus;
+            let mut d = r.to_u64_digits();
+            d.resize(2, 0);
+            out.extend(d);
+        }
+        assert!(verify((&a, &b), "t", bits, 1000, &out, add).is_ok());
+        assert!(verify((&a, &b), "t", bits, 1000, &out[..100], add).is_err());
+        // The last instance is always checked.
+        out[1999] ^= 1;
+        let e = verify((&a, &b), "t", bits, 1000, &out, add).unwrap_err();
+        assert!(e.to_string().contains("instance 999"), "{e}");
+        let (x, y): (Vec<BigUint>, Vec<BigUint>) = (0..50u32)
+            .map(|i| (BigUint::from(i), BigUint::from(7 * i)))
+            .unzip();
+        let mut z: Vec<BigUint> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+        assert!(verify_big((&x, &y), "t", bits, &z, add).is_ok());
+        z[0] += 1u8;
+        assert!(verify_big((&x, &y), "t", bits, &z, add).is_err());
+        assert!(verify_big((&x, &y), "t", bits, &z[1..], add).is_err());
     }
 }

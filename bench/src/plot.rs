@@ -53,6 +53,7 @@ fn draw(
     title: &str,
     y_label: &str,
     log_y: bool,
+    legend: SeriesLabelPosition,
     series: &[Series],
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
@@ -73,12 +74,12 @@ fn draw(
         let chart = chart_builder
             .build_cartesian_2d(xmin - 0.3..xmax + 0.3, (ymin * 0.7..ymax * 1.4).log_scale())
             .map_err(|e| err(&e))?;
-        lines(chart, y_label, series, SeriesLabelPosition::UpperRight).map_err(|e| err(&e))?;
+        lines(chart, y_label, series, legend).map_err(|e| err(&e))?;
     } else {
         let chart = chart_builder
             .build_cartesian_2d(xmin - 0.3..xmax + 0.3, 0.0..ymax * 1.15)
             .map_err(|e| err(&e))?;
-        lines(chart, y_label, series, SeriesLabelPosition::LowerLeft).map_err(|e| err(&e))?;
+        lines(chart, y_label, series, legend).map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))
 }
@@ -187,7 +188,14 @@ pub fn paper(dir: &Path, add: &[Row], mul: &[Row], gpu: &str) -> Result<Vec<Path
             ),
         ];
         let p = dir.join("add.png");
-        draw(&p, &format!("Addition on {gpu}"), "GB/s", false, &series)?;
+        draw(
+            &p,
+            &format!("Addition on {gpu}"),
+            "GB/s",
+            false,
+            SeriesLabelPosition::LowerLeft,
+            &series,
+        )?;
         written.push(p);
     }
     if !mul.is_empty() {
@@ -236,6 +244,84 @@ pub fn paper(dir: &Path, add: &[Row], mul: &[Row], gpu: &str) -> Result<Vec<Path
             &format!("Multiplication on {gpu}"),
             "Gu32ops/s",
             true,
+            SeriesLabelPosition::UpperRight,
+            &series,
+        )?;
+        written.push(p);
+    }
+    Ok(written)
+}
+
+/// `e2e-<op>.png` for each operation: milliseconds per call against NumBits over the sweep
+/// (NumBits x n constant), one line per figure of `bench e2e`; figures with no value are left out.
+pub fn e2e(
+    dir: &Path,
+    report: &crate::e2e_report::Report,
+    ops: &[crate::ops::Op],
+) -> Result<Vec<PathBuf>, String> {
+    use crate::e2e_report::Row;
+    register_font()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut written = Vec::new();
+    for op in ops {
+        let rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| r.op == op.name() && r.sweep)
+            .collect();
+        let points = |pick: fn(&Row) -> Option<f64>| -> Vec<(f64, f64)> {
+            rows.iter()
+                .filter_map(|r| {
+                    pick(r)
+                        .filter(|v| v.is_finite() && *v > 0.0)
+                        .map(|v| (r.bits.trailing_zeros() as f64, v))
+                })
+                .collect()
+        };
+        let series: Vec<Series> = [
+            ("(a) run, BigUint", points(|r| r.a_ms), RED, false),
+            ("(b) run_into, limbs", points(|r| r.b_ms), BLUE, false),
+            (
+                "(c) launch + wait, batches",
+                points(|r| r.c_ms),
+                GREEN,
+                false,
+            ),
+            (
+                "(d) kernel alone",
+                points(|r| r.d_ms),
+                RGBColor(200, 120, 0),
+                false,
+            ),
+            ("(e) floor", points(|r| r.floor_ms), BLACK, true),
+            (
+                "(f) GMP, all host cores",
+                points(|r| r.gmp_ms),
+                MAGENTA,
+                true,
+            ),
+        ]
+        .into_iter()
+        .filter(|s| !s.1.is_empty())
+        .map(|(name, pts, color, dashed)| (name.to_string(), pts, color, dashed))
+        .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let p = dir.join(format!("e2e-{}.png", op.name()));
+        draw(
+            &p,
+            &format!(
+                "{}: ms per call, NumBits x n = 2^{}, {}",
+                op.name(),
+                report.total_log,
+                report.gpu
+            ),
+            "ms",
+            true,
+            // Times grow with NumBits for products and stay flat for additions: the legend goes
+            // where the lines are not.
+            SeriesLabelPosition::LowerRight,
             &series,
         )?;
         written.push(p);
@@ -269,6 +355,60 @@ mod tests {
             });
         let files = paper(&dir, &rows(300.0), &rows(10000.0), "test GPU").unwrap();
         assert_eq!(files.len(), 2);
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            assert!(
+                bytes.len() > 1000 && bytes.starts_with(b"\x89PNG"),
+                "{}",
+                f.display()
+            );
+        }
+        if std::env::var_os("BIGFUSE_PLOT_TEST_DIR").is_none() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    #[test]
+    fn e2e_plots_are_png_files() {
+        use crate::e2e_report::{Report, Row};
+        use crate::ops::ALL;
+        if find_font().is_none() {
+            eprintln!("no DejaVuSans.ttf on this machine: the plot test has nothing to draw with");
+            return;
+        }
+        let mut rows = Vec::new();
+        for op in ALL {
+            for log in 9..=12u32 {
+                let mut r = Row::new(op, 1 << log, 1 << (28 - log), true);
+                let x = log as f64;
+                (r.a_ms, r.b_ms, r.c_ms, r.d_ms) =
+                    (Some(9.0 * x), Some(4.0 * x), Some(x), Some(0.9 * x));
+                (r.h2d_gbs, r.d2h_gbs) = (Some(50.0), Some(50.0));
+                r.finish(op);
+                rows.push(r);
+            }
+        }
+        let report = Report {
+            bench: "e2e",
+            gpu: "test GPU".into(),
+            host_threads: 2,
+            runs: 1,
+            total_log: 28,
+            input_sets: 2,
+            pcie_copy_bytes: 1 << 28,
+            gmp: "not built".into(),
+            rows,
+            chains: Vec::new(),
+            bars: Vec::new(),
+        };
+        let dir = std::env::var_os("BIGFUSE_PLOT_TEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("bigfuse-e2e-plot-test-{}", std::process::id()))
+            });
+        let files = e2e(&dir, &report, &ALL).unwrap();
+        assert_eq!(files.len(), 3);
+        assert!(files[2].ends_with("e2e-poly.png"));
         for f in files {
             let bytes = std::fs::read(&f).unwrap();
             assert!(

@@ -17,16 +17,14 @@ pub struct Row {
     pub figures: Vec<(f64, f64, Option<Measured>, Option<Measured>)>,
 }
 
+/// GB/s of an addition at 2^log bits over the paper's NumInsts = 2^32 / NumBits.
 pub fn add_gbs(log: u32, ms: f64) -> f64 {
-    let bits = (1u64 << log) as f64;
-    let n = (1u64 << (TOTAL_LOG - log)) as f64;
-    3.0 * n * bits / 8.0 / (ms * 1e-3) / 1e9
+    crate::ops::add_gbs(1 << log, 1 << (TOTAL_LOG - log), ms)
 }
 
+/// Gu32ops/s of `products` multiplications at 2^log bits over NumInsts = 2^32 / NumBits.
 pub fn gu32ops(log: u32, products: f64, ms: f64) -> f64 {
-    let m = ((1u64 << log) / 32) as f64;
-    let n = (1u64 << (TOTAL_LOG - log)) as f64;
-    products * 300.0 * n * m * m.log2() / (ms * 1e-3) / 1e9
+    crate::ops::gu32ops(1 << log, 1 << (TOTAL_LOG - log), products, ms)
 }
 
 fn progress(what: &str, log: u32, variant: &Variant) {
