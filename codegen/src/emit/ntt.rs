@@ -72,9 +72,7 @@ impl Emitter<'_> {
             .expect("placement stages every product")
             .offset;
         let table = format!("tw{}", id.0);
-        let (c12, p1m3, c123) = plan.crt_constants();
         let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
-        let p12 = ps[0] as u64 * ps[1] as u64;
 
         self.line(format!(
             "// {comment}: NTT of 2^{} points in 3 primes, {} elements per thread, passes of {} stages",
@@ -217,37 +215,8 @@ impl Emitter<'_> {
             self.line("const u32 j = 2u * (u32)q + (u32)h;");
             self.line("const u32 v1 = ra[j], g2 = rb[j], g3 = rc[j];");
         }
-        self.line(format!(
-            "const u32 u = v1 >= {p2}u ? v1 - {p2}u : v1;",
-            p2 = ps[1]
-        ));
-        self.line(format!(
-            "const u32 v2 = bf_shoup(g2 + {p2}u - u, {c12}u, {}u, {p2}u);",
-            ntt::shoup(c12, ps[1]),
-            p2 = ps[1]
-        ));
-        self.line(format!(
-            "const u32 w1 = v1 >= {p3}u ? v1 - {p3}u : v1;",
-            p3 = ps[2]
-        ));
-        self.line(format!(
-            "u32 sv = bf_shoup(v2, {p1m3}u, {}u, {p3}u) + w1; sv = sv >= {p3}u ? sv - {p3}u : sv;",
-            ntt::shoup(p1m3, ps[2]),
-            p3 = ps[2]
-        ));
-        self.line(format!(
-            "const u32 v3 = bf_shoup(g3 + {p3}u - sv, {c123}u, {}u, {p3}u);",
-            ntt::shoup(c123, ps[2]),
-            p3 = ps[2]
-        ));
-        self.line(format!(
-            "const u64 t0 = (u64)v1 + (u64)v2 * {}ull + (u64)v3 * {}ull; // < 2^64",
-            ps[0],
-            p12 & 0xffff_ffff
-        ));
-        self.line(format!("const u64 m1 = (u64)v3 * {}ull;", p12 >> 32));
-        self.line("const u64 s0 = t0 + (m1 << 32);");
-        self.line("lo[h] = s0; hi[h] = (m1 >> 32) + (u64)(s0 < t0);");
+        let garner = self.garner_function(&plan);
+        self.line(format!("{garner}(v1, g2, g3, lo[h], hi[h]);"));
         self.close("}");
         self.line("// limb = column 2l + column 2l+1 shifted by 32 bits");
         self.line("const u64 sl = lo[0] + (lo[1] << 32);");
@@ -289,6 +258,57 @@ impl Cubes {
 }
 
 impl Emitter<'_> {
+    /// Garner's CRT of one digit column (`bf_garner(v1, g2, g3, lo, hi)`: its residues mod the
+    /// three primes in, the column sum v1 + v2 p1 + v3 p1 p2 < 2^96 out as a 64-bit low part and
+    /// the rest), in PTX like the butterflies: NVVM sees one statement per column. Returns its name.
+    fn garner_function(&mut self, plan: &NttPlan) -> String {
+        let (c12, p1m3, c123) = plan.crt_constants();
+        let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
+        let (p1, p2, p3) = (ps[0], ps[1], ps[2]);
+        let p12 = p1 as u64 * p2 as u64;
+        let name = "bf_garner";
+        // `a * w mod p` by Shoup's method into `out`, from `a` (below 2^32), as in bf_shoup.
+        let shoup = |out: &str, a: &str, w: u32, p: u32| {
+            format!(
+                "mul.hi.u32 q, {a}, {}U; mul.lo.u32 r, {a}, {w}U; mul.lo.u32 q, q, {p}U; sub.u32 {out}, r, q; setp.ge.u32 g, {out}, {p}U; @g sub.u32 {out}, {out}, {p}U;",
+                ntt::shoup(w, p)
+            )
+        };
+        let steps = [
+            ".reg .u32 u, d, q, r, v2, w, v3; .reg .u64 t, m, x, s; .reg .pred g;".to_string(),
+            format!("setp.ge.u32 g, %2, {p2}U; mov.u32 u, %2; @g sub.u32 u, u, {p2}U;"),
+            format!("sub.u32 d, %3, u; add.u32 d, d, {p2}U;"),
+            shoup("v2", "d", c12, p2),
+            format!("setp.ge.u32 g, %2, {p3}U; mov.u32 w, %2; @g sub.u32 w, w, {p3}U;"),
+            shoup("r", "v2", p1m3, p3),
+            format!("add.u32 r, r, w; setp.ge.u32 g, r, {p3}U; @g sub.u32 r, r, {p3}U;"),
+            format!("sub.u32 d, %4, r; add.u32 d, d, {p3}U;"),
+            shoup("v3", "d", c123, p3),
+            format!(
+                "cvt.u64.u32 t, %2; mad.wide.u32 t, v2, {p1}U, t; mad.wide.u32 t, v3, {}U, t;",
+                p12 & 0xffff_ffff
+            ),
+            format!("mul.wide.u32 m, v3, {}U;", p12 >> 32),
+            "shl.b64 x, m, 32; add.u64 s, t, x; setp.lt.u64 g, s, t; shr.u64 x, m, 32; @g add.u64 x, x, 1;".to_string(),
+            "mov.u64 %0, s; mov.u64 %1, x;".to_string(),
+        ];
+        self.device_function(name, |e| {
+            e.line("// Garner's CRT of one digit column: residues v1, g2, g3 mod p1, p2, p3 in, the column");
+            e.line("// sum v1 + v2 p1 + v3 p1 p2 (v2, v3 the mixed-radix digits) out as lo + hi * 2^64.");
+            e.open("__device__ __forceinline__ void bf_garner(u32 v1, u32 g2, u32 g3, u64& lo, u64& hi) {");
+            e.line(format!("asm(\"{{ {}\\n\\t\"", steps[0]));
+            for st in &steps[1..steps.len() - 1] {
+                e.line(format!("    \"{st}\\n\\t\""));
+            }
+            e.line(format!(
+                "    \"{} }}\" : \"=l\"(lo), \"=l\"(hi) : \"r\"(v1), \"r\"(g2), \"r\"(g3));",
+                steps[steps.len() - 1]
+            ));
+            e.close("}");
+        });
+        name.to_string()
+    }
+
     /// The device function that runs one prime's part of every NTT product of `plan`'s size in
     /// this kernel: forward transforms of `ops` operands in `nx` and `ny` (natural order in,
     /// bit-reversed out), pointwise products into `nx`, inverse transform of `nx` (natural order
