@@ -160,23 +160,16 @@ impl Emitter<'_> {
         self.line("__syncthreads();");
 
         let core = self.transforms(&plan);
-        self.line(format!(
-            "{core}(nx, {}, tf, p, ni, t); // transforms, pointwise products, inverse transform",
-            if square { "nx, 1u" } else { "ny, 2u" }
-        ));
+        let ops = if square { "nx, 1u" } else { "ny, 2u" };
         if lay.residues.is_some() {
-            self.line(
-                "// scale by N^-1 and keep the result's digits (the third prime's stay in place)",
-            );
-            self.open(format!(
-                "for (u32 c = t; c < {}u; c += {t_count}u) {{",
+            self.line(format!(
+                "{core}(nx, {ops}, tf, p, ni, sc, scs, pi == 0 ? r1 : pi == 1 ? r2 : nx, {}u, t); // the third prime's digits stay in place",
                 plan.digits_out
             ));
-            self.line("const u32 k = c + (c >> 5);");
-            self.line("const u32 v = bf_shoup(nx[k], sc, scs, p);");
-            self.line("if (pi == 0) r1[k] = v; else if (pi == 1) r2[k] = v; else nx[k] = v;");
-            self.close("}");
         } else {
+            self.line(format!(
+                "{core}(nx, {ops}, tf, p, ni, sc, scs, nullptr, 0u, t);"
+            ));
             self.line("// scale by N^-1 and keep this thread's result digits in registers");
             self.line("#pragma unroll");
             self.open(format!("for (int j = 0; j < {cols}; ++j) {{"));
@@ -312,10 +305,10 @@ impl Emitter<'_> {
     /// The device function that runs one prime's part of every NTT product of `plan`'s size in
     /// this kernel: forward transforms of `ops` operands in `nx` and `ny` (natural order in,
     /// bit-reversed out), pointwise products into `nx`, inverse transform of `nx` (natural order
-    /// out, not yet scaled). It is shared by all the kernel's products of that size and loops over
-    /// its passes, so that NVRTC compiles one forward and one inverse pass instead of one per
-    /// product, prime, pass and operand (Poly at 2^15 bits: 3.9 s of NVRTC before, 0.6 s after).
-    /// Returns the function's name.
+    /// out), and, when `keep` is given, the first `cols` digits scaled into it. Every product and
+    /// prime calls it and the operands share its passes, so NVRTC compiles each pass once per
+    /// kernel instead of once per product, prime and operand (Poly at 2^15 bits: 3.9 s of NVRTC
+    /// before, 0.5 s after). Returns the function's name.
     fn transforms(&mut self, plan: &NttPlan) -> String {
         let log_n = plan.log_n;
         let n = plan.n();
@@ -332,7 +325,7 @@ impl Emitter<'_> {
                 cubes.radix
             ));
             e.open(format!(
-                "__device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 t) {{"
+                "__device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
             ));
             e.line(format!("const uint2* ti = tf + {}u; // inverse twiddles", n / 2));
             e.line(
@@ -346,6 +339,10 @@ impl Emitter<'_> {
             e.line("__syncthreads();");
             e.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
             e.cube_passes(log_n, cubes, false);
+            e.line("// scaled by N^-1 (which also removes the Montgomery factor): the result's digits into `keep`");
+            e.line(format!(
+                "if (keep) for (u32 c = t; c < cols; c += {threads}u) {{ const u32 k = c + (c >> 5); keep[k] = bf_shoup(nx[k], sc, scs, p); }}"
+            ));
             e.close("}");
         });
         name
