@@ -1,8 +1,9 @@
 //! CUDA for `limb_mul.ntt`: three-prime NTT products (plan and constants from `crate::ntt`).
 //! Each pass loads a cube of up to 16 elements per thread from shared memory, runs up to four
 //! butterfly stages in registers, and stores them back: one barrier per pass. The transforms are
-//! one device function per transform size, called by every product and prime, with the passes
-//! as a loop: the text NVRTC compiles stays small however many products a kernel has.
+//! one device function per transform size, called by every product and prime, its passes one
+//! loop the compiler unrolls, its butterflies and Garner's CRT in PTX: what NVRTC compiles stays
+//! small however many products a kernel has.
 
 use super::{Emitter, Val};
 use crate::ntt::{self, NttPlan};
@@ -348,10 +349,12 @@ impl Emitter<'_> {
         name
     }
 
-    /// The passes of one direction, as a loop: pass `s0 / radix` runs stages `s0..s0 + radix` on
-    /// cubes whose lowest bit `lb` it computes; a last pass of `tail` stages (when `radix` does
-    /// not divide `log_n`) runs the same code on the cube at the bottom (forward) or the top
-    /// (inverse) with the other stages skipped.
+    /// The passes of one direction, as one loop body: pass `s0 / radix` runs stages
+    /// `s0..s0 + radix` on cubes whose lowest bit `lb` it computes; a last pass of `tail` stages
+    /// (when `radix` does not divide `log_n`) runs the same code on the cube at the bottom
+    /// (forward) or the top (inverse) with the other stages skipped. The compiler unrolls the loop,
+    /// so every pass has its offsets as constants (a rolled loop computes sixteen addresses per
+    /// cube: 6% more instructions in the transforms, for 0.07 s less NVRTC at Poly 2^15).
     ///
     /// Forward stage s acts on bit b = log_n - 1 - s, inverse stage s on bit b = s; both pair
     /// element i with i + 2^b and use the twiddle (i mod 2^b) << (log_n - 1 - b) (`NttPlan::forward`
