@@ -203,8 +203,9 @@ impl Emitter<'_> {
                 s.slices,
                 s.blocks
             ));
+            // Internal, so that the compiler sees every call and keeps the pointers in shared memory.
             e.open(format!(
-                "__device__ __noinline__ void {name}(u32* ms, const u32 t) {{"
+                "static __device__ __noinline__ void {name}(u32* ms, const u32 t) {{"
             ));
             e.line(format!("const u32* ma = ms + {}u;", lay.a));
             e.line(format!("const u32* mb = ms + {}u;", lay.b));

@@ -325,8 +325,9 @@ impl Emitter<'_> {
                 "// (base | k << lb) per thread in registers, {} stages per pass, one barrier per pass.",
                 cubes.radix
             ));
+            // Internal, so that the compiler sees every call and keeps the pointers in shared memory.
             e.open(format!(
-                "__device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
+                "static __device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
             ));
             e.line(format!("const uint2* ti = tf + {}u; // inverse twiddles", n / 2));
             e.line(
