@@ -85,7 +85,9 @@ impl Emitter<'_> {
         self.line("__syncthreads();");
 
         let square = is_square(&s, a, b);
-        if self.classical_products(&s, square) > 1 {
+        // With one thread per instance (2^9 bits) the inline code folds to straight-line code
+        // (every slice index a constant), which the shared function's loops would not match.
+        if s.threads > 1 && self.classical_products(&s, square) > 1 {
             let slices = self.slices_function(&s, &lay, square);
             self.line(format!(
                 "{slices}(ms, t); // this thread's slices, then L and O in place of the operands"
@@ -94,7 +96,8 @@ impl Emitter<'_> {
             self.line(format!("const u32* mo = ms + {}u;", lay.o));
         } else {
             // The only product of its shape: inline, as a function would make ptxas allocate its
-            // registers apart from the kernel's (1-Mul at 2^10 bits: 66 registers against 56).
+            // registers apart from the kernel's (1-Mul at 2^10 bits: 66 registers against 56),
+            // and as before this change.
             self.paired_slices(&s, square);
             self.write_l_and_o(&s, &lay);
         }
