@@ -423,6 +423,87 @@ mod tests {
         }
     }
 
+    /// The register passes as `emit::ntt` runs them: cubes of 2^radix elements base | k << lb
+    /// with lb computed from the pass, the twiddle of cube bit c at the sum of
+    /// low << (log_n - 1 - lb - c) and (k mod 2^c) << (log_n - 1 - c), and a last pass of
+    /// log_n mod radix stages that runs on the bottom (forward) or top (inverse) cube with the
+    /// other stages skipped.
+    fn cube_passes(x: &mut [u32], log_n: u32, radix: u32, tw: &[(u32, u32)], p: u32, fwd: bool) {
+        let tail = log_n % radix;
+        let size = 1usize << radix;
+        let mut s0 = 0;
+        while s0 < log_n {
+            let full = s0 + radix <= log_n;
+            let lb = match (fwd, full) {
+                (true, true) => log_n - radix - s0,
+                (true, false) => 0,
+                (false, true) => s0,
+                (false, false) => log_n - radix,
+            };
+            for g in 0..x.len() >> radix {
+                let low = g & ((1 << lb) - 1);
+                let base = ((g >> lb) << (lb + radix)) | low;
+                let mut e: Vec<u32> = (0..size).map(|k| x[base | k << lb]).collect();
+                let order: Vec<u32> = if fwd {
+                    (0..radix).rev().collect()
+                } else {
+                    (0..radix).collect()
+                };
+                for c in order {
+                    let skipped = tail > 0 && if fwd { c >= tail } else { c < radix - tail };
+                    if skipped && !full {
+                        continue;
+                    }
+                    let w0 = low << (log_n - 1 - lb - c);
+                    for k in (0..size).filter(|k| k >> c & 1 == 0) {
+                        let (w, ws) = tw[w0 + ((k & ((1 << c) - 1)) << (log_n - 1 - c))];
+                        let (u, v) = (e[k], e[k + (1 << c)]);
+                        if fwd {
+                            e[k] = if u + v >= p { u + v - p } else { u + v };
+                            e[k + (1 << c)] = mul_shoup(u + p - v, w, ws, p);
+                        } else {
+                            let v = mul_shoup(v, w, ws, p);
+                            e[k] = if u + v >= p { u + v - p } else { u + v };
+                            e[k + (1 << c)] = if u >= v { u - v } else { u + p - v };
+                        }
+                    }
+                }
+                for (k, v) in e.into_iter().enumerate() {
+                    x[base | k << lb] = v;
+                }
+            }
+            s0 += radix;
+        }
+    }
+
+    #[test]
+    fn cube_passes_compute_the_reference_transforms() {
+        let prime = &primes()[1];
+        let p = prime.p;
+        for log_n in [8u32, 9, 10, 11, 14] {
+            let plan = NttPlan {
+                digits_in: 1,
+                digits_out: 1,
+                log_n,
+                primes: primes(),
+            };
+            let n = plan.n() as usize;
+            let tw = plan.twiddles(prime);
+            let x: Vec<u32> = (0..n as u64)
+                .map(|i| (i * 2654435761 % p as u64) as u32)
+                .collect();
+            for radix in 1..=RADIX_LOG {
+                let (mut want, mut got) = (x.clone(), x.clone());
+                plan.forward(&mut want, &tw, p);
+                cube_passes(&mut got, log_n, radix, &tw, p, true);
+                assert_eq!(got, want, "forward, 2^{log_n} points, radix 2^{radix}");
+                plan.inverse(&mut want, &tw[n / 2..], p);
+                cube_passes(&mut got, log_n, radix, &tw[n / 2..], p, false);
+                assert_eq!(got, want, "inverse, 2^{log_n} points, radix 2^{radix}");
+            }
+        }
+    }
+
     #[test]
     fn plans_cover_every_supported_size_and_refuse_the_rest() {
         assert!(plan(4096, 4096).is_ok()); // 2^18 bits

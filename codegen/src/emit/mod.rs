@@ -107,6 +107,9 @@ struct Emitter<'a> {
     temps: u32,
     /// Additions selected as carry chains, by their partial map.
     groups: std::collections::HashMap<ValueId, carry::CarryGroup>,
+    /// Device functions the kernel calls, by name, in order of first use: written before the
+    /// kernel, each once however many steps call it.
+    functions: Vec<(String, String)>,
 }
 
 const FULL: &str = "0xffffffffu";
@@ -128,6 +131,20 @@ impl<'a> Emitter<'a> {
     fn close(&mut self, s: &str) {
         self.depth -= 1;
         self.line(s);
+    }
+
+    /// Emits the device function `name` (its whole text, written by `body` from column 0) once
+    /// per kernel, however often it is asked for.
+    fn device_function(&mut self, name: &str, body: impl FnOnce(&mut Self)) {
+        if self.functions.iter().any(|(n, _)| n == name) {
+            return;
+        }
+        let kernel = std::mem::take(&mut self.out);
+        let depth = std::mem::replace(&mut self.depth, 0);
+        body(self);
+        let text = std::mem::replace(&mut self.out, kernel);
+        self.depth = depth;
+        self.functions.push((name.to_string(), text));
     }
 
     fn temp(&mut self) -> String {
@@ -1107,6 +1124,7 @@ pub fn emit(
         vals: vec![None; func.nodes.len()],
         temps: 0,
         groups: carry::find_groups(func),
+        functions: Vec::new(),
     };
     for line in header.lines() {
         e.line(format!("// {line}"));
@@ -1129,6 +1147,7 @@ pub fn emit(
         e.out.push_str(polymul::HELPERS);
         e.line("");
     }
+    let kernel_at = e.out.len();
     let t = sched.threads_per_instance;
     let mut params: Vec<String> = inputs
         .iter()
@@ -1205,6 +1224,8 @@ pub fn emit(
     e.depth = 0;
     e.line("}");
     let mut out = e.out;
+    let functions: String = e.functions.iter().map(|(_, f)| format!("{f}\n")).collect();
+    out.insert_str(kernel_at, &functions);
     while out.contains("\n\n\n") {
         out = out.replace("\n\n\n", "\n\n");
     }
