@@ -12,7 +12,9 @@
 
 use crate::bars::{number, Bar};
 use crate::e2e::random_operands;
-use crate::measure::{median, median_gpu_ms, median_ms, median_wall_ms, verify, verify_big, Busy};
+use crate::measure::{
+    median, median_gpu_warm_ms, median_ms, median_wall_ms, verify, verify_big, Busy,
+};
 use crate::ops::Op;
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{BigUint, Device};
@@ -158,8 +160,9 @@ fn child_measure(op: Op, bits: u64, n: usize, calls: usize) -> bigfuse::Result<C
     Ok(r)
 }
 
-/// Untimed calls before the per-call figures.
-const CALL_WARMUP: usize = 10;
+/// Untimed calls before the per-call figures: enough for the GPU's clocks to leave their idle
+/// state (an idle H100 runs its SMs at a fraction of their clock).
+const CALL_WARMUP: usize = 1000;
 
 fn per_call(
     r: &mut ChildReport,
@@ -202,9 +205,11 @@ fn per_call(
         &got,
         reference,
     )?;
-    // The kernel's own GPU time (queued behind a busy copy: the host's launch time is left out).
+    // The kernel's own GPU time (queued behind a busy copy, so that the host's launch time is
+    // left out, and behind three runs of itself, so that its caches are as a repeated call finds
+    // them).
     let mut busy = Busy::new(gpu)?;
-    let kernel = median_gpu_ms(gpu, calls, &mut busy, || {
+    let kernel = median_gpu_warm_ms(gpu, calls, &mut busy, || {
         program.launch(gpu, 1, &[&ad, &bd], &mut outs)
     })?;
     let idle = median_ms(gpu, calls, || {
@@ -247,6 +252,11 @@ fn spawn_child(case: Case, n: usize, calls: usize, cache: &Path) -> Result<Child
         .args(["--calls", &calls.to_string()])
         .env("BIGFUSE_CACHE_DIR", cache)
         .env_remove("BIGFUSE_NO_DISK_CACHE")
+        // NVRTC (CUDA 12.9+) and the driver keep caches of their own across processes, which
+        // would make a second "cold" start warm: measured on an H100, Poly at 2^14 bits took
+        // 1087 ms, then 52 ms in the next process, 590 ms with this set. Only bigfuse's own
+        // cache may serve the warm processes.
+        .env("CUDA_CACHE_DISABLE", "1")
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("starting {}: {e}", exe.display()))?;

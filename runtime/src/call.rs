@@ -5,11 +5,14 @@
 //! call allocates nothing.
 //!
 //! Streams and events: uploads run on `up`, kernels on `main`, downloads on `down`. Chunk `i`'s
-//! kernels wait for its upload; its download waits for its kernels. A chunk's staging and device
-//! arena (one slot of a small ring) are reused only after the host has seen that slot's previous
-//! download complete. Before the first upload, `up` and `down` wait for everything queued on
-//! `main` earlier, since pooled memory may still be in use there. When the call returns, all of
-//! its work is done.
+//! kernels wait for its upload; its download waits for its kernels. Each chunk takes a slot of a
+//! small ring (pinned staging in and out, a device arena); when chunk `i` reuses the slot of
+//! chunk `j`, the host stages `i`'s arguments as soon as `j`'s upload is done, `i`'s upload waits
+//! (on the GPU) for `j`'s kernels, `i`'s kernels for `j`'s download, and the host reads `j`'s
+//! results before `i`'s download overwrites them — so the host converts while the GPU copies and
+//! computes. Before the first upload, `up` and `down` wait for everything queued on `main`
+//! earlier, since pooled memory may still be in use there. When the call returns, all of its work
+//! is done.
 
 use crate::column::{Arg, Out, Slot};
 use crate::error::Result;
@@ -23,8 +26,9 @@ use cudarc::driver::{result, CudaEvent};
 /// `BIGFUSE_PIPELINE_INSTANCES` sets the instances per chunk outright (for tests and tuning).
 const CHUNK_BYTES: u64 = 8 << 20;
 
-/// Chunks in flight at once: one uploading, one computing, one downloading.
-const SLOTS: usize = 3;
+/// Chunks in flight at once: one being staged on the host, one uploading, one computing, one
+/// downloading.
+const SLOTS: usize = 4;
 
 /// Results up to this size of a one-chunk call are written by the kernels into mapped pinned
 /// memory directly (a few PCIe writes beat a copy's latency; large results copy faster).
@@ -270,14 +274,13 @@ fn run_chunks(
         let start = i * c;
         let count = c.min(n - start);
         let slot = &mut ring[i % ring.len()];
-        if let Some((s, k)) = slot.chunk.take() {
+        // The chunk this slot held before (its results may still be on their way).
+        let previous = slot.chunk.take();
+        if previous.is_some() {
+            // Its upload is long done, so the input staging is free at once.
             trace.time(
                 |t| &mut t.wait,
-                || guarded("waiting for a download", || slot.downloaded.synchronize()),
-            )?;
-            trace.time(
-                |t| &mut t.read,
-                || read_results(results, arena, &slot.staged_out, s, k, outs),
+                || guarded("waiting for an upload", || slot.uploaded.synchronize()),
             )?;
         }
         // Arguments of this chunk into pinned staging, then one upload.
@@ -328,13 +331,17 @@ fn run_chunks(
             .iter()
             .map(|o| direct.unwrap_or(out_base) + o)
             .collect();
-        let staged_out = slot.staged_out.as_mut_bytes();
         trace.time(
             |t| &mut t.enqueue,
             || -> Result<()> {
+                if previous.is_some() {
+                    // The previous chunk's kernels must have read their arguments before this
+                    // upload overwrites them.
+                    guarded("ordering a chunk", || up.wait(&slot.computed))?;
+                }
                 if in_bytes > 0 {
-                    // SAFETY: the staging holds `in_bytes` written bytes and stays alive (and
-                    // untouched) until this slot's download has been waited for; so does the arena.
+                    // SAFETY: the staging holds `in_bytes` written bytes and stays untouched
+                    // until `uploaded` is waited for; the arena holds them too.
                     guarded("uploading arguments", || unsafe {
                         result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
                     })?;
@@ -342,20 +349,48 @@ fn run_chunks(
                 if !single {
                     guarded("ordering a chunk", || {
                         slot.uploaded.record(up)?;
-                        main.wait(&slot.uploaded)
+                        main.wait(&slot.uploaded)?;
+                        // The previous chunk's results must have left the arena.
+                        if previous.is_some() {
+                            main.wait(&slot.downloaded)?;
+                        }
+                        Ok(())
                     })?;
                 }
                 // SAFETY: the arena holds `c >= count` instances of every argument, result and
                 // intermediate; batch arguments hold `n` instances (checked by the caller).
                 unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
                 if !single {
-                    guarded("ordering a chunk", || {
-                        slot.computed.record(main)?;
-                        down.wait(&slot.computed)
-                    })?;
+                    guarded("ordering a chunk", || slot.computed.record(main))?;
                 }
+                Ok(())
+            },
+        )?;
+        // The previous chunk's results out of the staging, before this chunk's download
+        // overwrites them (meanwhile the GPU uploads and computes this chunk).
+        if let Some((s, k)) = previous {
+            trace.time(
+                |t| &mut t.wait,
+                || guarded("waiting for a download", || slot.downloaded.synchronize()),
+            )?;
+            trace.time(
+                |t| &mut t.read,
+                || read_results(results, arena, &slot.staged_out, s, k, outs),
+            )?;
+        }
+        let staged_out = slot.staged_out.as_mut_bytes();
+        trace.time(
+            |t| &mut t.enqueue,
+            || -> Result<()> {
                 // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
                 guarded("downloading results", || unsafe {
+                    if !single {
+                        result::stream::wait_event(
+                            down.cu_stream(),
+                            slot.computed.cu_event(),
+                            cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                        )?;
+                    }
                     if direct.is_none() {
                         result::memcpy_dtoh_async(
                             &mut staged_out[..out_bytes],

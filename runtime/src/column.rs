@@ -720,7 +720,7 @@ fn resize_par<T: Copy + Send + Sync>(v: &mut Vec<T>, len: usize, fill: T) {
         return;
     }
     v.reserve_exact(len - old);
-    let piece = (PARALLEL_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    let piece = piece_items(len - old, std::mem::size_of::<T>());
     v.spare_capacity_mut()[..len - old]
         .par_chunks_mut(piece)
         .for_each(|c| {
@@ -736,6 +736,15 @@ fn resize_par<T: Copy + Send + Sync>(v: &mut Vec<T>, len: usize, fill: T) {
 /// more than it saves).
 const PARALLEL_BYTES: usize = 256 << 10;
 
+/// Items per piece when `items` items of `item_bytes` bytes each are split among the threads:
+/// two pieces per thread (even shares, so that no thread is left with a second round alone), of
+/// at least 64 KiB.
+fn piece_items(items: usize, item_bytes: usize) -> usize {
+    let pieces = 2 * rayon::current_num_threads().max(1);
+    let min_items = ((64 << 10) / item_bytes.max(1)).max(1);
+    items.div_ceil(pieces).max(min_items)
+}
+
 /// `dst.copy_from_slice(src)`, in parallel for large copies.
 fn copy_par<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     let bytes = std::mem::size_of_val(src);
@@ -743,7 +752,7 @@ fn copy_par<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         dst.copy_from_slice(src);
         return;
     }
-    let piece = (PARALLEL_BYTES / std::mem::size_of::<T>().max(1)).max(1);
+    let piece = piece_items(src.len(), std::mem::size_of::<T>());
     dst.par_chunks_mut(piece)
         .zip(src.par_chunks(piece))
         .for_each(|(d, s)| d.copy_from_slice(s));
@@ -761,7 +770,7 @@ fn par_try<T: Send, V: Sync>(
     if bytes < PARALLEL_BYTES || values.len() < 2 {
         return f(dst, values, 0);
     }
-    let chunk_values = (PARALLEL_BYTES / (std::mem::size_of::<T>() * per.max(1)).max(1)).max(1);
+    let chunk_values = piece_items(values.len(), std::mem::size_of::<T>() * per.max(1));
     let errors: Vec<Error> = dst
         .par_chunks_mut(chunk_values * per.max(1))
         .zip(values.par_chunks(chunk_values))
