@@ -4,7 +4,7 @@
 
 use super::{Emitter, Val};
 use crate::mul::{self, MulShape};
-use bigfuse_core::{MulAlgo, Op, Type, ValueId};
+use bigfuse_core::{Op, ValueId};
 
 impl Emitter<'_> {
     pub(super) fn limb_mul(&mut self, id: ValueId, comment: &str) -> Val {
@@ -84,22 +84,30 @@ impl Emitter<'_> {
         ));
         self.line("__syncthreads();");
 
-        let square = is_square(&s, a, b);
-        // With one thread per instance (2^9 bits) the inline code folds to straight-line code
-        // (every slice index a constant), which the shared function's loops would not match.
-        if s.threads > 1 && self.classical_products(&s, square) > 1 {
-            let slices = self.slices_function(&s, &lay, square);
-            self.line(format!(
-                "{slices}(ms, t); // this thread's slices, then L and O in place of the operands"
-            ));
-            self.line(format!("const u32* ml = ms + {}u;", lay.l));
-            self.line(format!("const u32* mo = ms + {}u;", lay.o));
-        } else {
-            // The only product of its shape: inline, as a function would make ptxas allocate its
-            // registers apart from the kernel's (1-Mul at 2^10 bits: 66 registers against 56),
-            // and as before this change.
-            self.paired_slices(&s, square);
-            self.write_l_and_o(&s, &lay);
+        // A square (the same array twice) of even slice width: cross products once, then doubled.
+        let square = a == b && !s.wide && s.width % 2 == 0;
+        self.slices(&s, square);
+
+        // Everyone has read the operands: L and O take their place.
+        self.line("__syncthreads();");
+        self.line(format!("u32* ml = ms + {}u;", lay.l));
+        self.line(format!("u32* mo = ms + {}u;", lay.o));
+        let acc = |p: &str, k: u64| format!("{p}{k}");
+        for (has, slice, vals) in [("has1", "g1", "s1_"), ("has2", "g2", "c")] {
+            self.open(format!("if ({has}) {{"));
+            self.line(format!("const u32 base = {slice} * {w}u;"));
+            for k in 0..w {
+                self.line(format!(
+                    "{{ const u32 j = base + {k}u; ml[j + (j >> 5)] = {}; mo[j + (j >> 5)] = {}; }}",
+                    acc(vals, k),
+                    match k {
+                        0 => acc(vals, w),
+                        1 => acc(vals, w + 1),
+                        _ => "0u".to_string(),
+                    }
+                ));
+            }
+            self.close("}");
         }
         self.line("__syncthreads();");
 
@@ -183,100 +191,10 @@ impl Emitter<'_> {
         self.close("}");
     }
 
-    /// The device function that computes a thread's slices of products of shape `s` from the
-    /// operands staged at `ms` and leaves their low digits (L) and overflow words (O) there in
-    /// place of the operands; emitted once per kernel and shape, called by every such product (the
-    /// squares of Poly share one, its other products another), so that NVRTC compiles the row
-    /// blocks once. Returns its name.
-    fn slices_function(&mut self, s: &MulShape, lay: &mul::MulLayout, square: bool) -> String {
-        let w = s.width;
-        let name = format!(
-            "bf_mul_{}x{}_w{w}_t{}{}",
-            s.digits_in,
-            s.digits_out,
-            s.threads,
-            if square { "_sq" } else { "" }
-        );
-        self.device_function(&name, |e| {
-            e.line(format!(
-                "// The slices of {} of {}-digit operands, {} digits: {} slices of {w} digits, {} row blocks per operand",
-                if square { "squares" } else { "products" },
-                s.digits_in,
-                s.digits_out,
-                s.slices,
-                s.blocks
-            ));
-            // Internal, so that the compiler sees every call and keeps the pointers in shared memory.
-            e.open(format!(
-                "static __device__ __noinline__ void {name}(u32* ms, const u32 t) {{"
-            ));
-            e.line(format!("const u32* ma = ms + {}u;", lay.a));
-            e.line(format!("const u32* mb = ms + {}u;", lay.b));
-            e.slices(s, square);
-            e.write_l_and_o(s, lay);
-            e.close("}");
-        });
-        name
-    }
-
-    /// Once every thread has read the operands: the slices' low digits (L) and overflow words
-    /// (O) in their place.
-    fn write_l_and_o(&mut self, s: &MulShape, lay: &mul::MulLayout) {
-        let w = s.width;
-        self.line("__syncthreads();");
-        self.line(format!("u32* ml = ms + {}u;", lay.l));
-        self.line(format!("u32* mo = ms + {}u;", lay.o));
-        let acc = |p: &str, k: u64| format!("{p}{k}");
-        for (has, slice, vals) in [("has1", "g1", "s1_"), ("has2", "g2", "c")] {
-            self.open(format!("if ({has}) {{"));
-            self.line(format!("const u32 base = {slice} * {w}u;"));
-            for k in 0..w {
-                self.line(format!(
-                    "{{ const u32 j = base + {k}u; ml[j + (j >> 5)] = {}; mo[j + (j >> 5)] = {}; }}",
-                    acc(vals, k),
-                    match k {
-                        0 => acc(vals, w),
-                        1 => acc(vals, w + 1),
-                        _ => "0u".to_string(),
-                    }
-                ));
-            }
-            self.close("}");
-        }
-    }
-
-    /// The classical products of this kernel with shape `s` (squares or not, as `square`).
-    fn classical_products(&self, s: &MulShape, square: bool) -> usize {
-        self.func
-            .ids()
-            .filter(|&id| {
-                let Op::LimbMul {
-                    a,
-                    b,
-                    out_len,
-                    algo: MulAlgo::Classical,
-                } = self.func.node(id).op
-                else {
-                    return false;
-                };
-                let Type::Array(_, in_len) = self.func.ty(a) else {
-                    return false;
-                };
-                let (Some(in_len), Some(out_len)) = (in_len.as_const(), out_len.as_const()) else {
-                    return false;
-                };
-                let shape = mul::shape(in_len, out_len, s.threads as u32);
-                shape == *s && is_square(&shape, a, b) == square
-            })
-            .count()
-    }
-
-    /// The slices of this thread, both in one loop over row blocks (each a fully unrolled block
-    /// of `width` x `width` digit products in multiply-add-with-carry chains), then each slice's
-    /// partial blocks. Leaves the slices' `width + 2` words in `s1_*` (first slice) and `c*`
-    /// (second slice). Fewer registers than [`Self::slices`] at a product's smallest sizes,
-    /// twice the text for its partial blocks.
-    fn paired_slices(&mut self, s: &MulShape, square: bool) {
+    /// The slices of this thread: a loop over row blocks, each a fully unrolled block of
+    /// `width` x `width` digit products in multiply-add-with-carry chains. Leaves the slices'
+    /// `width + 2` words in `s1_*` (first slice) and `c*` (second slice).
+    fn slices(&mut self, s: &MulShape, square: bool) {
         let w = s.width;
         let (sl, k) = (s.slices, s.blocks);
         let regs = |p: &str| {
@@ -363,81 +281,6 @@ impl Emitter<'_> {
         }
     }
 
-    /// The slices of this thread, one after the other: a loop over row blocks, each a fully
-    /// unrolled block of `width` x `width` digit products in multiply-add-with-carry chains, then
-    /// the slice's partial blocks (its diagonal, or a square's). Leaves the slices' `width + 2`
-    /// words in `s1_*` (first slice) and `c*` (second slice), and `has1`, `has2`, `g1`, `g2`
-    /// saying which slices they are.
-    fn slices(&mut self, s: &MulShape, square: bool) {
-        let w = s.width;
-        let (sl, k) = (s.slices, s.blocks);
-        let regs = |p: &str| {
-            (0..w + 2)
-                .map(|i| format!("{p}{i} = 0u"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        self.line(format!("u32 {};", regs("c")));
-        self.line(format!("u32 {};", regs("s1_")));
-        let rank_to_slice = |r: &str| {
-            if s.wide {
-                format!("(({r}) & 1 ? {} - (({r}) >> 1) : (({r}) >> 1))", sl - 1)
-            } else {
-                r.to_string()
-            }
-        };
-        self.line(format!(
-            "const int r1 = (int)t, r2 = {} - (int)t;",
-            sl as i64 - 1
-        ));
-        self.line("const bool has1 = r1 <= r2, has2 = r1 < r2;");
-        self.line(format!(
-            "const int g1 = {}, g2 = {};",
-            rank_to_slice("r1"),
-            rank_to_slice("(has2 ? r2 : 0)")
-        ));
-        self.line("#pragma unroll 1");
-        self.open("for (int h = 0; h < (int)has1 + (int)has2; ++h) {");
-        self.line("const int g = h == 0 ? g1 : g2;");
-        if square {
-            // Squares: the full blocks of slice g are its first floor(g/2) (see mul::square_*).
-            self.line("const int lo = 0, hi = g >> 1;");
-        } else {
-            // A truncated product's last row block of each slice is its diagonal: it is done after
-            // the loop with only the products on or below the diagonal.
-            self.line(format!(
-                "const int lo = max(0, g - {k}), hi = min(g, {}){};",
-                k - 1,
-                if s.wide { " + 1" } else { "" }
-            ));
-        }
-        self.line("#pragma unroll 1");
-        self.open("for (int r = lo; r < hi; ++r) {");
-        self.load_block("g", w);
-        for ii in 0..w {
-            self.chain_from("c", "b", w, ii, 0, false);
-            self.chain_from("c", "b", w, ii, 0, true);
-        }
-        self.close("}");
-        if square {
-            self.line("if ((g & 1) == 0) {");
-            self.partial("c", "g", "(g >> 1)", 0, w);
-            self.line("} else {");
-            self.partial("c", "g", "(g >> 1)", -1, w);
-            self.partial("c", "g", "((g >> 1) + 1)", 1, w);
-            self.line("}");
-            self.double_and_add_squares("c", "g", w);
-        } else if !s.wide {
-            self.diagonal("c", "g", w);
-        }
-        // The first slice is done: it waits in s1_* while the second accumulates.
-        let keep: Vec<String> = (0..w + 2)
-            .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
-            .collect();
-        self.line(format!("if (h == 0) {{ {} }}", keep.join(" ")));
-        self.close("}");
-    }
-
     /// The row `ii` chain over columns `from..w` into accumulators `{acc}0..{acc}{w+1}`, with the
     /// window digits named `{window}{k - ii + w - 1}`. Columns below `from` are skipped (their
     /// products are zero on a diagonal block).
@@ -511,18 +354,15 @@ impl Emitter<'_> {
     /// A partial block of a square: row block `r` of slice `g` with 2r - g = `d`, keeping only the
     /// products `k - 2 ii > d width` (each cross product of the slice once).
     fn partial(&mut self, acc: &str, g: &str, r: &str, d: i64, w: u64) {
-        let from = |ii: u64| (2 * ii as i64 + d * w as i64 + 1).max(0) as u64;
-        if (0..w).all(|ii| from(ii) >= w) {
-            return; // the block above the diagonal (d = 1) keeps no product
-        }
         self.open("{");
         self.line(format!("const int r = {r};"));
         self.load_block(g, w);
         self.line("(void)a0; (void)b0;");
         for ii in 0..w {
-            if from(ii) < w {
-                self.chain_from(acc, "b", w, ii, from(ii), false);
-                self.chain_from(acc, "b", w, ii, from(ii), true);
+            let from = (2 * ii as i64 + d * w as i64 + 1).max(0) as u64;
+            if from < w {
+                self.chain_from(acc, "b", w, ii, from, false);
+                self.chain_from(acc, "b", w, ii, from, true);
             }
         }
         self.close("}");
@@ -575,10 +415,4 @@ impl Emitter<'_> {
         ));
         self.close("}");
     }
-}
-
-/// Whether a product is computed as a square (the same array twice, of even slice width): cross
-/// products once, then doubled.
-fn is_square(s: &MulShape, a: ValueId, b: ValueId) -> bool {
-    a == b && !s.wide && s.width % 2 == 0
 }
