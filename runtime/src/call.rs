@@ -215,8 +215,7 @@ fn pipeline(
         .sum();
     let c = chunk_instances(gpu, program, moved, n as u64);
     let arena = Arena::new(program, params, results, args, c);
-    let chunks = (n as u64).div_ceil(c) as usize;
-    let slots = chunks.min(SLOTS);
+    let slots = chunk_plan(n, c as usize).len().min(SLOTS);
     let mut ring = Vec::with_capacity(slots);
     for _ in 0..slots {
         ring.push(Ring {
@@ -239,6 +238,39 @@ fn pipeline(
     outcome
 }
 
+#[cfg(test)]
+mod tests {
+    use super::chunk_plan;
+
+    #[test]
+    fn chunk_plans_cover_the_batch_in_order() {
+        for (n, c) in [
+            (1, 1),
+            (5, 8),
+            (8, 8),
+            (9, 8),
+            (100, 8),
+            (4096, 1024),
+            (1009, 7),
+            (3, 1),
+        ] {
+            let plan = chunk_plan(n, c);
+            let mut next = 0;
+            for &(s, k) in &plan {
+                assert_eq!(s, next, "{n} {c}");
+                assert!(k >= 1 && k <= c, "{n} {c}: {plan:?}");
+                next = s + k;
+            }
+            assert_eq!(next, n, "{n} {c}");
+        }
+        assert_eq!(
+            chunk_plan(4096, 1024)[..3],
+            [(0, 256), (256, 512), (768, 1024)]
+        );
+        assert_eq!(chunk_plan(800, 1024), [(0, 800)]);
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_chunks(
     gpu: &GpuDevice,
@@ -252,7 +284,8 @@ fn run_chunks(
     ring: &mut [Ring],
 ) -> Result<()> {
     let c = arena.c as usize;
-    let chunks = n.div_ceil(c);
+    let plan = chunk_plan(n, c);
+    let chunks = plan.len();
     let started = std::time::Instant::now();
     let mut trace = Trace::new();
     // One chunk: everything in order on the main stream, no events (the low-latency path).
@@ -270,9 +303,7 @@ fn run_chunks(
             down.wait(before)
         })?;
     }
-    for i in 0..chunks {
-        let start = i * c;
-        let count = c.min(n - start);
+    for (i, &(start, count)) in plan.iter().enumerate() {
         let slot = &mut ring[i % ring.len()];
         // The chunk this slot held before (its results may still be on their way).
         let previous = slot.chunk.take();
@@ -421,6 +452,30 @@ fn run_chunks(
     }
     trace.report(n, c, chunks, started.elapsed());
     Ok(())
+}
+
+/// The chunks of a batch of `n` instances, at most `c` each: the first ones smaller (a quarter,
+/// then half a chunk), so that the GPU starts early instead of waiting for a whole chunk to be
+/// staged and uploaded.
+fn chunk_plan(n: usize, c: usize) -> Vec<(usize, usize)> {
+    let c = c.max(1);
+    let mut plan = Vec::with_capacity(n.div_ceil(c) + 2);
+    let mut start = 0;
+    for size in [c / 4, c / 2].into_iter().chain(std::iter::repeat(c)) {
+        if start >= n {
+            break;
+        }
+        if n - start <= c || size == 0 {
+            // What is left fits one chunk (or the ramp would be empty): no ramp for it.
+            let count = (n - start).min(c);
+            plan.push((start, count));
+            start += count;
+            continue;
+        }
+        plan.push((start, size));
+        start += size;
+    }
+    plan
 }
 
 /// Bytes of the input region a chunk of `count` instances fills (up to the last host argument's
