@@ -238,39 +238,6 @@ fn pipeline(
     outcome
 }
 
-#[cfg(test)]
-mod tests {
-    use super::chunk_plan;
-
-    #[test]
-    fn chunk_plans_cover_the_batch_in_order() {
-        for (n, c) in [
-            (1, 1),
-            (5, 8),
-            (8, 8),
-            (9, 8),
-            (100, 8),
-            (4096, 1024),
-            (1009, 7),
-            (3, 1),
-        ] {
-            let plan = chunk_plan(n, c);
-            let mut next = 0;
-            for &(s, k) in &plan {
-                assert_eq!(s, next, "{n} {c}");
-                assert!(k >= 1 && k <= c, "{n} {c}: {plan:?}");
-                next = s + k;
-            }
-            assert_eq!(next, n, "{n} {c}");
-        }
-        assert_eq!(
-            chunk_plan(4096, 1024)[..3],
-            [(0, 256), (256, 512), (768, 1024)]
-        );
-        assert_eq!(chunk_plan(800, 1024), [(0, 800)]);
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run_chunks(
     gpu: &GpuDevice,
@@ -513,4 +480,37 @@ fn read_results(
         r.read(&bytes[off..off + count * r.bytes()], start, count, o)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_plan;
+
+    #[test]
+    fn chunk_plans_cover_the_batch_in_order() {
+        for (n, c) in [
+            (1, 1),
+            (5, 8),
+            (8, 8),
+            (9, 8),
+            (100, 8),
+            (4096, 1024),
+            (1009, 7),
+            (3, 1),
+        ] {
+            let plan = chunk_plan(n, c);
+            let mut next = 0;
+            for &(s, k) in &plan {
+                assert_eq!(s, next, "{n} {c}");
+                assert!(k >= 1 && k <= c, "{n} {c}: {plan:?}");
+                next = s + k;
+            }
+            assert_eq!(next, n, "{n} {c}");
+        }
+        assert_eq!(
+            chunk_plan(4096, 1024)[..3],
+            [(0, 256), (256, 512), (768, 1024)]
+        );
+        assert_eq!(chunk_plan(800, 1024), [(0, 800)]);
+    }
 }
