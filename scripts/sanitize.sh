@@ -17,6 +17,7 @@ runs=(
   "user_add 8 64" "user_add 128 16" "user_add 4096 2"
   "dot_mod_p 10 8" "dot_mod_p 14 2" "dot_mod_p 20 1"
   "poly_mul 16 128" "poly_mul 256 64" "poly_mul 4097 64"
+  "chain 256 64" "chain 4096 32" "chain 65536 4"
 )
 for tool in memcheck racecheck; do
   for run in "${runs[@]}"; do
