@@ -61,36 +61,15 @@ pub fn median_gpu_warm_ms(
     gpu: &GpuDevice,
     runs: usize,
     busy: &mut Busy,
-    mut f: impl FnMut() -> bigfuse::Result<()>,
+    f: impl FnMut() -> bigfuse::Result<()>,
 ) -> bigfuse::Result<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    gpu.synchronize()?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let start = gpu.event()?;
-        let end = gpu.event()?;
-        gpu.copy(&busy.src, &mut busy.dst, Busy::BYTES)?;
-        for _ in 0..3 {
-            f()?;
-        }
-        start
-            .record(gpu.stream())
-            .map_err(|e| driver("recording an event", e))?;
-        f()?;
-        end.record(gpu.stream())
-            .map_err(|e| driver("recording an event", e))?;
-        end.synchronize()
-            .map_err(|e| driver("waiting for an event", e))?;
-        times.push(
-            start
-                .elapsed_ms(&end)
-                .map_err(|e| driver("reading an event", e))? as f64,
-        );
-    }
-    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Ok(times[times.len() / 2])
+    events_median_warm(
+        gpu,
+        runs,
+        || gpu.copy(&busy.src, &mut busy.dst, Busy::BYTES),
+        3,
+        f,
+    )
 }
 
 /// Three untimed calls of `f`, then `runs` times: `before`, start event, `f`, end event; the
@@ -98,7 +77,18 @@ pub fn median_gpu_warm_ms(
 fn events_median(
     gpu: &GpuDevice,
     runs: usize,
+    before: impl FnMut() -> bigfuse::Result<()>,
+    f: impl FnMut() -> bigfuse::Result<()>,
+) -> bigfuse::Result<f64> {
+    events_median_warm(gpu, runs, before, 0, f)
+}
+
+/// [`events_median`] with `warm` untimed calls of `f` between `before` and the start event.
+fn events_median_warm(
+    gpu: &GpuDevice,
+    runs: usize,
     mut before: impl FnMut() -> bigfuse::Result<()>,
+    warm: usize,
     mut f: impl FnMut() -> bigfuse::Result<()>,
 ) -> bigfuse::Result<f64> {
     for _ in 0..3 {
@@ -110,6 +100,9 @@ fn events_median(
         let start = gpu.event()?;
         let end = gpu.event()?;
         before()?;
+        for _ in 0..warm {
+            f()?;
+        }
         start
             .record(gpu.stream())
             .map_err(|e| driver("recording an event", e))?;
