@@ -383,3 +383,48 @@ fn chunked_reductions_run_on_batches() {
         assert!(e.to_string().contains("a batch of [Zp<"), "{e}");
     }
 }
+
+#[test]
+fn calls_from_several_threads_at_once_give_their_own_results() {
+    // Pipelined calls, launches and batch reads from four threads on one device share its
+    // streams and pools; each must get exactly its own results.
+    for dev in devices() {
+        let bits = 1024;
+        // Chunks of 50 instances: every call is a pipeline of several chunks.
+        with_chunks(Some(50), || {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4u64)
+                    .map(|t| {
+                        let dev = &dev;
+                        s.spawn(move || {
+                            for round in 0..3u64 {
+                                let n = 300 + 37 * t as usize + round as usize;
+                                let a = values(100 + 10 * t + round, n, bits);
+                                let b = values(200 + 10 * t + round, n, bits);
+                                let want: Vec<BigUint> = a
+                                    .iter()
+                                    .zip(&b)
+                                    .map(|(x, y)| wrap_mul(x, y, bits))
+                                    .collect();
+                                assert_eq!(mul::run(dev, bits, &a, &b).unwrap(), want, "{dev} {t}");
+                                let ab = Batch::big(dev, bits, &a).unwrap();
+                                let bb = Batch::big(dev, bits, &limbs(&b, bits)).unwrap();
+                                let x = mul::launch(dev, bits, &ab, &bb).unwrap();
+                                let y = add::launch(dev, bits, &x, &ab).unwrap();
+                                let sums: Vec<BigUint> = want
+                                    .iter()
+                                    .zip(&a)
+                                    .map(|(w, x)| (w + x) % modulus(bits))
+                                    .collect();
+                                assert_eq!(y.to_big().unwrap(), sums, "{dev} {t}");
+                            }
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    h.join().expect("a calling thread failed");
+                }
+            })
+        });
+    }
+}
