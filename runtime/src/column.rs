@@ -337,7 +337,7 @@ impl Column {
                     return Err(mismatch("u64"));
                 };
                 o.clear();
-                o.resize(v.len() * m, 0);
+                resize_par(o, v.len() * m, 0);
                 o.par_chunks_mut(m.max(1))
                     .zip(v.par_iter())
                     .for_each(|(d, x)| {
@@ -352,28 +352,6 @@ impl Column {
             (_, o) => return Err(mismatch(o.kind())),
         }
         Ok(())
-    }
-
-    /// Reads a column of `n` instances from the kernel's flat 64-bit words (one word per unit).
-    pub fn from_words(ty: &Type, words: &[u64], n: usize) -> Column {
-        if let Type::Array(elem, len) = ty {
-            let len = len.as_const().unwrap_or(0) as usize;
-            return Column::from_words(elem, words, n * len);
-        }
-        match ty {
-            Type::Big(s) => {
-                let m = (s.as_const().unwrap_or(0) / 64) as usize;
-                Column::Big(
-                    words[..n * m]
-                        .par_chunks(m.max(1))
-                        .map(big_from_limbs)
-                        .collect(),
-                )
-            }
-            Type::Bool => Column::Bool(words[..n].iter().map(|w| *w != 0).collect()),
-            Type::U32 => Column::U32(words[..n].iter().map(|w| *w as u32).collect()),
-            _ => Column::U64(words[..n].to_vec()),
-        }
     }
 }
 
@@ -914,8 +892,6 @@ mod tests {
         s.size_out(&mut o, 1);
         s.read(&staged, 0, 1, &mut o).unwrap();
         assert_eq!(limbs, vec![u64::MAX, 0, 1 << 62]);
-        let col = Column::from_words(&Type::Big(Size::lit(192)), &limbs, 1);
-        assert_eq!(col, Column::Big(vec![v]));
     }
 
     #[test]
