@@ -163,17 +163,13 @@ impl Batch {
 
     /// The values as big integers (a batch of `U<BITS>` or of arrays of it).
     pub fn to_big(&self) -> Result<Vec<BigUint>> {
-        let mut v = Vec::new();
-        self.read_into(Out::Big(&mut v))?;
-        Ok(v)
+        self.read_vec(|v| Out::Big(v))
     }
 
     /// The values as little-endian 64-bit limbs, `BITS / 64` per value (big integers), or as
     /// `u64` values and residues.
     pub fn to_limbs(&self) -> Result<Vec<u64>> {
-        let mut v = Vec::new();
-        self.read_into(Out::U64(&mut v))?;
-        Ok(v)
+        self.read_vec(|v| Out::U64(v))
     }
 
     /// The values of a batch of `u64` or `Zp<P>` (the same as [`Batch::to_limbs`]).
@@ -182,14 +178,17 @@ impl Batch {
     }
 
     pub fn to_u32(&self) -> Result<Vec<u32>> {
-        let mut v = Vec::new();
-        self.read_into(Out::U32(&mut v))?;
-        Ok(v)
+        self.read_vec(|v| Out::U32(v))
     }
 
     pub fn to_bool(&self) -> Result<Vec<bool>> {
+        self.read_vec(|v| Out::Bool(v))
+    }
+
+    /// The values in a new vector, read through the `Out` variant `out`.
+    fn read_vec<T>(&self, out: fn(&mut Vec<T>) -> Out<'_>) -> Result<Vec<T>> {
         let mut v = Vec::new();
-        self.read_into(Out::Bool(&mut v))?;
+        self.read_into(out(&mut v))?;
         Ok(v)
     }
 

@@ -158,33 +158,35 @@ struct Ring {
     chunk: Option<(usize, usize)>,
 }
 
-/// Runs `program` over `n` instances of `args`, writing the results into `outs`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run(
-    gpu: &GpuDevice,
-    program: &GpuProgram,
-    params: &[Slot],
-    results: &[Slot],
-    args: &[Arg],
-    n: usize,
-    outs: &mut [Out],
-) -> Result<()> {
-    for (r, o) in results.iter().zip(outs.iter_mut()) {
-        r.size_out(o, n);
-    }
-    if n == 0 {
-        return Ok(());
-    }
-    gpu.bind()?;
-    let outcome = pipeline(gpu, program, params, results, args, n, outs);
-    if outcome.is_err() {
-        // Nothing may still be copying into memory that goes back to the pools.
-        let _ = gpu.synchronize();
-        for o in outs.iter_mut() {
-            o.clear();
+/// One pipelined call: `program` over `n` instances of `args`.
+#[derive(Clone, Copy)]
+pub(crate) struct Call<'a> {
+    pub gpu: &'a GpuDevice,
+    pub program: &'a GpuProgram,
+    pub params: &'a [Slot],
+    pub results: &'a [Slot],
+    pub args: &'a [Arg<'a>],
+    pub n: usize,
+}
+
+impl Call<'_> {
+    /// Runs the call, writing the results into `outs` (sized here; on an error the caller
+    /// clears them).
+    pub(crate) fn run(self, outs: &mut [Out]) -> Result<()> {
+        for (r, o) in self.results.iter().zip(outs.iter_mut()) {
+            r.size_out(o, self.n);
         }
+        if self.n == 0 {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        let outcome = self.pipeline(outs);
+        if outcome.is_err() {
+            // Nothing may still be copying into memory that goes back to the pools.
+            let _ = self.gpu.synchronize();
+        }
+        outcome
     }
-    outcome
 }
 
 /// The chunk size: enough transfer per chunk for full-speed copies, at least one wave of the
@@ -198,232 +200,228 @@ fn chunk_instances(gpu: &GpuDevice, program: &GpuProgram, per_instance: u64, n: 
     by_bytes.max(wave).max(1).min(n)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn pipeline(
-    gpu: &GpuDevice,
-    program: &GpuProgram,
-    params: &[Slot],
-    results: &[Slot],
-    args: &[Arg],
-    n: usize,
-    outs: &mut [Out],
-) -> Result<()> {
-    let moved: u64 = params
-        .iter()
-        .zip(args)
-        .filter(|(_, a)| !matches!(a, Arg::Batch(_)))
-        .map(|(p, _)| p.bytes() as u64)
-        .chain(results.iter().map(|r| r.bytes() as u64))
-        .sum();
-    let c = chunk_instances(gpu, program, moved, n as u64);
-    let arena = Arena::new(program, params, results, args, c);
-    let slots = chunk_plan(n, c as usize).len().min(SLOTS);
-    let mut ring = Vec::with_capacity(slots);
-    for _ in 0..slots {
-        ring.push(Ring {
-            staged_in: gpu.pinned.alloc(arena.in_bytes as usize)?,
-            staged_out: gpu.pinned.alloc(arena.out_bytes as usize)?,
-            device: gpu.alloc_bytes(arena.device_bytes() as usize, "a chunk of the batch")?,
-            uploaded: gpu.sync_event()?,
-            computed: gpu.sync_event()?,
-            downloaded: gpu.sync_event()?,
-            chunk: None,
-        });
-    }
-    let outcome = run_chunks(
-        gpu, program, params, results, args, n, outs, &arena, &mut ring,
-    );
-    gpu.recycle_events(
-        ring.into_iter()
-            .flat_map(|r| [r.uploaded, r.computed, r.downloaded]),
-    );
-    outcome
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_chunks(
-    gpu: &GpuDevice,
-    program: &GpuProgram,
-    params: &[Slot],
-    results: &[Slot],
-    args: &[Arg],
-    n: usize,
-    outs: &mut [Out],
-    arena: &Arena,
-    ring: &mut [Ring],
-) -> Result<()> {
-    let c = arena.c as usize;
-    let plan = chunk_plan(n, c);
-    let chunks = plan.len();
-    let started = std::time::Instant::now();
-    let mut trace = Trace::new();
-    // One chunk: everything in order on the main stream, no events (the low-latency path).
-    let single = chunks == 1;
-    let (up, main, down) = if single {
-        (gpu.stream(), gpu.stream(), gpu.stream())
-    } else {
-        (gpu.up(), gpu.stream(), gpu.down())
-    };
-    if !single {
-        let before = &ring[0].downloaded;
-        guarded("ordering the transfers", || {
-            before.record(main)?;
-            up.wait(before)?;
-            down.wait(before)
-        })?;
-    }
-    for (i, &(start, count)) in plan.iter().enumerate() {
-        let slot = &mut ring[i % ring.len()];
-        // The chunk this slot held before (its results may still be on their way).
-        let previous = slot.chunk.take();
-        // Arguments of this chunk into pinned staging (then one upload).
-        let stage = |staged: &mut [u8]| -> Result<()> {
-            for ((p, a), off) in params.iter().zip(args).zip(&arena.inputs) {
-                if let Some(off) = off {
-                    let len = count * p.bytes();
-                    p.write(
-                        a,
-                        start,
-                        count,
-                        &mut staged[*off as usize..*off as usize + len],
-                    )?;
-                }
-            }
-            Ok(())
-        };
-        match previous {
-            Some((s, k)) => {
-                trace.time(
-                    |t| &mut t.wait,
-                    || {
-                        guarded("waiting for a chunk", || {
-                            slot.uploaded.synchronize()?;
-                            slot.downloaded.synchronize()
-                        })
-                    },
-                )?;
-                // Staging this chunk and reading the previous one's results share the threads:
-                // neither waits for the other's slowest piece (measured on an H100: calls 5-15%
-                // faster than one after the other).
-                let (staged_in, staged_out) = (&mut slot.staged_in, &slot.staged_out);
-                let outs = &mut *outs;
-                let (a, b) = trace.time(
-                    |t| &mut t.both,
-                    || {
-                        rayon::join(
-                            || stage(staged_in.as_mut_bytes()),
-                            || read_results(results, arena, staged_out, s, k, outs),
-                        )
-                    },
-                );
-                a?;
-                b?;
-            }
-            None => {
-                let staged = slot.staged_in.as_mut_bytes();
-                trace.time(|t| &mut t.stage, || stage(staged))?;
-            }
-        }
-        let staged = slot.staged_in.as_mut_bytes();
-        let base = slot.device.ptr();
-        let in_bytes = staged_extent(params, args, arena, count);
-        let ins: Vec<CUdeviceptr> = params
+impl Call<'_> {
+    fn pipeline(self, outs: &mut [Out]) -> Result<()> {
+        let Call {
+            gpu,
+            program,
+            params,
+            results,
+            args,
+            n,
+        } = self;
+        let moved: u64 = params
             .iter()
             .zip(args)
-            .zip(&arena.inputs)
-            .map(|((p, a), off)| match (a, off) {
-                (Arg::Batch(b), _) => b
-                    .device_ptr(gpu)
-                    .map(|ptr| ptr + (start * p.bytes()) as u64),
-                (_, Some(off)) => Ok(base + off),
-                (_, None) => unreachable!("host arguments have a region"),
-            })
-            .collect::<Result<_>>()?;
-        let out_base = base + arena.in_bytes;
-        let temps = out_base + arena.out_bytes;
-        let out_bytes = results_extent(results, arena, count);
-        // A single small chunk: the kernels write the results straight into the mapped pinned
-        // staging, which saves a copy's latency (what a call of a few instances waits for).
-        let direct = if single && out_bytes <= DIRECT_RESULT_BYTES {
-            slot.staged_out.device_ptr()
+            .filter(|(_, a)| !matches!(a, Arg::Batch(_)))
+            .map(|(p, _)| p.bytes() as u64)
+            .chain(results.iter().map(|r| r.bytes() as u64))
+            .sum();
+        let c = chunk_instances(gpu, program, moved, n as u64);
+        let arena = Arena::new(program, params, results, args, c);
+        let slots = chunk_plan(n, c as usize).len().min(SLOTS);
+        let mut ring = Vec::with_capacity(slots);
+        for _ in 0..slots {
+            ring.push(Ring {
+                staged_in: gpu.pinned.alloc(arena.in_bytes as usize)?,
+                staged_out: gpu.pinned.alloc(arena.out_bytes as usize)?,
+                device: gpu.alloc_bytes(arena.device_bytes() as usize, "a chunk of the batch")?,
+                uploaded: gpu.sync_event()?,
+                computed: gpu.sync_event()?,
+                downloaded: gpu.sync_event()?,
+                chunk: None,
+            });
+        }
+        let outcome = self.run_chunks(outs, &arena, &mut ring);
+        gpu.recycle_events(
+            ring.into_iter()
+                .flat_map(|r| [r.uploaded, r.computed, r.downloaded]),
+        );
+        outcome
+    }
+
+    fn run_chunks(self, outs: &mut [Out], arena: &Arena, ring: &mut [Ring]) -> Result<()> {
+        let Call {
+            gpu,
+            program,
+            params,
+            results,
+            args,
+            n,
+        } = self;
+        let c = arena.c as usize;
+        let plan = chunk_plan(n, c);
+        let chunks = plan.len();
+        let started = std::time::Instant::now();
+        let mut trace = Trace::new();
+        // One chunk: everything in order on the main stream, no events (the low-latency path).
+        let single = chunks == 1;
+        let (up, main, down) = if single {
+            (gpu.stream(), gpu.stream(), gpu.stream())
         } else {
-            None
+            (gpu.up(), gpu.stream(), gpu.down())
         };
-        let out_ptrs: Vec<CUdeviceptr> = arena
-            .outputs
-            .iter()
-            .map(|o| direct.unwrap_or(out_base) + o)
-            .collect();
-        trace.time(
-            |t| &mut t.enqueue,
-            || -> Result<()> {
-                // The slot's previous chunk is done (the host saw its download complete, which
-                // followed its kernels): its arena and staging are free.
-                if in_bytes > 0 {
-                    // SAFETY: the staging holds `in_bytes` written bytes and stays untouched
-                    // until `uploaded` is waited for; the arena holds them too.
-                    guarded("uploading arguments", || unsafe {
-                        result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
-                    })?;
-                }
-                if !single {
-                    guarded("ordering a chunk", || {
-                        slot.uploaded.record(up)?;
-                        main.wait(&slot.uploaded)
-                    })?;
-                }
-                // SAFETY: the arena holds `c >= count` instances of every argument, result and
-                // intermediate; batch arguments hold `n` instances (checked by the caller).
-                unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
-                if !single {
-                    guarded("ordering a chunk", || slot.computed.record(main))?;
+        if !single {
+            let before = &ring[0].downloaded;
+            guarded("ordering the transfers", || {
+                before.record(main)?;
+                up.wait(before)?;
+                down.wait(before)
+            })?;
+        }
+        for (i, &(start, count)) in plan.iter().enumerate() {
+            let slot = &mut ring[i % ring.len()];
+            // The chunk this slot held before (its results may still be on their way).
+            let previous = slot.chunk.take();
+            // Arguments of this chunk into pinned staging (then one upload).
+            let stage = |staged: &mut [u8]| -> Result<()> {
+                for ((p, a), off) in params.iter().zip(args).zip(&arena.inputs) {
+                    if let Some(off) = off {
+                        let len = count * p.bytes();
+                        p.write(
+                            a,
+                            start,
+                            count,
+                            &mut staged[*off as usize..*off as usize + len],
+                        )?;
+                    }
                 }
                 Ok(())
-            },
-        )?;
-        let staged_out = slot.staged_out.as_mut_bytes();
-        trace.time(
-            |t| &mut t.enqueue,
-            || -> Result<()> {
-                // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
-                guarded("downloading results", || unsafe {
-                    if !single {
-                        result::stream::wait_event(
-                            down.cu_stream(),
-                            slot.computed.cu_event(),
-                            cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                        )?;
-                    }
-                    if direct.is_none() {
-                        result::memcpy_dtoh_async(
-                            &mut staged_out[..out_bytes],
-                            out_base,
-                            down.cu_stream(),
-                        )?;
-                    }
-                    result::event::record(slot.downloaded.cu_event(), down.cu_stream())
+            };
+            match previous {
+                Some((s, k)) => {
+                    trace.time(
+                        |t| &mut t.wait,
+                        || {
+                            guarded("waiting for a chunk", || {
+                                slot.uploaded.synchronize()?;
+                                slot.downloaded.synchronize()
+                            })
+                        },
+                    )?;
+                    // Staging this chunk and reading the previous one's results share the threads:
+                    // neither waits for the other's slowest piece (measured on an H100: calls 5-15%
+                    // faster than one after the other).
+                    let (staged_in, staged_out) = (&mut slot.staged_in, &slot.staged_out);
+                    let outs = &mut *outs;
+                    let (a, b) = trace.time(
+                        |t| &mut t.both,
+                        || {
+                            rayon::join(
+                                || stage(staged_in.as_mut_bytes()),
+                                || read_results(results, arena, staged_out, s, k, outs),
+                            )
+                        },
+                    );
+                    a?;
+                    b?;
+                }
+                None => {
+                    let staged = slot.staged_in.as_mut_bytes();
+                    trace.time(|t| &mut t.stage, || stage(staged))?;
+                }
+            }
+            let staged = slot.staged_in.as_mut_bytes();
+            let base = slot.device.ptr();
+            let in_bytes = staged_extent(params, args, arena, count);
+            let ins: Vec<CUdeviceptr> = params
+                .iter()
+                .zip(args)
+                .zip(&arena.inputs)
+                .map(|((p, a), off)| match (a, off) {
+                    (Arg::Batch(b), _) => b
+                        .device_ptr(gpu)
+                        .map(|ptr| ptr + (start * p.bytes()) as u64),
+                    (_, Some(off)) => Ok(base + off),
+                    (_, None) => unreachable!("host arguments have a region"),
                 })
-            },
-        )?;
-        slot.chunk = Some((start, count));
-    }
-    // The chunks still in flight, in order.
-    let order: Vec<usize> = (0..ring.len()).map(|k| (chunks + k) % ring.len()).collect();
-    for k in order {
-        let slot = &mut ring[k];
-        if let Some((s, count)) = slot.chunk.take() {
+                .collect::<Result<_>>()?;
+            let out_base = base + arena.in_bytes;
+            let temps = out_base + arena.out_bytes;
+            let out_bytes = results_extent(results, arena, count);
+            // A single small chunk: the kernels write the results straight into the mapped pinned
+            // staging, which saves a copy's latency (what a call of a few instances waits for).
+            let direct = if single && out_bytes <= DIRECT_RESULT_BYTES {
+                slot.staged_out.device_ptr()
+            } else {
+                None
+            };
+            let out_ptrs: Vec<CUdeviceptr> = arena
+                .outputs
+                .iter()
+                .map(|o| direct.unwrap_or(out_base) + o)
+                .collect();
             trace.time(
-                |t| &mut t.wait,
-                || guarded("waiting for a download", || slot.downloaded.synchronize()),
+                |t| &mut t.enqueue,
+                || -> Result<()> {
+                    // The slot's previous chunk is done (the host saw its download complete, which
+                    // followed its kernels): its arena and staging are free.
+                    if in_bytes > 0 {
+                        // SAFETY: the staging holds `in_bytes` written bytes and stays untouched
+                        // until `uploaded` is waited for; the arena holds them too.
+                        guarded("uploading arguments", || unsafe {
+                            result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
+                        })?;
+                    }
+                    if !single {
+                        guarded("ordering a chunk", || {
+                            slot.uploaded.record(up)?;
+                            main.wait(&slot.uploaded)
+                        })?;
+                    }
+                    // SAFETY: the arena holds `c >= count` instances of every argument, result and
+                    // intermediate; batch arguments hold `n` instances (checked by the caller).
+                    unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
+                    if !single {
+                        guarded("ordering a chunk", || slot.computed.record(main))?;
+                    }
+                    Ok(())
+                },
             )?;
+            let staged_out = slot.staged_out.as_mut_bytes();
             trace.time(
-                |t| &mut t.read,
-                || read_results(results, arena, &slot.staged_out, s, count, outs),
+                |t| &mut t.enqueue,
+                || -> Result<()> {
+                    // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
+                    guarded("downloading results", || unsafe {
+                        if !single {
+                            result::stream::wait_event(
+                                down.cu_stream(),
+                                slot.computed.cu_event(),
+                                cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                            )?;
+                        }
+                        if direct.is_none() {
+                            result::memcpy_dtoh_async(
+                                &mut staged_out[..out_bytes],
+                                out_base,
+                                down.cu_stream(),
+                            )?;
+                        }
+                        result::event::record(slot.downloaded.cu_event(), down.cu_stream())
+                    })
+                },
             )?;
+            slot.chunk = Some((start, count));
         }
+        // The chunks still in flight, in order.
+        let order: Vec<usize> = (0..ring.len()).map(|k| (chunks + k) % ring.len()).collect();
+        for k in order {
+            let slot = &mut ring[k];
+            if let Some((s, count)) = slot.chunk.take() {
+                trace.time(
+                    |t| &mut t.wait,
+                    || guarded("waiting for a download", || slot.downloaded.synchronize()),
+                )?;
+                trace.time(
+                    |t| &mut t.read,
+                    || read_results(results, arena, &slot.staged_out, s, count, outs),
+                )?;
+            }
+        }
+        trace.report(n, c, chunks, started.elapsed());
+        Ok(())
     }
-    trace.report(n, c, chunks, started.elapsed());
-    Ok(())
 }
 
 /// The chunks of a batch of `n` instances, at most `c` each: the first ones smaller (a quarter,

@@ -517,6 +517,11 @@ impl GpuDevice {
     }
 }
 
+/// The address of an optional buffer (0 for none: nothing reads it).
+pub(crate) fn ptr_of(buf: &Option<DeviceBuffer>) -> CUdeviceptr {
+    buf.as_ref().map_or(0, DeviceBuffer::ptr)
+}
+
 fn layout(name: &str, t: &bigfuse_core::Type) -> Result<BufferLayout> {
     Ok(bigfuse_codegen::layout_of(name, t)?)
 }
@@ -647,14 +652,22 @@ impl GpuProgram {
         if n == 0 {
             return Ok(());
         }
-        let temps = dev.alloc_bytes(self.temp_bytes(n) as usize, "intermediates")?;
+        let temps = self.alloc_temps(dev, n)?;
         let ins: Vec<CUdeviceptr> = inputs.iter().map(|b| b.ptr()).collect();
         let outs: Vec<CUdeviceptr> = outputs.iter().map(|b| b.ptr()).collect();
         dev.bind()?;
         // SAFETY: the buffers hold `n` instances (checked above); the temporaries `n` instances
         // of every intermediate. The temporary buffer goes back to the pool when this returns,
         // ordered before later work on the main stream.
-        unsafe { self.launch_raw(dev, &dev.main, n, &ins, &outs, temps.ptr()) }
+        unsafe { self.launch_raw(dev, &dev.main, n, &ins, &outs, ptr_of(&temps)) }
+    }
+
+    /// Pooled memory for the intermediates of `n` instances (none for a single kernel).
+    pub(crate) fn alloc_temps(&self, dev: &GpuDevice, n: u64) -> Result<Option<DeviceBuffer>> {
+        match self.temp_bytes(n) {
+            0 => Ok(None),
+            bytes => dev.alloc_bytes(bytes as usize, "intermediates").map(Some),
+        }
     }
 
     /// Launches every kernel over `n` instances on `stream`, with the arguments at `ins`, the

@@ -198,7 +198,15 @@ impl Kernel {
             }),
             Device::Gpu(g) => self.prepare_with(g, sizes, hints).and_then(|program| {
                 check_layouts(&self.func.name, &spec, &program)?;
-                crate::call::run(g, &program, &spec.params, &spec.results, args, n, outs)
+                crate::call::Call {
+                    gpu: g,
+                    program: &program,
+                    params: &spec.params,
+                    results: &spec.results,
+                    args,
+                    n,
+                }
+                .run(outs)
             }),
         };
         if outcome.is_err() {
@@ -264,14 +272,20 @@ impl Kernel {
                     .map(|r| g.alloc_bytes(n * r.bytes(), "a result batch"))
                     .collect::<Result<Vec<_>>>()?;
                 let out_ptrs: Vec<u64> = outs.iter().map(|b| b.ptr()).collect();
-                let temps =
-                    g.alloc_bytes(program.temp_bytes(n as u64) as usize, "intermediates")?;
+                let temps = program.alloc_temps(g, n as u64)?;
                 g.bind()?;
                 // SAFETY: every buffer holds `n` instances of its layout (sizes above, batches
                 // checked by type); temporaries and uploaded arguments go back to the pool after
                 // the launch is queued, ordered on the main stream.
                 unsafe {
-                    program.launch_raw(g, g.stream(), n as u64, &ins, &out_ptrs, temps.ptr())?
+                    program.launch_raw(
+                        g,
+                        g.stream(),
+                        n as u64,
+                        &ins,
+                        &out_ptrs,
+                        crate::gpu::ptr_of(&temps),
+                    )?
                 };
                 let ready = Arc::new(crate::gpu::guarded(
                     "recording a batch's completion",
