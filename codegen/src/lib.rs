@@ -18,6 +18,7 @@ pub mod chunk;
 pub mod emit;
 pub mod error;
 pub mod fuse;
+pub mod isel;
 pub mod layout;
 pub mod lower;
 pub mod modular;
@@ -63,6 +64,8 @@ pub struct Compiled {
     pub outputs: Vec<BufferLayout>,
     pub kernels: Vec<KernelGroup>,
     pub fusion_notes: Vec<String>,
+    /// What instruction selection chose, one line per node, for `explain`.
+    pub selection: Vec<String>,
     pub stages: Vec<Stage>,
     /// Constant tables the kernel reads (NTT twiddles), in parameter order after the outputs.
     pub tables: Vec<Vec<u32>>,
@@ -91,6 +94,10 @@ impl Compiled {
             let _ = writeln!(s, "kernel over nodes {:?}: {}", k.nodes, k.reason);
         }
         for n in &self.fusion_notes {
+            let _ = writeln!(s, "{n}");
+        }
+        let _ = writeln!(s, "\n== isel ==");
+        for n in &self.selection {
             let _ = writeln!(s, "{n}");
         }
         let _ = writeln!(s, "\n== schedule ==");
@@ -157,8 +164,9 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         pass: "fuse",
         ir: print(&fused.func),
     });
-    let sched = schedule(&fused.func, target, hints)?;
-    let placement = place(&fused.func, &sched, target)?;
+    let selection = isel::select(&fused.func)?;
+    let sched = schedule(&fused.func, &selection, target, hints)?;
+    let placement = place(&fused.func, &selection, &sched, target)?;
     let name = kernel_name(func, sizes);
     let size_pairs: Vec<(String, u64)> = func
         .size_params
@@ -203,10 +211,8 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         placement,
         inputs,
         outputs,
-        tables: emit::ntt_tables(&fused.func)
-            .into_iter()
-            .map(|id| emit::table_words(&fused.func, id))
-            .collect::<CgResult<Vec<_>>>()?,
+        tables: selection.tables().into_iter().map(|(_, t)| t).collect(),
+        selection: selection.describe(&fused.func),
         kernels: fused.kernels,
         fusion_notes: fused.notes,
         stages,

@@ -3,10 +3,9 @@
 //! which are reused by liveness.
 
 use crate::error::{CgResult, CodegenError};
-use crate::mul;
+use crate::isel::Selection;
 use crate::schedule::Schedule;
 use crate::target::Target;
-use bigfuse_core::ops;
 use bigfuse_core::{Func, Op, Type, ValueId};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,124 +42,19 @@ impl Placement {
     }
 }
 
-/// Whether node `id` of `func` is a carry scan, which code generation resolves with warp ballots:
-/// an unsegmented scan with identity 2 whose operator is the carry operator on flag words, i.e.
-/// - the operator is `(u32, u32) -> u32` and equals [`ops::carry`] on every pair of `{0, 1, 2, 3}`,
-/// - the scanned values provably lie in `{0, 1, 2, 3}` (possible bits within `0b11`).
-///
-/// Then every value the scan computes (inputs, identity, and results of the operator on such
-/// values, which [`ops::carry`] keeps in `{0, .., 3}`) lies where the two operators agree, so the
-/// scan equals the scan with [`ops::carry`], whatever the operator does elsewhere.
-pub fn is_carry_scan(func: &Func, id: ValueId) -> bool {
-    let Op::Scan {
-        op,
-        init,
-        input,
-        flags: None,
-        ..
-    } = &func.node(id).op
-    else {
-        return false;
-    };
-    if *init != ops::carry_identity() || !is_carry_operator(op) {
-        return false;
-    }
-    let masks = crate::bits::analyse(func, None);
-    masks[input.index()].iter().all(|m| m & !0b11 == 0) && masks[input.index()].len() == 1
-}
-
-/// True when `op` is `(u32, u32) -> u32` and agrees with [`ops::carry`] on `{0, 1, 2, 3}`^2
-/// (decided by evaluating both on the 16 pairs; remembered per operator).
-pub fn is_carry_operator(op: &Func) -> bool {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static KNOWN: OnceLock<Mutex<HashMap<Func, bool>>> = OnceLock::new();
-    let known = KNOWN.get_or_init(Default::default);
-    if let Some(v) = known.lock().ok().and_then(|k| k.get(op).copied()) {
-        return v;
-    }
-    let v = agrees_with_carry(op);
-    if let Ok(mut k) = known.lock() {
-        k.insert(op.clone(), v);
-    }
-    v
-}
-
-fn agrees_with_carry(op: &Func) -> bool {
-    use bigfuse_core::{apply_lambda, Value};
-    let u32_ty = [Type::U32, Type::U32];
-    if op.params.len() != 2
-        || op.params.iter().zip(&u32_ty).any(|(p, t)| p.ty != *t)
-        || op.output_types() != [Type::U32]
-    {
-        return false;
-    }
-    let carry = ops::carry();
-    (0..4u32).all(|lo| {
-        (0..4u32).all(|hi| {
-            let args = [Value::U32(lo), Value::U32(hi)];
-            match (apply_lambda(op, &args), apply_lambda(&carry, &args)) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            }
-        })
-    })
-}
-
 /// Bytes of staging a cross-warp step needs: one word (u32 for carry flags, u64 per leaf otherwise)
 /// per warp of each instance in the block.
-fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
+fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) -> Option<u32> {
     let node = func.node(id);
     let slots = sched.instances_per_block * sched.warps_per_instance();
-    if let Op::LimbMul {
-        a,
-        out_len,
-        algo: bigfuse_core::MulAlgo::Ntt,
-        ..
-    } = &node.op
-    {
-        let Type::Array(_, in_len) = func.ty(*a) else {
-            return None;
-        };
-        let plan = crate::ntt::plan(in_len.as_const()?, out_len.as_const()?).ok()?;
-        // Leave room for the other steps' staging (a few words per warp).
-        let limit = (sched.shared_limit as u64).saturating_sub(4096);
-        let layout = plan.layout(
-            sched.instances_per_block as u64,
-            sched.warps_per_instance() as u64,
-            limit,
-        );
-        return Some((layout.total * 4) as u32);
-    }
-    if let Op::LimbMul { a, out_len, .. } = &node.op {
-        // Operands always go through shared memory: every output digit reads every input digit.
-        let Type::Array(_, in_len) = func.ty(*a) else {
-            return None;
-        };
-        let shape = mul::shape(
-            in_len.as_const().unwrap_or(0),
-            out_len.as_const().unwrap_or(0),
-            sched.threads_per_instance,
-        );
-        let layout = mul::layout(
-            &shape,
-            sched.instances_per_block as u64,
-            sched.warps_per_instance() as u64,
-        );
-        return Some((layout.total * 4) as u32);
-    }
-    if let Op::PolyMul { a, modulus, .. } = &node.op {
-        let Type::Array(_, n) = func.ty(*a) else {
-            return None;
-        };
-        let plan = crate::polymul::plan(n.as_const()?, modulus.as_const()?).ok()?;
-        return Some((plan.shared_bytes() * sched.instances_per_block as u64) as u32);
+    if let Some(product) = sel.product(id) {
+        return Some(product.staging_bytes(sched));
     }
     if sched.threads_per_instance <= 32 {
         return None; // warp shuffles and ballots need no shared memory
     }
     match &node.op {
-        _ if is_carry_scan(func, id) => Some(slots * 4),
+        _ if sel.is_carry_scan(id) => Some(slots * 4),
         Op::Scan { init, .. } | Op::Reduce { init, .. } => {
             Some(slots * 8 * init.leaves().len() as u32)
         }
@@ -168,7 +62,12 @@ fn staging_bytes(func: &Func, id: ValueId, sched: &Schedule) -> Option<u32> {
     }
 }
 
-pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placement> {
+pub fn place(
+    func: &Func,
+    sel: &Selection,
+    sched: &Schedule,
+    target: &Target,
+) -> CgResult<Placement> {
     let places = func
         .nodes
         .iter()
@@ -194,7 +93,7 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
     let mut buffers: Vec<Buffer> = Vec::new();
     let mut uses: Vec<(ValueId, u32, u32)> = Vec::new();
     for id in func.ids() {
-        let Some(bytes) = staging_bytes(func, id, sched) else {
+        let Some(bytes) = staging_bytes(func, sel, id, sched) else {
             continue;
         };
         let k = uses.len();
@@ -271,91 +170,4 @@ pub fn place(func: &Func, sched: &Schedule, target: &Target) -> CgResult<Placeme
         shared_bytes: total,
         notes,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bigfuse_core::{BinOp, Builder, Literal, Size};
-
-    /// `((hi | ((hi >> 1) & lo)) & 1) | (lo & hi & 2)`, with its own constants; `tweak` changes the
-    /// result on (lo, hi) = (3, 1) only.
-    fn user_carry(tweak: bool) -> Func {
-        let mut b = Builder::lambda();
-        let lo = b.param("lo", Type::U32);
-        let hi = b.param("hi", Type::U32);
-        let one = b.u32(1);
-        let sh = b.binary(BinOp::Shr, hi, one).unwrap();
-        let t = b.and(sh, lo).unwrap();
-        let g = b.or(hi, t).unwrap();
-        let one = b.u32(1);
-        let g = b.and(g, one).unwrap();
-        let p = b.and(lo, hi).unwrap();
-        let two = b.u32(2);
-        let p = b.and(p, two).unwrap();
-        let mut r = b.or(g, p).unwrap();
-        if tweak {
-            // + 4 * (lo == 3 && hi == 1)
-            let three = b.u32(3);
-            let one = b.u32(1);
-            let l3 = b.eq(lo, three).unwrap();
-            let h1 = b.eq(hi, one).unwrap();
-            let both = b.and(l3, h1).unwrap();
-            let four = b.u32(4);
-            let zero = b.u32(0);
-            let extra = b.select(both, four, zero).unwrap();
-            r = b.or(r, extra).unwrap();
-        }
-        b.finish(&[r]).unwrap()
-    }
-
-    /// A scan of `mask & x` over a u32 array parameter with the given operator and identity.
-    fn program(op: Func, init: u32, mask: u32) -> (Func, ValueId) {
-        let mut b = Builder::new("p", &[]);
-        let xs = b.param("xs", Type::array(Type::U32, Size::lit(8)));
-        let m = b.u32(mask);
-        let masked = b.map(
-            {
-                let mut l = Builder::lambda();
-                let x = l.param("x", Type::U32);
-                let m = l.param("m", Type::U32);
-                let r = l.and(x, m).unwrap();
-                l.finish(&[r]).unwrap()
-            },
-            &[xs, m],
-        );
-        let masked = masked.unwrap();
-        let s = b.scan(op, Literal::U32(init), true, masked, None).unwrap();
-        (b.finish(&[s]).unwrap(), s)
-    }
-
-    #[test]
-    fn carry_scans_are_recognised_by_meaning() {
-        let (f, s) = program(ops::carry(), 2, 3);
-        assert!(is_carry_scan(&f, s));
-        let (f, s) = program(user_carry(false), 2, 3);
-        assert_ne!(user_carry(false), ops::carry());
-        assert!(is_carry_scan(&f, s), "the user's operator");
-        // Inclusive scans too.
-        let mut g = f.clone();
-        if let Op::Scan { exclusive, .. } = &mut g.nodes[s.index()].op {
-            *exclusive = false;
-        }
-        assert!(is_carry_scan(&g, s));
-    }
-
-    #[test]
-    fn near_misses_are_refused() {
-        let (f, s) = program(user_carry(true), 2, 3);
-        assert!(!is_carry_operator(&user_carry(true)));
-        assert!(!is_carry_scan(&f, s), "differs on one pair");
-        let (f, s) = program(user_carry(false), 2, 7);
-        assert!(!is_carry_scan(&f, s), "inputs may have bit 2");
-        let (f, s) = program(user_carry(false), 0, 3);
-        assert!(!is_carry_scan(&f, s), "identity 0");
-        let (f, s) = program(ops::carry(), 1, 3);
-        assert!(!is_carry_scan(&f, s), "identity 1");
-        // Not a scan at all.
-        assert!(!is_carry_scan(&f, ValueId(0)));
-    }
 }

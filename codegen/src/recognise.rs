@@ -90,7 +90,7 @@ fn find_one(func: &Func) -> Option<Found> {
         let Op::Map { f: ff, args: fargs } = &func.node(*input).op else {
             continue;
         };
-        if is_carry_pattern(ff) || !crate::place::is_carry_scan(func, scan) {
+        if is_carry_pattern(ff) || !crate::isel::is_carry_scan(func, scan) {
             continue;
         }
         let Some(apply) = func.ids().find(|u| func.node(*u).op.args().contains(&scan)) else {

@@ -4,6 +4,7 @@
 
 use crate::analysis::register_estimate;
 use crate::error::{CgResult, CodegenError};
+use crate::isel::{Product, Selection};
 use crate::mul;
 use crate::target::Target;
 use bigfuse_core::{Func, Type};
@@ -133,7 +134,12 @@ fn array_lengths(func: &Func, out: &mut Vec<u64>) {
     }
 }
 
-pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedule> {
+pub fn schedule(
+    func: &Func,
+    sel: &Selection,
+    target: &Target,
+    hints: &Hints,
+) -> CgResult<Schedule> {
     let mut lens = Vec::new();
     array_lengths(func, &mut lens);
     let max_len = lens.iter().copied().max().unwrap_or(1).max(1);
@@ -169,38 +175,18 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         .unwrap_or(mul::DEFAULT_WIDTH)
         .clamp(2, mul::MAX_WIDTH);
     // Products are the heaviest work: their slices decide the threads per instance.
-    let products: Vec<u64> = func
-        .nodes
-        .iter()
-        .filter_map(|n| match &n.op {
-            bigfuse_core::Op::LimbMul {
-                out_len,
-                algo: bigfuse_core::MulAlgo::Classical,
-                ..
-            } => out_len.as_const(),
+    let products: Vec<u64> = sel
+        .products()
+        .filter_map(|(_, p)| match p {
+            Product::Classical { out_len, .. } => Some(*out_len),
             _ => None,
         })
         .collect();
     // NTT products want 16 transform elements per thread.
-    let ntt_threads = func
-        .nodes
-        .iter()
-        .filter_map(|n| match &n.op {
-            bigfuse_core::Op::LimbMul {
-                a,
-                out_len,
-                algo: bigfuse_core::MulAlgo::Ntt,
-                ..
-            } => {
-                let bigfuse_core::Type::Array(_, in_len) = func.ty(*a) else {
-                    return None;
-                };
-                crate::ntt::plan(in_len.as_const()?, out_len.as_const()?)
-                    .ok()
-                    .map(|p| p.threads())
-            }
-            _ => None,
-        })
+    let ntt_threads = sel
+        .products()
+        .filter(|(_, p)| matches!(p, Product::Ntt(_)))
+        .map(|(_, p)| p.threads(mul_width))
         .max();
     if let Some(&widest) = products.iter().max() {
         if hints.q.is_none() {
@@ -219,21 +205,10 @@ pub fn schedule(func: &Func, target: &Target, hints: &Hints) -> CgResult<Schedul
         ));
     }
     // Polynomial products: eight butterflies per thread and stage.
-    let poly_threads = func
-        .nodes
-        .iter()
-        .filter_map(|n| match &n.op {
-            bigfuse_core::Op::PolyMul { a, modulus, .. } => {
-                let bigfuse_core::Type::Array(_, len) = func.ty(*a) else {
-                    return None;
-                };
-                Some(crate::polymul::plan(len.as_const()?, modulus.as_const()?))
-            }
-            _ => None,
-        })
-        .collect::<CgResult<Vec<_>>>()?
-        .iter()
-        .map(|p| p.threads())
+    let poly_threads = sel
+        .products()
+        .filter(|(_, p)| matches!(p, Product::Poly(_)))
+        .map(|(_, p)| p.threads(mul_width))
         .max();
     if let Some(pt) = poly_threads {
         let pt = pt.min(max_t);

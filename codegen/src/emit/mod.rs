@@ -10,7 +10,7 @@ mod ntt;
 mod polymul;
 
 use crate::error::{CgResult, CodegenError};
-pub(crate) use crate::place::is_carry_scan;
+pub(crate) use crate::isel::is_carry_scan;
 use crate::place::Placement;
 use crate::schedule::Schedule;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};

@@ -1,0 +1,388 @@
+//! Instruction selection: which hand-written machinery each node gets, decided once after fusion.
+//!
+//! The result is a table ([`Selection`]) that schedule, place and emit read, as emit reads the
+//! [`crate::Placement`]: no later pass recognises a pattern or plans a product again. A product's
+//! plan is made here and nowhere else, so a product that cannot be planned is one error here, not
+//! a silent fallback in one pass and a panic in another.
+//!
+//! What is selected:
+//! - a scan that means the carry operator on 2-bit flag words (proved by evaluation on the flag
+//!   domain, which a possible-bits analysis bounds, so a user-written operator qualifies too):
+//!   warp ballots instead of a generic scan;
+//! - each product (`limb_mul`, `poly_mul`): its plan — the classical product's sizes, the NTT's
+//!   primes and transform length, the polynomial transform's root and Montgomery constants.
+
+use crate::error::{CgResult, CodegenError};
+use crate::mul;
+use crate::ntt::NttPlan;
+use crate::polymul::PolyPlan;
+use crate::schedule::Schedule;
+use bigfuse_core::{ops, Func, MulAlgo, Op, Type, ValueId};
+
+/// A heavy operation, planned: it answers how many threads it wants, how much shared staging it
+/// needs, and which constant table the kernel reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Product {
+    /// Classical product of `in_len`-limb operands, the low `out_len` limbs.
+    Classical { in_len: u64, out_len: u64 },
+    /// Three-prime NTT product within one block.
+    Ntt(NttPlan),
+    /// Product of polynomials modulo a prime, one transform per block.
+    Poly(PolyPlan),
+}
+
+impl Product {
+    /// Threads per instance the product wants (`width`: digits per slice of a classical product).
+    pub fn threads(&self, width: u32) -> u32 {
+        match self {
+            Product::Classical { out_len, .. } => mul::threads_for(*out_len, width),
+            Product::Ntt(plan) => plan.threads(),
+            Product::Poly(plan) => plan.threads(),
+        }
+    }
+
+    /// Bytes of shared staging per block under `sched`.
+    pub fn staging_bytes(&self, sched: &Schedule) -> u32 {
+        let ipb = sched.instances_per_block as u64;
+        let warps = sched.warps_per_instance() as u64;
+        match self {
+            // Operands always go through shared memory: every output digit reads every input digit.
+            Product::Classical { in_len, out_len } => {
+                let shape = mul::shape(*in_len, *out_len, sched.threads_per_instance);
+                (mul::layout(&shape, ipb, warps).total * 4) as u32
+            }
+            Product::Ntt(plan) => {
+                // Leave room for the other steps' staging (a few words per warp).
+                let limit = (sched.shared_limit as u64).saturating_sub(4096);
+                (plan.layout(ipb, warps, limit).total * 4) as u32
+            }
+            Product::Poly(plan) => (plan.shared_bytes() * ipb) as u32,
+        }
+    }
+
+    /// The constant table (32-bit words) the kernel reads: the transforms' twiddles.
+    pub fn table(&self) -> Option<Vec<u32>> {
+        match self {
+            Product::Classical { .. } => None,
+            Product::Ntt(plan) => Some(plan.twiddle_table()),
+            Product::Poly(plan) => Some(plan.twiddle_table()),
+        }
+    }
+}
+
+/// The choice for one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// A scan with the carry operator on flag words: resolved with warp ballots.
+    CarryScan,
+    Product(Product),
+}
+
+/// The choices for every node of one (fused) function, indexed by node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    choices: Vec<Option<Choice>>,
+}
+
+impl Selection {
+    pub fn of(&self, id: ValueId) -> Option<&Choice> {
+        self.choices.get(id.index()).and_then(|c| c.as_ref())
+    }
+
+    pub fn is_carry_scan(&self, id: ValueId) -> bool {
+        matches!(self.of(id), Some(Choice::CarryScan))
+    }
+
+    pub fn product(&self, id: ValueId) -> Option<&Product> {
+        match self.of(id) {
+            Some(Choice::Product(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Every product, in program order.
+    pub fn products(&self) -> impl Iterator<Item = (ValueId, &Product)> {
+        self.choices
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Some(Choice::Product(p)) => Some((ValueId(i as u32), p)),
+                _ => None,
+            })
+    }
+
+    /// The nodes whose constant tables the kernel takes as parameters, in parameter order, with
+    /// the tables.
+    pub fn tables(&self) -> Vec<(ValueId, Vec<u32>)> {
+        self.products()
+            .filter_map(|(id, p)| p.table().map(|t| (id, t)))
+            .collect()
+    }
+
+    /// One line per choice, for `explain`.
+    pub fn describe(&self, func: &Func) -> Vec<String> {
+        func.ids()
+            .filter_map(|id| {
+                let what = match self.of(id)? {
+                    Choice::CarryScan => "carry scan: warp ballots".to_string(),
+                    Choice::Product(Product::Classical { in_len, out_len }) => format!(
+                        "classical product of {in_len}-limb operands, {out_len} limbs: slices in registers"
+                    ),
+                    Choice::Product(Product::Ntt(p)) => format!(
+                        "NTT product: 2^{} points, {} primes, {} digits in, {} out",
+                        p.log_n,
+                        p.primes.len(),
+                        p.digits_in,
+                        p.digits_out
+                    ),
+                    Choice::Product(Product::Poly(p)) => format!(
+                        "polynomial product: {} coefficients, 2^{} points modulo {}",
+                        p.n, p.log_m, p.mont.p
+                    ),
+                };
+                Some(format!("{id}: {what}"))
+            })
+            .collect()
+    }
+}
+
+/// Selects for every node of a concrete, fused function.
+pub fn select(func: &Func) -> CgResult<Selection> {
+    let mut choices = vec![None; func.nodes.len()];
+    let mut masks = None;
+    for id in func.ids() {
+        let choice = match &func.node(id).op {
+            Op::LimbMul {
+                a, out_len, algo, ..
+            } => {
+                let in_len = array_len(func, *a, "a product's factor")?;
+                let out_len = concrete(out_len.as_const(), "a product's length")?;
+                Some(Choice::Product(match algo {
+                    MulAlgo::Classical => Product::Classical { in_len, out_len },
+                    MulAlgo::Ntt => Product::Ntt(crate::ntt::plan(in_len, out_len)?),
+                }))
+            }
+            Op::PolyMul { a, modulus, .. } => {
+                let n = array_len(func, *a, "a polynomial factor")?;
+                let p = concrete(modulus.as_const(), "a polynomial product's modulus")?;
+                Some(Choice::Product(Product::Poly(crate::polymul::plan(n, p)?)))
+            }
+            Op::Scan { .. } => {
+                let masks = masks.get_or_insert_with(|| crate::bits::analyse(func, None));
+                is_carry_scan_with(func, id, masks).then_some(Choice::CarryScan)
+            }
+            _ => None,
+        };
+        choices[id.index()] = choice;
+    }
+    Ok(Selection { choices })
+}
+
+fn concrete(v: Option<u64>, what: &str) -> CgResult<u64> {
+    v.ok_or_else(|| {
+        CodegenError::Unsupported(format!(
+            "{what} is not a constant: specialize before instruction selection"
+        ))
+    })
+}
+
+fn array_len(func: &Func, v: ValueId, what: &str) -> CgResult<u64> {
+    match func.ty(v) {
+        Type::Array(_, len) => concrete(len.as_const(), what),
+        other => Err(CodegenError::Unsupported(format!(
+            "{what} is {other}, not an array"
+        ))),
+    }
+}
+
+/// Whether node `id` of `func` is a carry scan, which code generation resolves with warp ballots:
+/// an unsegmented scan with identity 2 whose operator is the carry operator on flag words, i.e.
+/// - the operator is `(u32, u32) -> u32` and equals [`ops::carry`] on every pair of `{0, 1, 2, 3}`,
+/// - the scanned values provably lie in `{0, 1, 2, 3}` (possible bits within `0b11`).
+///
+/// Then every value the scan computes (inputs, identity, and results of the operator on such
+/// values, which [`ops::carry`] keeps in `{0, .., 3}`) lies where the two operators agree, so the
+/// scan equals the scan with [`ops::carry`], whatever the operator does elsewhere.
+pub fn is_carry_scan(func: &Func, id: ValueId) -> bool {
+    is_carry_scan_with(func, id, &crate::bits::analyse(func, None))
+}
+
+fn is_carry_scan_with(func: &Func, id: ValueId, masks: &[Vec<u64>]) -> bool {
+    let Op::Scan {
+        op,
+        init,
+        input,
+        flags: None,
+        ..
+    } = &func.node(id).op
+    else {
+        return false;
+    };
+    if *init != ops::carry_identity() || !is_carry_operator(op) {
+        return false;
+    }
+    masks[input.index()].iter().all(|m| m & !0b11 == 0) && masks[input.index()].len() == 1
+}
+
+/// True when `op` is `(u32, u32) -> u32` and agrees with [`ops::carry`] on `{0, 1, 2, 3}`^2
+/// (decided by evaluating both on the 16 pairs; remembered per operator).
+pub fn is_carry_operator(op: &Func) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static KNOWN: OnceLock<Mutex<HashMap<Func, bool>>> = OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(v) = known.lock().ok().and_then(|k| k.get(op).copied()) {
+        return v;
+    }
+    let v = agrees_with_carry(op);
+    if let Ok(mut k) = known.lock() {
+        k.insert(op.clone(), v);
+    }
+    v
+}
+
+fn agrees_with_carry(op: &Func) -> bool {
+    use bigfuse_core::{apply_lambda, Value};
+    let u32_ty = [Type::U32, Type::U32];
+    if op.params.len() != 2
+        || op.params.iter().zip(&u32_ty).any(|(p, t)| p.ty != *t)
+        || op.output_types() != [Type::U32]
+    {
+        return false;
+    }
+    let carry = ops::carry();
+    (0..4u32).all(|lo| {
+        (0..4u32).all(|hi| {
+            let args = [Value::U32(lo), Value::U32(hi)];
+            match (apply_lambda(op, &args), apply_lambda(&carry, &args)) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            }
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bigfuse_core::{BinOp, Builder, Literal, Size};
+
+    /// `((hi | ((hi >> 1) & lo)) & 1) | (lo & hi & 2)`, with its own constants; `tweak` changes the
+    /// result on (lo, hi) = (3, 1) only.
+    fn user_carry(tweak: bool) -> Func {
+        let mut b = Builder::lambda();
+        let lo = b.param("lo", Type::U32);
+        let hi = b.param("hi", Type::U32);
+        let one = b.u32(1);
+        let sh = b.binary(BinOp::Shr, hi, one).unwrap();
+        let t = b.and(sh, lo).unwrap();
+        let g = b.or(hi, t).unwrap();
+        let one = b.u32(1);
+        let g = b.and(g, one).unwrap();
+        let p = b.and(lo, hi).unwrap();
+        let two = b.u32(2);
+        let p = b.and(p, two).unwrap();
+        let mut r = b.or(g, p).unwrap();
+        if tweak {
+            // + 4 * (lo == 3 && hi == 1)
+            let three = b.u32(3);
+            let one = b.u32(1);
+            let l3 = b.eq(lo, three).unwrap();
+            let h1 = b.eq(hi, one).unwrap();
+            let both = b.and(l3, h1).unwrap();
+            let four = b.u32(4);
+            let zero = b.u32(0);
+            let extra = b.select(both, four, zero).unwrap();
+            r = b.or(r, extra).unwrap();
+        }
+        b.finish(&[r]).unwrap()
+    }
+
+    /// A scan of `mask & x` over a u32 array parameter with the given operator and identity.
+    fn program(op: Func, init: u32, mask: u32) -> (Func, ValueId) {
+        let mut b = Builder::new("p", &[]);
+        let xs = b.param("xs", Type::array(Type::U32, Size::lit(8)));
+        let m = b.u32(mask);
+        let masked = b.map(
+            {
+                let mut l = Builder::lambda();
+                let x = l.param("x", Type::U32);
+                let m = l.param("m", Type::U32);
+                let r = l.and(x, m).unwrap();
+                l.finish(&[r]).unwrap()
+            },
+            &[xs, m],
+        );
+        let masked = masked.unwrap();
+        let s = b.scan(op, Literal::U32(init), true, masked, None).unwrap();
+        (b.finish(&[s]).unwrap(), s)
+    }
+
+    #[test]
+    fn carry_scans_are_recognised_by_meaning() {
+        let (f, s) = program(ops::carry(), 2, 3);
+        assert!(is_carry_scan(&f, s));
+        assert!(select(&f).unwrap().is_carry_scan(s));
+        let (f, s) = program(user_carry(false), 2, 3);
+        assert_ne!(user_carry(false), ops::carry());
+        assert!(is_carry_scan(&f, s), "the user's operator");
+        assert!(select(&f).unwrap().is_carry_scan(s));
+        // Inclusive scans too.
+        let mut g = f.clone();
+        if let Op::Scan { exclusive, .. } = &mut g.nodes[s.index()].op {
+            *exclusive = false;
+        }
+        assert!(is_carry_scan(&g, s));
+    }
+
+    #[test]
+    fn near_misses_are_refused() {
+        let (f, s) = program(user_carry(true), 2, 3);
+        assert!(!is_carry_operator(&user_carry(true)));
+        assert!(!is_carry_scan(&f, s), "differs on one pair");
+        assert!(!select(&f).unwrap().is_carry_scan(s));
+        let (f, s) = program(user_carry(false), 2, 7);
+        assert!(!is_carry_scan(&f, s), "inputs may have bit 2");
+        let (f, s) = program(user_carry(false), 0, 3);
+        assert!(!is_carry_scan(&f, s), "identity 0");
+        let (f, s) = program(ops::carry(), 1, 3);
+        assert!(!is_carry_scan(&f, s), "identity 1");
+        // Not a scan at all.
+        assert!(!is_carry_scan(&f, ValueId(0)));
+    }
+
+    /// A product of two `limbs`-limb operands with the given algorithm.
+    fn product(limbs: u64, algo: MulAlgo) -> (Func, ValueId) {
+        let arr = Type::array(Type::U64, Size::lit(limbs));
+        let mut b = Builder::new("p", &[]);
+        let x = b.param("x", arr.clone());
+        let y = b.param("y", arr);
+        let m = b.limb_mul(x, y, Size::lit(limbs), algo).unwrap();
+        (b.finish(&[m]).unwrap(), m)
+    }
+
+    #[test]
+    fn products_are_planned_once_and_refused_with_one_error() {
+        let (f, m) = product(64, MulAlgo::Classical);
+        let sel = select(&f).unwrap();
+        assert_eq!(
+            sel.product(m),
+            Some(&Product::Classical {
+                in_len: 64,
+                out_len: 64
+            })
+        );
+        assert!(sel.tables().is_empty());
+        let (f, m) = product(512, MulAlgo::Ntt);
+        let sel = select(&f).unwrap();
+        let Some(Product::Ntt(plan)) = sel.product(m) else {
+            panic!("an NTT plan: {sel:?}");
+        };
+        assert_eq!(plan, &crate::ntt::plan(512, 512).unwrap());
+        assert_eq!(sel.tables(), vec![(m, plan.twiddle_table())]);
+        // Beyond what the primes allow: the planner's error, from selection.
+        let (f, _) = product(1 << 22, MulAlgo::Ntt);
+        let err = select(&f).unwrap_err().to_string();
+        assert!(err.contains("NTT of 2^"), "{err}");
+    }
+}
