@@ -8,7 +8,7 @@
 //! the program's scalar tail. When `C` itself exceeds the limit, part 2 is chunked the same way.
 
 use crate::error::{CgResult, CodegenError};
-use crate::split::{Part, Plan, Source};
+use crate::plan::{Part, Plan, Source};
 use crate::{compile, Compiled, Hints, Target};
 use bigfuse_core::{Builder, Func, Op, Type, ValueId};
 
@@ -363,7 +363,7 @@ fn chunk_level(f: &Func, target: &Target, hints: &Hints) -> CgResult<Option<(Chu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::split::tests::{run_batch, run_plan};
+    use crate::plan::testing::{run_batch, run_plan};
     use crate::{compile_plan, Hints, Target};
     use bigfuse_core::{eval, specialize, BinOp, Literal, Size, Value};
     use rand::{Rng, SeedableRng};

@@ -25,6 +25,7 @@ pub mod modular;
 pub mod mul;
 pub mod ntt;
 pub mod place;
+pub mod plan;
 pub mod polymul;
 pub mod recognise;
 pub mod scalarize;
@@ -38,8 +39,8 @@ pub use fuse::{fuse, Fused, KernelGroup};
 pub use layout::{layout_of, BufferLayout, Unit};
 pub use lower::lower;
 pub use place::{place, Place, Placement};
+pub use plan::{compile_plan, Part, Plan, Source};
 pub use schedule::{schedule, Hints, Schedule};
-pub use split::{compile_plan, Part, Plan, Source};
 pub use target::Target;
 
 use bigfuse_core::{print, specialize, validate, Func};

@@ -1,140 +1,14 @@
 //! Splitting: when a whole program does not fit one kernel (registers, shared memory, threads),
 //! cut the specialized program into parts, each compiled as its own kernel; values that cross a
 //! cut go through global memory. Cuts are made by halving the node range until every part fits.
+//! A strategy of [`crate::plan`].
 
 use crate::error::{CgResult, CodegenError};
+use crate::plan::{Part, Plan, Source};
 use crate::{compile, Compiled, Hints, Target};
-use bigfuse_core::{specialize, validate, Builder, Func, Op, Type, ValueId};
-use std::fmt::Write;
+use bigfuse_core::{specialize, Builder, Func, Op, ValueId};
 
-/// Where a part reads an input from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// The caller's argument with this index.
-    Arg(usize),
-    /// An intermediate buffer written by an earlier part.
-    Buffer(usize),
-}
-
-/// One kernel of a plan.
-#[derive(Clone, Debug)]
-pub struct Part {
-    pub compiled: Compiled,
-    /// The source of each of the kernel's inputs, in parameter order.
-    pub inputs: Vec<Source>,
-    /// The buffer each of the kernel's outputs is written to, in output order.
-    pub outputs: Vec<usize>,
-    /// The part as IR (its parameters are the inputs, its outputs the outputs).
-    pub func: Func,
-    /// Virtual instances this part runs per instance of the call: 1 for ordinary parts, C for the
-    /// chunk kernel of a chunked reduction (chunk `c` of instance `i` is instance `i*C + c`).
-    pub instances: u64,
-}
-
-/// A program compiled for one set of sizes: one kernel when it fits, several otherwise.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    pub parts: Vec<Part>,
-    /// Types of the buffers (intermediates and results), indexed by `Source::Buffer`.
-    pub buffers: Vec<Type>,
-    /// The buffer holding each result of the program.
-    pub results: Vec<usize>,
-    /// Why the program was split (empty when it is one kernel).
-    pub notes: Vec<String>,
-}
-
-impl Plan {
-    pub fn is_split(&self) -> bool {
-        self.parts.len() > 1
-    }
-
-    /// `explain` for the whole plan: the split, then each kernel's decisions.
-    pub fn explain(&self) -> String {
-        let mut s = String::new();
-        if self.is_split() {
-            let _ = writeln!(s, "== split into {} kernels ==", self.parts.len());
-            for n in &self.notes {
-                let _ = writeln!(s, "{n}");
-            }
-            for (i, p) in self.parts.iter().enumerate() {
-                let ins: Vec<String> = p
-                    .inputs
-                    .iter()
-                    .map(|x| match x {
-                        Source::Arg(a) => format!("argument {a}"),
-                        Source::Buffer(b) => format!("buffer {b}"),
-                    })
-                    .collect();
-                let over = if p.instances == 1 {
-                    String::new()
-                } else {
-                    format!(" over n*{} instances", p.instances)
-                };
-                let _ = writeln!(
-                    s,
-                    "kernel {i} `{}`{over}: reads {}; writes buffer(s) {:?}",
-                    p.compiled.kernel_name,
-                    ins.join(", "),
-                    p.outputs
-                );
-            }
-            let _ = writeln!(s, "results in buffer(s) {:?}\n", self.results);
-        }
-        for p in &self.parts {
-            s.push_str(&p.compiled.explain());
-            s.push('\n');
-        }
-        s
-    }
-}
-
-/// Compiles `func` for `sizes`: a chunked reduction when it is a reduction over arrays longer than
-/// [`crate::chunk::CHUNK_LEN`] (see [`crate::chunk`]); else one kernel if it fits, else as few
-/// parts as halving finds.
-pub fn compile_plan(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> CgResult<Plan> {
-    validate(func)?;
-    if let Some(mut plan) = crate::chunk::chunk_plan(&specialize(func, sizes)?, target, hints)? {
-        let size_names: Vec<String> = func
-            .size_params
-            .iter()
-            .zip(sizes)
-            .map(|(n, v)| format!("{n}={v}"))
-            .collect();
-        plan.notes.insert(
-            0,
-            format!(
-                "`{}` ({}) is a reduction over arrays longer than {}: chunked",
-                func.name,
-                size_names.join(", "),
-                crate::chunk::CHUNK_LEN
-            ),
-        );
-        return Ok(plan);
-    }
-    match compile(func, sizes, target, hints) {
-        Ok(compiled) => {
-            let inputs = (0..func.params.len()).map(Source::Arg).collect();
-            let results: Vec<usize> = (0..func.outputs.len()).collect();
-            let concrete = specialize(func, sizes)?;
-            Ok(Plan {
-                buffers: concrete.output_types(),
-                parts: vec![Part {
-                    compiled,
-                    inputs,
-                    outputs: results.clone(),
-                    func: concrete,
-                    instances: 1,
-                }],
-                results,
-                notes: vec![],
-            })
-        }
-        Err(CodegenError::TooBig(why)) => split(func, sizes, target, hints, why),
-        Err(e) => Err(e),
-    }
-}
-
-fn split(
+pub(crate) fn split(
     func: &Func,
     sizes: &[u64],
     target: &Target,
@@ -332,9 +206,11 @@ fn build_part(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use bigfuse_core::{eval, Size, Value};
+    use crate::plan::compile_plan;
+    use crate::plan::testing::run_plan;
+    use bigfuse_core::{eval, Size, Type, Value};
     use num_bigint::BigUint;
 
     /// 40 values of U<BITS> live at once: too many registers for one kernel at large sizes.
@@ -359,112 +235,6 @@ pub(crate) mod tests {
             acc = b.add(acc, *v).unwrap();
         }
         b.finish(&[acc]).unwrap()
-    }
-
-    /// The words of one instance of a parameter or result, as the GPU layout holds them.
-    fn words(v: &Value, t: &Type) -> Vec<u64> {
-        match (v, t) {
-            (Value::Big(x), Type::Big(bits)) => {
-                let mut w = x.to_u64_digits();
-                w.resize((bits.as_const().unwrap() / 64) as usize, 0);
-                w
-            }
-            (Value::Array(xs), _) => xs.iter().map(|x| x.as_u64().unwrap()).collect(),
-            (x, _) => vec![x.as_u64().unwrap()],
-        }
-    }
-
-    /// The value of type `t` held in `w` (one instance's words).
-    fn value(w: &[u64], t: &Type) -> Value {
-        let scalar = |w: u64, t: &Type| match t {
-            Type::Bool => Value::Bool(w != 0),
-            Type::U32 => Value::U32(w as u32),
-            _ => Value::U64(w),
-        };
-        match t {
-            Type::Big(_) => Value::Big(BigUint::from_slice(
-                &w.iter()
-                    .flat_map(|x| [*x as u32, (*x >> 32) as u32])
-                    .collect::<Vec<_>>(),
-            )),
-            Type::Array(e, _) => Value::Array(w.iter().map(|x| scalar(*x, e)).collect()),
-            t => scalar(w[0], t),
-        }
-    }
-
-    fn width(t: &Type) -> usize {
-        crate::layout::layout_of("", t).unwrap().units as usize
-    }
-
-    /// Runs a plan's parts through the evaluator over a batch (`args[i]` are instance i's
-    /// arguments), wiring flat buffers as the GPU runtime does: a part with `instances` = C runs
-    /// over n*C virtual instances, virtual instance j reading words [j*W, (j+1)*W) of each input.
-    pub(crate) fn run_batch(plan: &Plan, args: &[Vec<Value>]) -> Vec<Vec<Value>> {
-        let n = args.len();
-        let flat_arg = |a: usize, t: &Type| -> Vec<u64> {
-            args.iter().flat_map(|inst| words(&inst[a], t)).collect()
-        };
-        let mut bufs: Vec<Option<Vec<u64>>> = vec![None; plan.buffers.len()];
-        for p in &plan.parts {
-            let ins: Vec<Vec<u64>> = p
-                .inputs
-                .iter()
-                .zip(&p.func.params)
-                .map(|(s, param)| match s {
-                    Source::Arg(i) => flat_arg(*i, &param.ty),
-                    Source::Buffer(b) => bufs[*b].clone().expect("written before read"),
-                })
-                .collect();
-            let vn = n * p.instances as usize;
-            let out_types = p.func.output_types();
-            let mut outs: Vec<Vec<u64>> = out_types
-                .iter()
-                .map(|t| Vec::with_capacity(vn * width(t)))
-                .collect();
-            for j in 0..vn {
-                let vals: Vec<Value> = ins
-                    .iter()
-                    .zip(&p.func.params)
-                    .map(|(buf, param)| {
-                        let w = width(&param.ty);
-                        assert!(buf.len() >= vn * w, "input too short for {vn} instances");
-                        value(&buf[j * w..(j + 1) * w], &param.ty)
-                    })
-                    .collect();
-                for ((o, v), t) in outs
-                    .iter_mut()
-                    .zip(eval(&p.func, &vals).unwrap())
-                    .zip(&out_types)
-                {
-                    o.extend(words(&v, t));
-                }
-            }
-            for (b, o) in p.outputs.iter().zip(outs) {
-                assert_eq!(
-                    o.len(),
-                    n * width(&plan.buffers[*b]),
-                    "buffer {b} sized by its type"
-                );
-                bufs[*b] = Some(o);
-            }
-        }
-        (0..n)
-            .map(|i| {
-                plan.results
-                    .iter()
-                    .map(|b| {
-                        let t = &plan.buffers[*b];
-                        let w = width(t);
-                        value(&bufs[*b].as_ref().unwrap()[i * w..(i + 1) * w], t)
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
-    /// [`run_batch`] for one instance.
-    pub(crate) fn run_plan(plan: &Plan, args: &[Value]) -> Vec<Value> {
-        run_batch(plan, &[args.to_vec()]).remove(0)
     }
 
     #[test]
