@@ -7,6 +7,7 @@
 
 use crate::error::CgResult;
 use crate::lower::inline;
+use crate::passes::Stages;
 use bigfuse_core::{validate, Builder, Func, Op, Type, ValueId};
 
 /// A kernel: a contiguous range of the fused function's nodes.
@@ -25,8 +26,15 @@ pub struct Fused {
 }
 
 pub fn fuse(func: &Func) -> CgResult<Fused> {
+    fuse_recorded(func, &mut Stages::default())
+}
+
+/// [`fuse`], recording the IR after each of its sub-passes (dead_code, unzip, recognise,
+/// merge_maps) in `stages`.
+pub fn fuse_recorded(func: &Func, stages: &mut Stages) -> CgResult<Fused> {
     let mut notes = Vec::new();
     let mut f = dead_code(func)?;
+    stages.record("dead_code", &f);
     let (unzipped, n) = unzip_map_args(&f)?;
     if n > 0 {
         notes.push(format!(
@@ -34,11 +42,13 @@ pub fn fuse(func: &Func) -> CgResult<Fused> {
         ));
         f = dead_code(&unzipped)?;
     }
+    stages.record("unzip", &f);
     let (canonical, found) = crate::recognise::user_additions(&f)?;
     if !found.is_empty() {
         notes.extend(found);
         f = dead_code(&canonical)?;
     }
+    stages.record("recognise", &f);
     let before = f.nodes.len();
     let mut merged = 0;
     while let Some(next) = fuse_one_map_chain(&f)? {
@@ -53,6 +63,7 @@ pub fn fuse(func: &Func) -> CgResult<Fused> {
         ));
     }
     f = dead_code(&f)?;
+    stages.record("merge_maps", &f);
     if cfg!(debug_assertions) {
         validate(&f)?;
     }

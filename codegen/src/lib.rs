@@ -1,13 +1,12 @@
 //! bigfuse-codegen: the compiler passes, each a pure function of its input IR and a [`Target`].
 //!
 //! ```text
-//! specialize -> lower -> fuse -> schedule -> place -> emit
+//! specialize -> scalarize -> lower_zp -> lower -> dead_code -> unzip -> recognise -> merge_maps
+//!            -> isel -> schedule -> place -> emit
 //! ```
-//! - [`lower`]: big-integer operations become map / scan / reduce over 64-bit limbs
-//! - [`fuse`]: dead code goes, chains of maps merge, the program is grouped into kernels
-//! - [`schedule`]: threads per instance, elements per thread (Q), instances per block
-//! - [`place`]: registers for arrays, shared staging for cross-warp steps, reused by liveness
-//! - [`emit`]: CUDA C text
+//! [`passes::PASSES`] lists them with their files; [`compile`] runs them in that order and records
+//! the IR after each rewriting pass for `explain`. [`plan`] decides between one kernel, a split
+//! ([`split`]) and a chunked reduction ([`chunk`]).
 //!
 //! Nothing here needs a GPU or NVRTC; the runtime compiles and launches what [`compile`] returns.
 
@@ -24,6 +23,7 @@ pub mod lower;
 pub mod modular;
 pub mod mul;
 pub mod ntt;
+pub mod passes;
 pub mod place;
 pub mod plan;
 pub mod polymul;
@@ -38,20 +38,14 @@ pub use error::{CgResult, CodegenError};
 pub use fuse::{fuse, Fused, KernelGroup};
 pub use layout::{layout_of, BufferLayout, Unit};
 pub use lower::lower;
+pub use passes::{Pass, Stage, Stages, PASSES};
 pub use place::{place, Place, Placement};
 pub use plan::{compile_plan, Part, Plan, Source};
 pub use schedule::{schedule, Hints, Schedule};
 pub use target::Target;
 
-use bigfuse_core::{print, specialize, validate, Func};
+use bigfuse_core::{specialize, validate, Func};
 use std::fmt::Write;
-
-/// The IR after one pass, for `explain`.
-#[derive(Clone, Debug)]
-pub struct Stage {
-    pub pass: &'static str,
-    pub ir: String,
-}
 
 /// A program compiled for one set of sizes and one target: CUDA source plus everything the runtime
 /// needs to launch it.
@@ -146,25 +140,21 @@ fn kernel_name(func: &Func, sizes: &[u64]) -> String {
 /// Runs every pass on `func` specialized to `sizes`.
 pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> CgResult<Compiled> {
     validate(func)?;
+    // The passes of `passes::PASSES`, in order.
+    let mut stages = Stages::default();
     let concrete = specialize(func, sizes)?;
-    let mut stages = vec![Stage {
-        pass: "specialize",
-        ir: print(&concrete),
-    }];
-    let lowered = lower::lower_with(
-        &concrete,
+    stages.record("specialize", &concrete);
+    let scalar = scalarize::scalarize(&concrete)?;
+    stages.record("scalarize", &scalar);
+    let zp_free = modular::lower_zp(&scalar)?;
+    stages.record("lower_zp", &zp_free);
+    let lowered = lower::lower_limbs(
+        &zp_free,
         hints.ntt_from_bits.unwrap_or(lower::NTT_FROM_BITS),
     )?;
     validate(&lowered)?;
-    stages.push(Stage {
-        pass: "lower",
-        ir: print(&lowered),
-    });
-    let fused = fuse(&lowered)?;
-    stages.push(Stage {
-        pass: "fuse",
-        ir: print(&fused.func),
-    });
+    stages.record("lower", &lowered);
+    let fused = fuse::fuse_recorded(&lowered, &mut stages)?;
     let selection = isel::select(&fused.func)?;
     let sched = schedule(&fused.func, &selection, target, hints)?;
     let placement = place(&fused.func, &selection, &sched, target)?;
@@ -216,7 +206,7 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         selection: selection.describe(&fused.func),
         kernels: fused.kernels,
         fusion_notes: fused.notes,
-        stages,
+        stages: stages.stages,
         sizes: size_pairs,
         target: target.clone(),
     })

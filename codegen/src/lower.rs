@@ -45,7 +45,12 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
     }
     let scalar = crate::scalarize::scalarize(func)?;
     let zp_free = crate::modular::lower_zp(&scalar)?;
-    let func = &zp_free;
+    lower_limbs(&zp_free, ntt_from_bits)
+}
+
+/// The lowering of big-integer operations alone, on a program that [`crate::scalarize`] and
+/// [`crate::modular::lower_zp`] have already seen ([`lower_with`] runs all three).
+pub fn lower_limbs(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
     let mut b = Builder::like(func);
     let params: Vec<ValueId> = func
         .params
