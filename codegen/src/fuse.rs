@@ -6,7 +6,6 @@
 //! kernel: its intermediates never leave registers.
 
 use crate::error::CgResult;
-use crate::lower::inline;
 use crate::passes::Stages;
 use bigfuse_core::{validate, Builder, Func, Op, Type, ValueId};
 
@@ -180,7 +179,7 @@ pub fn unzip_map_args(func: &Func) -> CgResult<(Func, usize)> {
                     }
                 }
             }
-            let r = inline(&mut l, f, &inner)?;
+            let r = l.inline(f, &inner)?;
             Ok((l.finish(&[r])?, new_args))
         };
         match build() {
@@ -255,12 +254,12 @@ fn merge(func: &Func, pi: usize, ci: usize) -> CgResult<Func> {
         .collect();
     let slot = |v: &ValueId| params[args.iter().position(|a| a == v).unwrap()];
     let pin: Vec<ValueId> = pargs.iter().map(slot).collect();
-    let produced = inline(&mut l, pf, &pin)?;
+    let produced = l.inline(pf, &pin)?;
     let cin: Vec<ValueId> = cargs
         .iter()
         .map(|a| if a.index() == pi { produced } else { slot(a) })
         .collect();
-    let r = inline(&mut l, cf, &cin)?;
+    let r = l.inline(cf, &cin)?;
     let merged = l.finish(&[r])?;
     rebuild(func, |i, lookup| {
         if i == pi {

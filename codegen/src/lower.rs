@@ -308,7 +308,7 @@ fn segmented_scan(
         let fb = l.extract(bb, 0)?;
         let vb = l.extract(bb, 1)?;
         let f = l.or(fa, fb)?;
-        let combined = inline(&mut l, op, &[va, vb])?;
+        let combined = l.inline(op, &[va, vb])?;
         let v = l.select(fb, vb, combined)?;
         let r = l.tuple(&[f, v])?;
         l.finish(&[r])?
@@ -330,20 +330,6 @@ fn segmented_scan(
     } else {
         Ok(b.map(extract(pair, 1), &[scanned])?)
     }
-}
-
-/// Copies the nodes of lambda `f` into the function being built, with `args` for its parameters;
-/// returns the value of its output.
-pub fn inline(b: &mut Builder, f: &Func, args: &[ValueId]) -> CgResult<ValueId> {
-    let mut map: Vec<ValueId> = Vec::with_capacity(f.nodes.len());
-    for node in &f.nodes {
-        let new = match &node.op {
-            Op::Param(i) => args[*i as usize],
-            other => b.copy(other, &node.ty, |v| map[v.index()])?,
-        };
-        map.push(new);
-    }
-    Ok(map[f.outputs[0].index()])
 }
 
 #[cfg(test)]

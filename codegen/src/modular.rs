@@ -410,7 +410,7 @@ fn wide_product_lambda(f: &Func) -> CgResult<Func> {
         .iter()
         .map(|p| b.param(&p.name, p.ty.clone()))
         .collect();
-    let pair = crate::lower::inline(&mut b, &lowered, &params)?;
+    let pair = b.inline(&lowered, &params)?;
     let x = b.extract(pair, 0)?;
     let y = b.extract(pair, 1)?;
     let lo = b.mul(x, y)?;
