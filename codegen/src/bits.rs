@@ -136,7 +136,9 @@ mod tests {
 
     #[test]
     fn flag_words_have_two_possible_bits() {
-        let f = crate::lower::limb_partial(false);
+        let f = bigfuse_core::ops::Intrinsic::LimbPartial { sub: false }
+            .func()
+            .clone();
         assert_eq!(
             lambda_output(&f, &[vec![u64::MAX], vec![u64::MAX]]),
             vec![u64::MAX, 3]
@@ -163,7 +165,14 @@ mod tests {
         let t = Type::array(Type::U64, Size::lit(4));
         let a = b.param("a", t.clone());
         let c = b.param("c", t);
-        let partial = b.map(crate::lower::limb_partial(false), &[a, c]).unwrap();
+        let partial = b
+            .map(
+                bigfuse_core::ops::Intrinsic::LimbPartial { sub: false }
+                    .func()
+                    .clone(),
+                &[a, c],
+            )
+            .unwrap();
         let z = b.zip(&[a, partial]).unwrap();
         let f = b.finish(&[z]).unwrap();
         let m = analyse(&f, None);

@@ -190,20 +190,32 @@ mod tests {
         let (vx, vy) = (k.var(0, Type::U64), k.var(1, Type::U64));
         let got = k.lambda(&user, &[vec![vx, vy]]).unwrap();
         let canonical = k
-            .lambda(&crate::lower::limb_partial(false), &[vec![vx], vec![vy]])
+            .lambda(
+                bigfuse_core::ops::Intrinsic::LimbPartial { sub: false }.func(),
+                &[vec![vx], vec![vy]],
+            )
             .unwrap();
         assert_eq!(got, canonical[1..].to_vec());
         // Swapping the variables changes `s < x` into `s < y`: a different term.
         let swapped = k
-            .lambda(&crate::lower::limb_partial(false), &[vec![vy], vec![vx]])
+            .lambda(
+                bigfuse_core::ops::Intrinsic::LimbPartial { sub: false }.func(),
+                &[vec![vy], vec![vx]],
+            )
             .unwrap();
         assert_ne!(got, swapped[1..].to_vec());
         // Subtraction is not commutative.
         let d1 = k
-            .lambda(&crate::lower::limb_partial(true), &[vec![vx], vec![vy]])
+            .lambda(
+                bigfuse_core::ops::Intrinsic::LimbPartial { sub: true }.func(),
+                &[vec![vx], vec![vy]],
+            )
             .unwrap();
         let d2 = k
-            .lambda(&crate::lower::limb_partial(true), &[vec![vy], vec![vx]])
+            .lambda(
+                bigfuse_core::ops::Intrinsic::LimbPartial { sub: true }.func(),
+                &[vec![vy], vec![vx]],
+            )
             .unwrap();
         assert_ne!(d1[0], d2[0]);
         // A truncation is not undone.

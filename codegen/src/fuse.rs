@@ -7,6 +7,7 @@
 
 use crate::error::CgResult;
 use crate::passes::Stages;
+use bigfuse_core::ops::Intrinsic;
 use bigfuse_core::{validate, Builder, Func, Op, Type, ValueId};
 
 /// A kernel: a contiguous range of the fused function's nodes.
@@ -205,7 +206,7 @@ fn fuse_one_map_chain(func: &Func) -> CgResult<Option<Func>> {
             continue;
         };
         // Maps of the addition pattern stay as they are: code generation selects them as a whole.
-        if crate::lower::is_carry_pattern(cf) {
+        if Intrinsic::of(cf).is_some() {
             continue;
         }
         for a in cargs {
@@ -213,7 +214,7 @@ fn fuse_one_map_chain(func: &Func) -> CgResult<Option<Func>> {
             let Op::Map { f: pf, .. } = &func.nodes[pi].op else {
                 continue;
             };
-            if crate::lower::is_carry_pattern(pf) {
+            if Intrinsic::of(pf).is_some() {
                 continue;
             }
             let in_consumer = cargs.iter().filter(|x| x.index() == pi).count() as u32;

@@ -12,7 +12,7 @@
 //! operator, so later passes only ever see unsegmented scans.
 
 use crate::error::{CgResult, CodegenError};
-use bigfuse_core::ops;
+use bigfuse_core::ops::{self, Intrinsic};
 use bigfuse_core::{BinOp, Builder, CmpOp, Func, Literal, MulAlgo, Op, Type, ValueId};
 
 /// Products of operands at least this wide (bits) use the NTT; narrower ones the classical method.
@@ -167,56 +167,13 @@ pub fn lower_limbs(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
 }
 
 fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<ValueId> {
-    let partial = b.map(limb_partial(sub), &[x, y])?;
-    let flags = b.map(
-        extract(Type::Tuple(vec![Type::U64, Type::U32]), 1),
-        &[partial],
-    )?;
+    let partial = b.map(Intrinsic::LimbPartial { sub }.func().clone(), &[x, y])?;
+    let flags = b.map(Intrinsic::CarryFlags.func().clone(), &[partial])?;
     let carries = b.scan(ops::carry(), ops::carry_identity(), true, flags, None)?;
-    Ok(b.map(apply_carry(sub), &[partial, carries])?)
-}
-
-/// `(x, y) -> (x ± y, generate | propagate << 1)` for one limb, carry-in 0.
-pub fn limb_partial(sub: bool) -> Func {
-    let mut b = Builder::lambda();
-    let x = b.param("x", Type::U64);
-    let y = b.param("y", Type::U64);
-    let (s, generate, propagate) = if sub {
-        let d = b.sub(x, y).unwrap();
-        let borrow = b.lt(x, y).unwrap();
-        let equal = b.eq(x, y).unwrap();
-        (d, borrow, equal)
-    } else {
-        let s = b.add(x, y).unwrap();
-        let carry = b.lt(s, x).unwrap();
-        let ones = b.u64(u64::MAX);
-        let all_ones = b.eq(s, ones).unwrap();
-        (s, carry, all_ones)
-    };
-    let g = b.cast(generate, Type::U32).unwrap();
-    let p = b.cast(propagate, Type::U32).unwrap();
-    let one = b.u32(1);
-    let p = b.binary(BinOp::Shl, p, one).unwrap();
-    let flags = b.binary(BinOp::Or, g, p).unwrap();
-    let t = b.tuple(&[s, flags]).unwrap();
-    b.finish(&[t]).unwrap()
-}
-
-/// `((s, _), c) -> s ± (c & 1)`: the carry (borrow) into this limb.
-pub fn apply_carry(sub: bool) -> Func {
-    let mut b = Builder::lambda();
-    let t = b.param("t", Type::Tuple(vec![Type::U64, Type::U32]));
-    let c = b.param("c", Type::U32);
-    let s = b.extract(t, 0).unwrap();
-    let one = b.u32(1);
-    let cin = b.binary(BinOp::And, c, one).unwrap();
-    let cin = b.cast(cin, Type::U64).unwrap();
-    let r = if sub {
-        b.sub(s, cin).unwrap()
-    } else {
-        b.add(s, cin).unwrap()
-    };
-    b.finish(&[r]).unwrap()
+    Ok(b.map(
+        Intrinsic::ApplyCarry { sub }.func().clone(),
+        &[partial, carries],
+    )?)
 }
 
 /// The lambdas of the addition pattern, which code generation selects as a whole (carry chains
@@ -225,18 +182,13 @@ pub fn carry_pattern() -> &'static [Func; 5] {
     static PATTERN: std::sync::OnceLock<[Func; 5]> = std::sync::OnceLock::new();
     PATTERN.get_or_init(|| {
         [
-            limb_partial(false),
-            limb_partial(true),
-            apply_carry(false),
-            apply_carry(true),
-            extract(Type::Tuple(vec![Type::U64, Type::U32]), 1),
+            Intrinsic::LimbPartial { sub: false }.func().clone(),
+            Intrinsic::LimbPartial { sub: true }.func().clone(),
+            Intrinsic::ApplyCarry { sub: false }.func().clone(),
+            Intrinsic::ApplyCarry { sub: true }.func().clone(),
+            Intrinsic::CarryFlags.func().clone(),
         ]
     })
-}
-
-/// True for a lambda of the addition pattern (fusion leaves those maps alone).
-pub fn is_carry_pattern(f: &Func) -> bool {
-    carry_pattern().iter().any(|p| p == f)
 }
 
 pub fn extract(ty: Type, i: u32) -> Func {

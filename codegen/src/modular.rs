@@ -479,43 +479,9 @@ fn widen_lambda() -> Func {
     b.finish(&[t]).expect("well typed")
 }
 
-/// 192-bit addition on little-endian (u64, u64, u64): exact for any sum of fewer than 2^64 terms
-/// below 2^128. Built once: code generation recognises it (and emits one carry chain).
+/// The 192-bit addition of delayed reductions (an intrinsic: emitted as one carry chain).
 pub(crate) fn add192() -> &'static Func {
-    static ADD192: std::sync::OnceLock<Func> = std::sync::OnceLock::new();
-    ADD192.get_or_init(build_add192)
-}
-
-fn build_add192() -> Func {
-    let w = Type::Tuple(vec![Type::U64; 3]);
-    let mut b = Builder::lambda();
-    let x = b.param("a", w.clone());
-    let y = b.param("b", w);
-    let mut words = Vec::new();
-    let mut carry: Option<ValueId> = None;
-    for k in 0..3 {
-        let a = b.extract(x, k).expect("well typed");
-        let c = b.extract(y, k).expect("well typed");
-        let s = b.add(a, c).expect("well typed");
-        let (s, out) = match carry {
-            None => {
-                let o = b.lt(s, a).expect("well typed");
-                (s, o)
-            }
-            Some(cin) => {
-                let o1 = b.lt(s, a).expect("well typed");
-                let cin64 = b.cast(cin, Type::U64).expect("well typed");
-                let s2 = b.add(s, cin64).expect("well typed");
-                let o2 = b.lt(s2, s).expect("well typed");
-                let o = b.or(o1, o2).expect("well typed");
-                (s2, o)
-            }
-        };
-        words.push(s);
-        carry = Some(out);
-    }
-    let t = b.tuple(&words).expect("well typed");
-    b.finish(&[t]).expect("well typed")
+    bigfuse_core::ops::Intrinsic::Add192.func()
 }
 
 /// The form of `(t0 + t1·2^64 + t2·2^128) · R^shift mod p` for the 192-bit sum `acc`.

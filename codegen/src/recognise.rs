@@ -15,7 +15,7 @@
 
 use crate::canon::{Canon, TermId};
 use crate::error::CgResult;
-use crate::lower::{apply_carry, carry_pattern, extract, is_carry_pattern, limb_partial};
+use bigfuse_core::ops::Intrinsic;
 use bigfuse_core::{Builder, Func, Op, Type, ValueId};
 
 /// One recognised addition (subtraction).
@@ -90,7 +90,7 @@ fn find_one(func: &Func) -> Option<Found> {
         let Op::Map { f: ff, args: fargs } = &func.node(*input).op else {
             continue;
         };
-        if is_carry_pattern(ff) || !crate::isel::is_carry_scan(func, scan) {
+        if Intrinsic::of(ff).is_some() || !crate::isel::is_carry_scan(func, scan) {
             continue;
         }
         let Some(apply) = func.ids().find(|u| func.node(*u).op.args().contains(&scan)) else {
@@ -129,13 +129,17 @@ fn find_one(func: &Func) -> Option<Found> {
             for &y in &candidates {
                 for sub in [false, true] {
                     let (vx, vy) = (vars(&mut k, func, x), vars(&mut k, func, y));
-                    let Some(partial) = k.lambda(&limb_partial(sub), &[vx, vy]) else {
+                    let Some(partial) = k.lambda(Intrinsic::LimbPartial { sub }.func(), &[vx, vy])
+                    else {
                         continue;
                     };
                     if flag_terms != partial[1..] {
                         continue;
                     }
-                    let want = k.lambda(&apply_carry(sub), &[partial, carry_var.clone()]);
+                    let want = k.lambda(
+                        Intrinsic::ApplyCarry { sub }.func(),
+                        &[partial, carry_var.clone()],
+                    );
                     if want.as_ref() == Some(&r_terms) {
                         return Some(Found {
                             sub,
@@ -174,14 +178,17 @@ fn rewrite(func: &Func, g: &Found) -> CgResult<Func> {
     for (i, node) in func.nodes.iter().enumerate() {
         let m = |v: ValueId| map[v.index()];
         let new = if i == g.apply.index() {
-            let partial = b.map(limb_partial(g.sub), &[m(g.x), m(g.y)])?;
-            let flags = b.map(carry_pattern()[4].clone(), &[partial])?;
-            debug_assert_eq!(
-                carry_pattern()[4],
-                extract(Type::Tuple(vec![Type::U64, Type::U32]), 1)
-            );
+            let sub = g.sub;
+            let partial = b.map(
+                Intrinsic::LimbPartial { sub }.func().clone(),
+                &[m(g.x), m(g.y)],
+            )?;
+            let flags = b.map(Intrinsic::CarryFlags.func().clone(), &[partial])?;
             let carries = b.scan((**op).clone(), init.clone(), *exclusive, flags, None)?;
-            b.map(apply_carry(g.sub), &[partial, carries])?
+            b.map(
+                Intrinsic::ApplyCarry { sub }.func().clone(),
+                &[partial, carries],
+            )?
         } else {
             match &node.op {
                 Op::Param(k) => params[*k as usize],
