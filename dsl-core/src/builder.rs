@@ -71,6 +71,20 @@ impl Builder {
         id
     }
 
+    /// Checks that `v` has type `ty`: the kernel macro states the type it derived for each value it
+    /// builds, so that its own type checker (which must run at compile time, with the user's
+    /// spans) and this IR's can never silently disagree.
+    pub fn expect_type(&self, v: ValueId, ty: &Type) -> IrResult<()> {
+        let actual = self.ty(v);
+        if actual == ty {
+            Ok(())
+        } else {
+            Err(self.err(format!(
+                "internal error: the kernel macro typed {v} as {ty}, the IR as {actual} (please report this)"
+            )))
+        }
+    }
+
     /// Copies the nodes of lambda `f` here, with `args` for its parameters; returns the value of its
     /// (single) output. Passes that compose or unfold operators (map fusion, segmented scans,
     /// delayed reductions) use it.
@@ -348,6 +362,15 @@ mod tests {
     use super::*;
     use crate::eval::eval;
     use crate::value::Value;
+
+    #[test]
+    fn a_type_the_macro_states_is_checked() {
+        let mut b = Builder::new("f", &[]);
+        let x = b.param("x", Type::U32);
+        assert!(b.expect_type(x, &Type::U32).is_ok());
+        let e = b.expect_type(x, &Type::U64).unwrap_err().to_string();
+        assert!(e.contains("typed %0 as u64, the IR as u32"), "{e}");
+    }
 
     #[test]
     fn inlining_a_lambda_computes_what_applying_it_does() {

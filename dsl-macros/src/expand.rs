@@ -231,7 +231,8 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 })
             }
         };
-        body.push(quote!(let #v = #call;));
+        let t = ir_type(ty, m);
+        body.push(quote!(let #v = #call; b.expect_type(#v, &#t)?;));
     }
     body
 }

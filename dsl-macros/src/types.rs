@@ -1,4 +1,13 @@
 //! Kernel types as the macro sees them, parsed from Rust type syntax.
+//!
+//! Why the macro keeps its own types (KType, Width here; Lit, BOp, Inst in check.rs) instead of
+//! dsl-core's Type, Size, Literal and Op: it checks a kernel while the Rust compiler expands it, so
+//! every error must point at the user's tokens (`syn` spans), and it must work before any size is
+//! known, on names the user wrote (`BITS`, `P`, `{2 * BITS}`), producing Rust code that builds the
+//! IR later. dsl-core's types carry neither spans nor syntax. The two must agree: the generated
+//! code states the macro's type for every value it builds and `Builder::expect_type` checks it
+//! against dsl-core's type inference, so a disagreement is an error (naming the value) the first
+//! time the kernel's IR is built, which every kernel test does.
 
 use syn::spanned::Spanned;
 
