@@ -24,10 +24,13 @@
 //!
 //! `%ID`s are labels (`print` numbers them in order; hand-written text may use any letters, digits
 //! and `_`), each defined once and before its uses; a lambda sees only its own. A cast's type is its
-//! target. What the text cannot say is fixed by convention, as every pass builds it: a lambda is
-//! named `op` and has no size parameters of its own (its sizes print as `S0`, ..), a big literal
-//! keeps no zero limbs above its highest nonzero one (at least one limb). A parameter whose name
-//! others share is written `param #INDEX`. Reading checks every node's type; the rest of
+//! target. The operators `carry` and `lex_compare` are [`ops::carry`] and [`ops::lex_compare`]. A
+//! parameter whose name others share is written `param #INDEX`.
+//!
+//! The text does not say three things, which read back as every pass builds them: a lambda is named
+//! `op` and has no size parameters of its own (so its sizes print as `S0`, ..), and a big literal
+//! holds no zero limbs above its highest nonzero one, but at least one (the count of limbs does not
+//! change its value). Reading checks every node's type; the rest of
 //! [`validate`](crate::validate()) is left to the caller.
 
 use crate::error::IrError;
@@ -74,6 +77,8 @@ pub fn parse(text: &str) -> Result<Func, ParseError> {
     };
     let (func, declared) = parse_header(&mut Cur::new(header, no))?;
     let func = parse_body(&mut lines, func)?;
+    // The header's output type follows from the body, so the two can only disagree in text edited
+    // on one side; several outputs and one tuple output read alike there, and `return` tells.
     let outs = func.output_types();
     let returned = if outs.len() == 1 {
         outs[0].clone()
@@ -569,7 +574,8 @@ fn two(c: &mut Cur, scope: &HashMap<String, ValueId>, what: &str) -> PResult<(Va
     Ok((a, value(c, scope)?))
 }
 
-/// The message of an IR error without the function's name (which a lambda's is not helpful).
+/// The message of an IR error without the function's name: the line number says more, and in a
+/// lambda the name is only `op`.
 fn ir_message(e: IrError) -> String {
     match e {
         IrError::Type { message, .. } | IrError::Malformed { message, .. } => message,
@@ -613,7 +619,8 @@ fn node(
     func: &mut Func,
     scope: &mut HashMap<String, ValueId>,
 ) -> PResult<()> {
-    c.expect("%", "")?;
+    // The caller saw the `%`.
+    c.eat("%");
     let id = c.take_while(is_ident);
     if id.is_empty() {
         return Err(c.err("expected a value's name after `%`"));
@@ -622,7 +629,7 @@ fn node(
         return Err(c.err(format!("`%{id}` is defined twice")));
     }
     c.expect("=", &format!("after `%{id}`"))?;
-    // The type is after the last ` : `: no operation's text contains one, every type's may not.
+    // The type follows the last ` : `, which no type's text contains.
     let start = c.i;
     let Some(split) = c.s[start..].rfind(" : ").map(|k| start + k) else {
         return Err(c.err("expected `: type` at the end of the node"));
