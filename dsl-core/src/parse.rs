@@ -113,6 +113,8 @@ struct Lines<'a> {
     lines: Vec<(usize, &'a str)>,
     next: usize,
     count: usize,
+    /// Lambda blocks being read inside one another.
+    depth: usize,
 }
 
 impl<'a> Lines<'a> {
@@ -127,6 +129,7 @@ impl<'a> Lines<'a> {
                 .filter(|(_, l)| !l.is_empty() && !l.starts_with(';'))
                 .collect(),
             next: 0,
+            depth: 0,
         }
     }
 
@@ -154,7 +157,13 @@ struct Cur<'a> {
     s: &'a str,
     i: usize,
     line: usize,
+    /// Types and literals being read inside one another.
+    depth: usize,
 }
+
+/// How deep types, literals and lambdas may nest: far beyond any real program, and shallow enough
+/// that hostile text cannot exhaust the stack (errors are values, never a crash).
+const MAX_NESTING: usize = 64;
 
 fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
@@ -168,7 +177,12 @@ fn is_name(c: char) -> bool {
 
 impl<'a> Cur<'a> {
     fn new(s: &'a str, line: usize) -> Cur<'a> {
-        Cur { s, i: 0, line }
+        Cur {
+            s,
+            i: 0,
+            line,
+            depth: 0,
+        }
     }
 
     fn err(&self, message: impl Into<String>) -> ParseError {
@@ -304,7 +318,22 @@ impl<'a> Cur<'a> {
         }))
     }
 
+    /// Runs `f` one level of nesting deeper.
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.err(format!("nested more than {MAX_NESTING} deep")));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
     fn ty(&mut self, names: &[String]) -> PResult<Type> {
+        self.nested(|c| c.ty_inner(names))
+    }
+
+    fn ty_inner(&mut self, names: &[String]) -> PResult<Type> {
         if self.eat("[") {
             let elem = self.ty(names)?;
             self.expect(";", "between an array's element type and its length")?;
@@ -353,6 +382,10 @@ impl<'a> Cur<'a> {
     }
 
     fn literal(&mut self, names: &[String]) -> PResult<Literal> {
+        self.nested(|c| c.literal_inner(names))
+    }
+
+    fn literal_inner(&mut self, names: &[String]) -> PResult<Literal> {
         self.ws();
         if self.eat("(") {
             let mut ls = Vec::new();
@@ -637,12 +670,11 @@ fn node(
     let mut opc = Cur {
         s: &c.s[..split],
         i: start,
-        line: c.line,
+        ..Cur::new(c.s, c.line)
     };
     let mut tyc = Cur {
-        s: c.s,
         i: split + 3,
-        line: c.line,
+        ..Cur::new(c.s, c.line)
     };
     let names = func.size_params.clone();
     let declared = tyc.ty(&names)?;
@@ -703,13 +735,19 @@ fn lambda_block(lines: &mut Lines, at: &Cur) -> PResult<Func> {
     let params = param_list(&mut c, "|", &[])?;
     c.expect("{", "after a lambda's parameters")?;
     c.end("after a lambda's `{`")?;
-    parse_body(
+    if lines.depth >= MAX_NESTING {
+        return Err(c.err(format!("lambdas nested more than {MAX_NESTING} deep")));
+    }
+    lines.depth += 1;
+    let body = parse_body(
         lines,
         Func {
             params,
             ..placeholder()
         },
-    )
+    );
+    lines.depth -= 1;
+    body
 }
 
 /// The operation of a node line: the op, its mnemonic, and whether a lambda block follows.

@@ -658,3 +658,27 @@ fn overflowing_sizes_are_errors() {
     let e = error("fn f() -> u64 {\n  %0 = const 18446744073709551616u64 : u64\n  return %0\n}\n");
     assert_eq!(e.line, 2);
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let deep_type = format!("{}u64{}", "[".repeat(100_000), "; 1]".repeat(100_000));
+    let e = error(&format!(
+        "fn f(a: {deep_type}) -> u64 {{\n  %0 = param a : u64\n  return %0\n}}\n"
+    ));
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (1, "nested more than 64 deep")
+    );
+    let deep_literal = format!("{}1u64{}", "(".repeat(100_000), ")".repeat(100_000));
+    let e = error(&format!(
+        "fn f() -> u64 {{\n  %0 = const {deep_literal} : u64\n  return %0\n}}\n"
+    ));
+    assert_eq!(e.line, 2);
+    // Maps inside lambdas (which validate refuses anyway), 200 deep.
+    let mut text = String::from("fn f(a: [u64; 1]) -> [u64; 1] {\n%0 = param a : [u64; 1]\n");
+    for _ in 0..200 {
+        text.push_str("%1 = map (%0) : [u64; 1]\n|a: [u64; 1]| {\n%0 = param a : [u64; 1]\n");
+    }
+    let e = error(&text);
+    assert_eq!(e.message, "lambdas nested more than 64 deep");
+}
