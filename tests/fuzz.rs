@@ -110,3 +110,51 @@ fn random_array_programs_on_the_gpu() {
         check(&array_program(seed).unwrap(), &dev, false);
     }
 }
+
+/// The IR text of random programs, of every part they compile to and of every stage `explain`
+/// shows reads back (`bigfuse::ir::parse`) into the same function: the text format loses nothing
+/// on the programs the compiler really sees.
+#[test]
+fn random_programs_and_their_stages_read_back() {
+    use bigfuse::ir::{parse, print, Func};
+    let same = |f: &Func, what: &str| {
+        let text = print(f);
+        let back = parse(&text).unwrap_or_else(|e| panic!("{what}: {e}\n{text}"));
+        assert!(back == *f, "{what} reads back differently:\n{text}");
+    };
+    let start = Instant::now();
+    let mut done = 0;
+    for seed in 0..300u64 {
+        if start.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        done += 1;
+        for p in [
+            program(seed, seed % 3 == 0).unwrap(),
+            array_program(seed).unwrap(),
+        ] {
+            same(&p.func, &format!("seed {}", p.seed));
+            let plan = Kernel::new(p.func.clone())
+                .unwrap()
+                .plan(&[p.bits], &Target::h100(), &Hints::default())
+                .unwrap();
+            for part in &plan.parts {
+                same(&part.func, &format!("a part of seed {}", p.seed));
+                for stage in &part.compiled.stages {
+                    let back = parse(&stage.ir).unwrap_or_else(|e| {
+                        panic!("seed {} after {}: {e}\n{}", p.seed, stage.pass, stage.ir)
+                    });
+                    assert_eq!(
+                        print(&back),
+                        stage.ir,
+                        "seed {} after {}",
+                        p.seed,
+                        stage.pass
+                    );
+                }
+            }
+        }
+    }
+    assert!(done >= 20, "only {done} seeds in the time budget");
+    eprintln!("{done} seeds: programs, parts and stages read back");
+}

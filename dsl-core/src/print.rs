@@ -1,4 +1,5 @@
-//! A readable text form of the IR, used by `explain` and by snapshot tests.
+//! A readable text form of the IR, used by `explain` and by snapshot tests; [`crate::parse()`]
+//! reads it back.
 
 use crate::ir::{Func, Op, UnOp};
 use crate::ops;
@@ -73,7 +74,15 @@ fn op_text(func: &Func, op: &Op) -> String {
             .join(", ")
     };
     match op {
-        Op::Param(p) => format!("param {}", func.params[*p as usize].name),
+        Op::Param(p) => {
+            let name = &func.params[*p as usize].name;
+            // A name that several parameters share would not say which one this is.
+            if func.params.iter().filter(|q| q.name == *name).count() > 1 {
+                format!("param #{p}")
+            } else {
+                format!("param {name}")
+            }
+        }
         Op::Const(l) => format!("const {l}"),
         Op::Unary(UnOp::Not, a) => format!("not {a}"),
         Op::Binary(b, x, y) => format!("{} {x}, {y}", b.mnemonic()),
@@ -139,7 +148,9 @@ fn body(func: &Func, depth: usize, s: &mut String) {
             node_text(func, crate::ir::ValueId(i as u32))
         );
         for l in n.op.lambdas() {
-            if lambda_name(l).is_some() {
+            // A scan or reduction names a known operator in its line; a map's line has no room for
+            // one, so its lambda is always written out (else the text could not be read back).
+            if lambda_name(l).is_some() && !matches!(n.op, Op::Map { .. }) {
                 continue;
             }
             let params: Vec<String> = l

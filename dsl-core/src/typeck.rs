@@ -253,7 +253,13 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
         },
         Op::FromLimbs(a) => match ty(*a) {
             Type::Array(e, n) if **e == Type::U64 => match n.as_const() {
-                Some(n) => Type::Big(Size::lit(n * 64)),
+                // Text read back may declare any length; an overflow is an error, not a panic.
+                Some(n) => Type::Big(Size::lit(n.checked_mul(64).ok_or_else(|| {
+                    err(
+                        func,
+                        format!("from_limbs of {n} limbs: the width overflows"),
+                    )
+                })?)),
                 None => return Err(err(func, "from_limbs of a symbolic length".into())),
             },
             other => {
