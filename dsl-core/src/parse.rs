@@ -17,14 +17,15 @@
 //! modular   zp.pow %X, %E | zp.inv %X | poly_mul %A, %B mod SIZE
 //! big       big.add | big.sub | big.mul | big.mul_wide | big.lt | big.le | big.eq   %A, %B
 //! limbs     limbs %A | from_limbs %A | iota SIZE | limb_mul.classical %A, %B, out SIZE | limb_mul.ntt ..
-//! arrays    map (%A, ..) | zip %A, ..
+//! arrays    map (%A, ..) | map INTRINSIC (%A, ..) | zip %A, ..
 //! scan      scan.inclusive OPERATOR, init LITERAL, %A | scan.exclusive .. [, segments %F]
-//! reduce    reduce OPERATOR, init LITERAL, %A               OPERATOR: carry | lex_compare | |..|
+//! reduce    reduce OPERATOR, init LITERAL, %A               OPERATOR: INTRINSIC | |..|
 //! ```
 //!
 //! `%ID`s are labels (`print` numbers them in order; hand-written text may use any letters, digits
 //! and `_`), each defined once and before its uses; a lambda sees only its own. A cast's type is its
-//! target. The operators `carry` and `lex_compare` are [`ops::carry`] and [`ops::lex_compare`]. A
+//! target. An INTRINSIC is the name of an [`Intrinsic`] (`carry`, `lex_compare`, `add.partial`,
+//! `carry.flags`, `add192`, ..): the lambda lowering builds under that name, never printed out. A
 //! parameter whose name others share is written `param #INDEX`.
 //!
 //! The text does not say three things, which read back as every pass builds them: a lambda is named
@@ -35,7 +36,7 @@
 
 use crate::error::IrError;
 use crate::ir::{BinOp, CmpOp, Func, Literal, MulAlgo, Node, Op, Param, UnOp, ValueId};
-use crate::ops;
+use crate::ops::Intrinsic;
 use crate::typeck::{check_cast, infer};
 use crate::types::{Size, Type};
 use std::collections::HashMap;
@@ -626,11 +627,12 @@ fn operator(c: &mut Cur) -> PResult<Operator> {
     if c.eat("|..|") {
         return Ok(Operator::Inline);
     }
-    match c.take_while(is_ident) {
-        "carry" => Ok(Operator::Named(ops::carry())),
-        "lex_compare" => Ok(Operator::Named(ops::lex_compare())),
-        other => Err(c.err(format!(
-            "unknown operator `{other}`: write `carry`, `lex_compare`, or `|..|` with the lambda's block on the next lines"
+    let name = c.take_while(|ch| is_ident(ch) || ch == '.');
+    match Intrinsic::by_name(name) {
+        Some(i) => Ok(Operator::Named(i.func().clone())),
+        None => Err(c.err(format!(
+            "unknown operator `{name}`: write an intrinsic ({}), or `|..|` with the lambda's block on the next lines",
+            Intrinsic::ALL.map(|i| i.name()).join(", ")
         ))),
     }
 }
@@ -851,12 +853,21 @@ fn operation(
         "from_limbs" => Op::FromLimbs(v(c)?),
         "iota" => Op::Iota(c.size(names)?),
         "map" => {
-            c.expect("(", "before the arguments of `map`")?;
+            // `map NAME (..)` names an intrinsic; `map (..)` has its lambda's block on the next lines.
+            let f = if c.eat("(") {
+                inline = true;
+                placeholder()
+            } else {
+                let Operator::Named(f) = operator(c)? else {
+                    return Err(c.err("a map's lambda is an intrinsic's name or a block after the line, not `|..|`"));
+                };
+                c.expect("(", "before the arguments of `map`")?;
+                f
+            };
             let args = values(c, scope)?;
             c.expect(")", "after the arguments of `map`")?;
-            inline = true;
             Op::Map {
-                f: Box::new(placeholder()),
+                f: Box::new(f),
                 args,
             }
         }

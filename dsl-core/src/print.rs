@@ -2,7 +2,7 @@
 //! reads it back.
 
 use crate::ir::{Func, Op, UnOp};
-use crate::ops;
+use crate::ops::Intrinsic;
 use std::fmt::Write;
 
 /// The whole function, one node a line.
@@ -45,14 +45,9 @@ fn indent(depth: usize) -> String {
     "  ".repeat(depth)
 }
 
+/// An intrinsic's name (its lambda is not printed: the name says what it is).
 fn lambda_name(f: &Func) -> Option<&'static str> {
-    if *f == ops::carry() {
-        Some("carry")
-    } else if *f == ops::lex_compare() {
-        Some("lex_compare")
-    } else {
-        None
-    }
+    Intrinsic::of(f).map(Intrinsic::name)
 }
 
 /// The text of one node, e.g. `%7 = map (%4, %6) : [u64; 4]` (lambdas not expanded).
@@ -116,7 +111,10 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::Limbs(a) => format!("limbs {a}"),
         Op::FromLimbs(a) => format!("from_limbs {a}"),
         Op::Iota(n) => format!("iota {}", n.display(names)),
-        Op::Map { args, .. } => format!("map ({})", list(args)),
+        Op::Map { f, args } => match lambda_name(f) {
+            Some(name) => format!("map {name} ({})", list(args)),
+            None => format!("map ({})", list(args)),
+        },
         Op::Zip(xs) => format!("zip {}", list(xs)),
         Op::Scan {
             op,
@@ -148,9 +146,8 @@ fn body(func: &Func, depth: usize, s: &mut String) {
             node_text(func, crate::ir::ValueId(i as u32))
         );
         for l in n.op.lambdas() {
-            // A scan or reduction names a known operator in its line; a map's line has no room for
-            // one, so its lambda is always written out (else the text could not be read back).
-            if lambda_name(l).is_some() && !matches!(n.op, Op::Map { .. }) {
+            // An intrinsic is named in its node's line.
+            if lambda_name(l).is_some() {
                 continue;
             }
             let params: Vec<String> = l
