@@ -4,14 +4,13 @@
 //! their values). Each thread holds Q consecutive elements of every array in registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
 //! block of code says which IR value it computes.
 
-mod carry;
+mod add;
 mod mul;
 mod ntt;
 mod polymul;
 
 use crate::error::{CgResult, CodegenError};
-pub(crate) use crate::place::is_carry_scan;
-use crate::place::Placement;
+use crate::place::{is_carry_scan, Placement};
 use crate::schedule::Schedule;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
 
@@ -106,7 +105,7 @@ struct Emitter<'a> {
     vals: Vec<Option<Val>>,
     temps: u32,
     /// Additions selected as carry chains, by their partial map.
-    groups: std::collections::HashMap<ValueId, carry::CarryGroup>,
+    groups: std::collections::HashMap<ValueId, add::CarryGroup>,
     /// Device functions the kernel calls, by name, in order of first use: written before the
     /// kernel, each once however many steps call it.
     functions: Vec<(String, String)>,
@@ -1123,7 +1122,7 @@ pub fn emit(
         depth: 0,
         vals: vec![None; func.nodes.len()],
         temps: 0,
-        groups: carry::find_groups(func),
+        groups: add::find_groups(func),
         functions: Vec::new(),
     };
     for line in header.lines() {

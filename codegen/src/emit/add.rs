@@ -5,6 +5,7 @@
 
 use super::{Emitter, Val};
 use crate::lower::carry_pattern;
+use crate::place::is_carry_scan;
 use bigfuse_core::{Func, Op, ValueId};
 use std::collections::HashMap;
 
@@ -69,7 +70,7 @@ pub(super) fn find_groups(func: &Func) -> HashMap<ValueId, CarryGroup> {
         };
         let scan = apply_args[1];
         let is_scan = matches!(&func.node(scan).op, Op::Scan { input, exclusive: true, flags: None, .. } if *input == flags)
-            && super::is_carry_scan(func, scan);
+            && is_carry_scan(func, scan);
         if !is_scan
             || uses[flags.index()] != 1
             || uses[scan.index()] != 1
