@@ -3,7 +3,8 @@
 //! problem, so the resolution, and the test that it matches the sequential carry scan, live here
 //! once.
 
-use super::{Emitter, FULL};
+use super::warp::FULL;
+use super::Emitter;
 
 impl Emitter<'_> {
     /// Exclusive prefix of carry flags over the threads of the instance, resolved with ballots: the

@@ -9,6 +9,7 @@ mod carry;
 mod mul;
 mod ntt;
 mod polymul;
+mod warp;
 
 use crate::error::{CgResult, CodegenError};
 use crate::place::{is_carry_scan, Placement};
@@ -111,8 +112,6 @@ struct Emitter<'a> {
     /// kernel, each once however many steps call it.
     functions: Vec<(String, String)>,
 }
-
-const FULL: &str = "0xffffffffu";
 
 impl<'a> Emitter<'a> {
     fn line(&mut self, s: impl AsRef<str>) {
@@ -663,19 +662,6 @@ impl<'a> Emitter<'a> {
 
     // ---- cross-thread steps -------------------------------------------------------------------
 
-    /// A warp shuffle of one leaf; `kind` is "up", "xor" or "idx" (read lane `arg`).
-    fn shfl(&self, kind: &str, t: &Type, x: &str, arg: &str, width: u32) -> String {
-        let f = if kind == "idx" {
-            "__shfl_sync".to_string()
-        } else {
-            format!("__shfl_{kind}_sync")
-        };
-        match t {
-            Type::Bool => format!("({f}({FULL}, (int){x}, {arg}, {width}) != 0)"),
-            _ => format!("{f}({FULL}, {x}, {arg}, {width})"),
-        }
-    }
-
     /// Declares `leaves` temporaries of the given types, initialised with `init`.
     fn vars(&mut self, types: &[Type], init: &[String]) -> Vec<String> {
         types
@@ -689,86 +675,12 @@ impl<'a> Emitter<'a> {
             .collect()
     }
 
-    /// Inclusive scan across the lanes of `width` (a power of two <= 32), in place on `x`.
-    fn lane_scan(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, lane: &str) {
-        let mut d = 1;
-        while d < width {
-            let y: Vec<String> = types
-                .iter()
-                .zip(x)
-                .map(|(t, v)| self.shfl("up", t, v, &d.to_string(), width))
-                .collect();
-            let y = self.bind(types, y);
-            self.open(format!("if ({lane} >= {d}u) {{"));
-            self.apply(op, &[y, x.to_vec()], x);
-            self.close("}");
-            d *= 2;
-        }
-    }
-
-    /// Ordered butterfly reduction across aligned groups of `width` lanes; every lane ends with
-    /// its group's total. `pos` is the lane's position in its group.
-    fn lane_reduce(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, pos: &str) {
-        let mut d = 1;
-        while d < width {
-            let y: Vec<String> = types
-                .iter()
-                .zip(x)
-                .map(|(t, v)| self.shfl("xor", t, v, &d.to_string(), width))
-                .collect();
-            let y = self.bind(types, y);
-            let upper = self.temp();
-            self.line(format!("const bool {upper} = ({pos} & {d}u) != 0u;"));
-            let lo: Vec<String> = x
-                .iter()
-                .zip(&y)
-                .map(|(a, b)| format!("({upper} ? {b} : {a})"))
-                .collect();
-            let hi: Vec<String> = x
-                .iter()
-                .zip(&y)
-                .map(|(a, b)| format!("({upper} ? {a} : {b})"))
-                .collect();
-            let lo = self.bind(types, lo);
-            let hi = self.bind(types, hi);
-            self.apply(op, &[lo, hi], x);
-            d *= 2;
-        }
-    }
-
     fn staging(&self, id: ValueId, elem: &str) -> String {
         let s = self
             .placement
             .staging_of(id)
             .expect("placement gives every cross-warp step a buffer");
         format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
-    }
-
-    /// `x` shuffled (`kind`, `arg`, `width`), with `init` where `first` holds (the lane that has no
-    /// predecessor): the exclusive shift of a lane scan.
-    #[allow(clippy::too_many_arguments)]
-    fn shifted(
-        &mut self,
-        types: &[Type],
-        x: &[String],
-        kind: &str,
-        arg: &str,
-        width: u32,
-        first: &str,
-        init: &[String],
-    ) -> Vec<String> {
-        let moved: Vec<String> = types
-            .iter()
-            .zip(x)
-            .map(|(t, v)| self.shfl(kind, t, v, arg, width))
-            .collect();
-        let moved = self.bind(types, moved);
-        let sel = moved
-            .iter()
-            .zip(init)
-            .map(|(p, i)| format!("({first} ? {i} : {p})"))
-            .collect();
-        self.bind(types, sel)
     }
 
     /// Lane `lane` of each warp writes its `values` (one u64 per leaf) to the instance's slots of
