@@ -10,6 +10,7 @@ mod memory;
 mod mul;
 mod ntt;
 mod polymul;
+mod prologue;
 mod scan;
 mod warp;
 
@@ -19,6 +20,7 @@ use crate::schedule::Schedule;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
 
 pub use crate::layout::{layout_of, BufferLayout};
+pub use prologue::{ntt_tables, table_words};
 
 fn ctype(t: &Type) -> &'static str {
     match t {
@@ -507,46 +509,6 @@ fn node_comment(func: &Func, id: ValueId) -> String {
     bigfuse_core::node_text(func, id)
 }
 
-/// The NTT products (big-integer and polynomial) of a function, in the order their twiddle
-/// tables are kernel parameters.
-pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
-    func.ids()
-        .filter(|id| {
-            matches!(
-                func.node(*id).op,
-                Op::LimbMul {
-                    algo: bigfuse_core::MulAlgo::Ntt,
-                    ..
-                } | Op::PolyMul { .. }
-            )
-        })
-        .collect()
-}
-
-/// The constant table (32-bit words) of one node listed by [`ntt_tables`].
-pub fn table_words(func: &Func, id: ValueId) -> CgResult<Vec<u32>> {
-    match &func.node(id).op {
-        Op::LimbMul { a, out_len, .. } => {
-            let Type::Array(_, in_len) = func.ty(*a) else {
-                unreachable!("factors are arrays")
-            };
-            crate::ntt::plan(
-                in_len.as_const().unwrap_or(0),
-                out_len.as_const().unwrap_or(0),
-            )
-            .map(|p| p.twiddle_table())
-        }
-        Op::PolyMul { a, modulus, .. } => {
-            let Type::Array(_, n) = func.ty(*a) else {
-                unreachable!("factors are arrays")
-            };
-            crate::polymul::plan(n.as_const().unwrap_or(0), modulus.as_const().unwrap_or(0))
-                .map(|p| p.twiddle_table())
-        }
-        _ => unreachable!("ntt_tables lists transforms"),
-    }
-}
-
 /// The CUDA C source of one kernel.
 pub fn emit(
     func: &Func,
@@ -555,17 +517,6 @@ pub fn emit(
     kernel_name: &str,
     header: &str,
 ) -> CgResult<String> {
-    let inputs: Vec<BufferLayout> = func
-        .params
-        .iter()
-        .map(|p| layout_of(&p.name, &p.ty))
-        .collect::<CgResult<_>>()?;
-    let outputs: Vec<BufferLayout> = func
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
-        .collect::<CgResult<_>>()?;
     let mut e = Emitter {
         func,
         sched,
@@ -577,86 +528,11 @@ pub fn emit(
         groups: add::find_groups(func),
         functions: Vec::new(),
     };
-    for line in header.lines() {
-        e.line(format!("// {line}"));
-    }
-    e.line("typedef unsigned int u32;");
-    e.line("typedef unsigned long long u64;");
-    e.line("");
-    let tables = ntt_tables(func);
-    if tables
-        .iter()
-        .any(|id| matches!(func.node(*id).op, Op::LimbMul { .. }))
-    {
-        e.out.push_str(ntt::HELPERS);
-        e.line("");
-    }
-    if tables
-        .iter()
-        .any(|id| matches!(func.node(*id).op, Op::PolyMul { .. }))
-    {
-        e.out.push_str(polymul::HELPERS);
-        e.line("");
-    }
+    e.preamble(header);
+    // Device functions the steps ask for are written here, ahead of the kernel, at the end.
     let kernel_at = e.out.len();
-    let t = sched.threads_per_instance;
-    let mut params: Vec<String> = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            format!(
-                "const {}* __restrict__ in{i} /* {} */",
-                l.unit.ctype(),
-                l.name
-            )
-        })
-        .collect();
-    params.extend(
-        outputs
-            .iter()
-            .enumerate()
-            .map(|(k, l)| format!("{}* __restrict__ out{k}", l.unit.ctype())),
-    );
-    params.extend(tables.iter().map(|id| {
-        let ty = match func.node(*id).op {
-            Op::PolyMul { .. } => "u32",
-            _ => "uint2",
-        };
-        format!("const {ty}* __restrict__ tw{} /* twiddles of {id} */", id.0)
-    }));
-    params.push("const u64 n".into());
-    e.line(format!(
-        "extern \"C\" __global__ void __launch_bounds__({}, {}) {kernel_name}(",
-        sched.block_threads, sched.min_blocks
-    ));
-    e.line(format!("    {}) {{", params.join(",\n    ")));
-    e.depth = 1;
-    e.line(format!(
-        "// {t} thread(s) per instance, {} instance(s) per block",
-        sched.instances_per_block
-    ));
-    e.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
-    e.line(format!("const u32 slot = threadIdx.x / {t}u;"));
-    e.line(format!(
-        "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
-        sched.instances_per_block
-    ));
-    e.line("const bool live = inst < n;");
-    e.line("const u32 lane = threadIdx.x & 31u;");
-    if t > 32 {
-        e.line(format!(
-            "const u32 warp = (threadIdx.x >> 5) & {}u;",
-            sched.warps_per_instance() - 1
-        ));
-    }
-    if placement.shared_bytes > 0 {
-        // Dynamic, so that a block can take more than the 48 KiB of static shared memory.
-        e.line(format!(
-            "extern __shared__ __align__(16) unsigned char bf_smem[]; // {} bytes",
-            placement.shared_bytes
-        ));
-    }
-    e.line("(void)t; (void)slot; (void)live; (void)lane;");
+    e.signature(kernel_name)?;
+    e.indices();
     for id in func.ids() {
         if let Some(g) = e.groups.get(&id).copied() {
             let comment = node_comment(func, id);
