@@ -3,7 +3,7 @@
 //! elements, 16-byte accesses where alignment allows), and the slots of the shared staging buffers
 //! that `crate::place` gives scans and reductions for crossing warps.
 
-use super::{ctype, Emitter, Val};
+use super::{scalar::ctype, Emitter, Val};
 use crate::layout::{layout_of, Unit};
 use bigfuse_core::{Type, ValueId};
 
@@ -30,7 +30,7 @@ impl Emitter<'_> {
     }
 
     /// The global-memory unit of a single-leaf value (see [`crate::layout`]).
-    pub(super) fn unit_of(&self, id: ValueId) -> Unit {
+    fn unit_of(&self, id: ValueId) -> Unit {
         match layout_of("", self.func.ty(id)) {
             Ok(l) => l.unit,
             Err(_) => Unit::U64,
@@ -90,7 +90,7 @@ impl Emitter<'_> {
 
     /// An array of tuples (limb tuples of big integers) from global memory, where each element's
     /// leaves are consecutive words: this thread's Q elements, leaf by leaf.
-    pub(super) fn load_interleaved(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
+    fn load_interleaved(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         let leaves = self.declare_array(id, q);
         let w = leaves.len();

@@ -1,8 +1,19 @@
 //! Emission: CUDA C text for one scheduled, placed kernel. The only place CUDA is written.
 //!
-//! Layout in global memory: see [`crate::layout`] (instance after instance; units as wide as
-//! their values). Each thread holds Q consecutive elements of every array in registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
-//! block of code says which IR value it computes.
+//! Each thread holds Q consecutive elements of every array in registers; names are deterministic
+//! (`v<node>` for values, `x<n>` for temporaries) and every block of code says which IR value it
+//! computes. This file holds the entry point, the `Emitter` with its text, and the dispatch over
+//! nodes; each concern has a file of its own:
+//! - `prologue`: the kernel's ABI (signature, order of twiddle tables) and the text before the
+//!   first value;
+//! - `values`: register names and declarations, arrays as Q elements per thread;
+//! - `scalar`: C expressions, lambdas, element-wise maps;
+//! - `memory`: global loads and stores (layouts from [`crate::layout`]), staging-buffer slots;
+//! - `warp`: shuffles, lane scans and reductions;
+//! - `scan`: scans and reductions over an instance: thread, lanes, then warps;
+//! - `carry`: carries between threads, resolved with ballots;
+//! - `add`: additions and subtractions as PTX carry chains;
+//! - `mul`, `ntt`, `polymul`: products.
 
 mod add;
 mod carry;
@@ -11,80 +22,19 @@ mod mul;
 mod ntt;
 mod polymul;
 mod prologue;
+mod scalar;
 mod scan;
+mod values;
 mod warp;
 
 use crate::error::{CgResult, CodegenError};
 use crate::place::{is_carry_scan, Placement};
 use crate::schedule::Schedule;
-use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
+use bigfuse_core::{Func, Op, Type, UnOp, ValueId};
+use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
 
 pub use crate::layout::{layout_of, BufferLayout};
 pub use prologue::{ntt_tables, table_words};
-
-fn ctype(t: &Type) -> &'static str {
-    match t {
-        Type::Bool => "bool",
-        Type::U32 => "u32",
-        Type::U64 => "u64",
-        _ => unreachable!("only scalar leaves have C types"),
-    }
-}
-
-fn literal(l: &Literal) -> Vec<String> {
-    l.leaves()
-        .iter()
-        .map(|x| match x {
-            Literal::Bool(b) => b.to_string(),
-            Literal::U32(v) => format!("{v}u"),
-            Literal::U64(v) if *v > 0xffff => format!("0x{v:x}ull"),
-            Literal::U64(v) => format!("{v}ull"),
-            Literal::Tuple(_) | Literal::Zp(..) | Literal::Big(..) => {
-                unreachable!("tuples are flattened and residues lowered before emission")
-            }
-        })
-        .collect()
-}
-
-/// Leaf range of field `i` of a tuple type.
-fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
-    let Type::Tuple(ts) = t else {
-        unreachable!("extract from a non-tuple")
-    };
-    let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
-    start..start + ts[i as usize].leaf_count()
-}
-
-fn unary_expr(t: &Type, a: &str) -> String {
-    match t {
-        Type::Bool => format!("(!{a})"),
-        t => format!("(({})~{a})", ctype(t)),
-    }
-}
-
-fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
-    let c = if *t == Type::Bool { "bool" } else { ctype(t) };
-    let width = if *t == Type::U32 { 32 } else { 64 };
-    match (op, t) {
-        (BinOp::And, Type::Bool) => format!("({a} && {b})"),
-        (BinOp::Or, Type::Bool) => format!("({a} || {b})"),
-        (BinOp::Xor, Type::Bool) => format!("({a} != {b})"),
-        (BinOp::Add, _) => format!("(({c})({a} + {b}))"),
-        (BinOp::Sub, _) => format!("(({c})({a} - {b}))"),
-        (BinOp::Mul, _) => format!("(({c})({a} * {b}))"),
-        (BinOp::MulHi, Type::U32) => format!("__umulhi({a}, {b})"),
-        (BinOp::MulHi, _) => format!("__umul64hi({a}, {b})"),
-        (BinOp::And, _) => format!("({a} & {b})"),
-        (BinOp::Or, _) => format!("({a} | {b})"),
-        (BinOp::Xor, _) => format!("({a} ^ {b})"),
-        (BinOp::Shl, _) => format!("(({c})({a} << ({b} & {}u)))", width - 1),
-        (BinOp::Shr, _) => format!("({a} >> ({b} & {}u))", width - 1),
-        (BinOp::Lt, _) => format!("({a} < {b})"),
-        (BinOp::Le, _) => format!("({a} <= {b})"),
-        (BinOp::Eq, _) => format!("({a} == {b})"),
-        (BinOp::Ne, _) => format!("({a} != {b})"),
-    }
-}
 
 /// A value as the kernel holds it.
 #[derive(Clone, Debug)]
@@ -101,6 +51,7 @@ enum Val {
     Global(u32),
 }
 
+/// One kernel being written: its text so far and what each node became.
 struct Emitter<'a> {
     func: &'a Func,
     sched: &'a Schedule,
@@ -147,152 +98,6 @@ impl<'a> Emitter<'a> {
         let text = std::mem::replace(&mut self.out, kernel);
         self.depth = depth;
         self.functions.push((name.to_string(), text));
-    }
-
-    fn temp(&mut self) -> String {
-        self.temps += 1;
-        format!("x{}", self.temps)
-    }
-
-    fn val(&self, id: ValueId) -> &Val {
-        self.vals[id.index()]
-            .as_ref()
-            .expect("values are emitted before use")
-    }
-
-    fn leaf_types(&self, id: ValueId) -> Vec<Type> {
-        self.func.ty(id).leaves()
-    }
-
-    /// Declares temporaries for `exprs` (leaves of type `ty`) and returns their names.
-    fn bind(&mut self, ty: &[Type], exprs: Vec<String>) -> Vec<String> {
-        ty.iter()
-            .zip(exprs)
-            .map(|(t, e)| {
-                let n = self.temp();
-                self.line(format!("const {} {n} = {e};", ctype(t)));
-                n
-            })
-            .collect()
-    }
-
-    /// Emits lambda `f` applied to `args` (leaves per parameter); assigns its result leaves to `dest`.
-    fn apply(&mut self, f: &Func, args: &[Vec<String>], dest: &[String]) {
-        if *f == *crate::modular::add192() {
-            // The 192-bit sum of delayed modular reductions as one carry chain.
-            let (a, b) = (&args[0], &args[1]);
-            self.open("{");
-            self.line(format!("u64 s0 = {}, s1 = {}, s2 = {};", a[0], a[1], a[2]));
-            self.line(format!(
-                "asm(\"add.cc.u64 %0, %0, %3; addc.cc.u64 %1, %1, %4; addc.u64 %2, %2, %5;\" : \"+l\"(s0), \"+l\"(s1), \"+l\"(s2) : \"l\"({}), \"l\"({}), \"l\"({}));",
-                b[0], b[1], b[2]
-            ));
-            self.line(format!(
-                "{} = s0; {} = s1; {} = s2;",
-                dest[0], dest[1], dest[2]
-            ));
-            self.close("}");
-            return;
-        }
-        self.open("{");
-        let mut vals: Vec<Vec<String>> = Vec::with_capacity(f.nodes.len());
-        for node in &f.nodes {
-            let leaves = node.ty.leaves();
-            let arg = |v: ValueId| vals[v.index()].clone();
-            let new = match &node.op {
-                Op::Param(i) => args[*i as usize].clone(),
-                Op::Const(l) => literal(l),
-                Op::Unary(UnOp::Not, a) => {
-                    let e = unary_expr(&node.ty, &arg(*a)[0]);
-                    self.bind(&leaves, vec![e])
-                }
-                Op::Binary(op, a, b) => {
-                    let e = binary_expr(*op, f.ty(*a), &arg(*a)[0], &arg(*b)[0]);
-                    self.bind(&leaves, vec![e])
-                }
-                Op::Cast(a) => {
-                    let e = format!("(({})({}))", ctype(&node.ty), arg(*a)[0]);
-                    self.bind(&leaves, vec![e])
-                }
-                Op::Select(c, a, b) => {
-                    let c = arg(*c)[0].clone();
-                    let exprs = arg(*a)
-                        .iter()
-                        .zip(arg(*b))
-                        .map(|(x, y)| format!("({c} ? {x} : {y})"))
-                        .collect();
-                    self.bind(&leaves, exprs)
-                }
-                Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
-                Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
-                other => {
-                    unreachable!("validated lambdas hold only scalar operations, not {other:?}")
-                }
-            };
-            vals.push(new);
-        }
-        let result = vals[f.outputs[0].index()].clone();
-        for (d, r) in dest.iter().zip(result) {
-            if *d != r {
-                self.line(format!("{d} = {r};"));
-            }
-        }
-        self.close("}");
-    }
-
-    fn declare_array(&mut self, id: ValueId, q: u32) -> Vec<String> {
-        let leaves = self.leaf_types(id);
-        let single = leaves.len() == 1;
-        leaves
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let n = if single {
-                    format!("v{}", id.0)
-                } else {
-                    format!("v{}_{k}", id.0)
-                };
-                self.line(format!("{} {n}[{q}];", ctype(t)));
-                n
-            })
-            .collect()
-    }
-
-    fn declare_scalar(&mut self, id: ValueId, init: Option<Vec<String>>) -> Vec<String> {
-        let leaves = self.leaf_types(id);
-        let single = leaves.len() == 1;
-        leaves
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let n = if single {
-                    format!("v{}", id.0)
-                } else {
-                    format!("v{}_{k}", id.0)
-                };
-                match &init {
-                    Some(i) => self.line(format!("{} {n} = {};", ctype(t), i[k])),
-                    None => self.line(format!("{} {n};", ctype(t))),
-                }
-                n
-            })
-            .collect()
-    }
-
-    fn array_parts(&self, id: ValueId) -> (Vec<String>, u32, u64) {
-        match self.val(id) {
-            Val::Array { leaves, q, len } => (leaves.clone(), *q, *len),
-            other => unreachable!("expected an array, found {other:?}"),
-        }
-    }
-
-    /// Element `q` of every leaf of an argument (arrays) or the argument itself (scalars).
-    fn element(&self, id: ValueId, q: &str) -> Vec<String> {
-        match self.val(id) {
-            Val::Array { leaves, .. } => leaves.iter().map(|l| format!("{l}[{q}]")).collect(),
-            Val::Scalar(leaves) => leaves.clone(),
-            Val::Global(_) => unreachable!("big parameters are read through limbs"),
-        }
     }
 
     fn emit_node(&mut self, id: ValueId) -> CgResult<()> {
@@ -428,76 +233,6 @@ impl<'a> Emitter<'a> {
         };
         self.vals[id.index()] = Some(val);
         Ok(())
-    }
-
-    fn array_shape(&self, ty: &Type) -> (u32, u64) {
-        let Type::Array(_, n) = ty else {
-            unreachable!()
-        };
-        let len = n.as_const().unwrap_or(0);
-        (self.sched.q_of(len), len)
-    }
-
-    fn scalar_op(
-        &mut self,
-        id: ValueId,
-        comment: &str,
-        make: impl FnOnce(&[Vec<String>]) -> Vec<String>,
-        args: &[ValueId],
-    ) -> CgResult<Val> {
-        let mut leaves = Vec::new();
-        for a in args {
-            match self.val(*a) {
-                Val::Scalar(l) => leaves.push(l.clone()),
-                _ => {
-                    return Err(CodegenError::Unsupported(format!(
-                        "{comment}: this operation applies to scalars only; use map over arrays"
-                    )))
-                }
-            }
-        }
-        self.line(format!("// {comment}"));
-        let exprs = make(&leaves);
-        Ok(Val::Scalar(self.declare_scalar(id, Some(exprs))))
-    }
-
-    fn map_like(
-        &mut self,
-        id: ValueId,
-        comment: &str,
-        body: impl Fn(&mut Self, &[Vec<String>], &[String]),
-        args: &[ValueId],
-    ) -> CgResult<Val> {
-        let (q, len) = self.array_shape(&self.func.ty(id).clone());
-        self.line(format!("// {comment}"));
-        let leaves = self.declare_array(id, q);
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
-        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
-        body(self, &a, &dest);
-        self.close("}");
-        Ok(Val::Array { leaves, q, len })
-    }
-
-    /// True when a thread's elements `[t*q, t*q+q)` may run past `len`.
-    fn padded(&self, q: u32, len: u64) -> bool {
-        self.sched.threads_per_instance as u64 * q as u64 > len
-    }
-
-    // ---- cross-thread steps -------------------------------------------------------------------
-
-    /// Declares `leaves` temporaries of the given types, initialised with `init`.
-    fn vars(&mut self, types: &[Type], init: &[String]) -> Vec<String> {
-        types
-            .iter()
-            .zip(init)
-            .map(|(t, i)| {
-                let n = self.temp();
-                self.line(format!("{} {n} = {i};", ctype(t)));
-                n
-            })
-            .collect()
     }
 }
 

@@ -3,7 +3,7 @@
 //! spans several warps, across warps through a shared staging buffer (`memory.rs`). Carry scans
 //! resolve the threads' carries with ballots (`carry.rs`) instead of shuffling the operator.
 
-use super::{literal, Emitter, Val};
+use super::{scalar::literal, Emitter, Val};
 use bigfuse_core::{Func, Literal, Op, Type, ValueId};
 
 impl Emitter<'_> {
