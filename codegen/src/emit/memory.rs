@@ -24,7 +24,7 @@ impl Emitter<'_> {
                     Type::Bool => format!("(live && in{param}[inst] != 0)"),
                     t => format!("(live ? ({})in{param}[inst] : 0)", ctype(t)),
                 };
-                Val::Scalar(self.declare_scalar(id, Some(vec![e])))
+                Val::Scalar(self.declare_scalar(id, vec![e]))
             }
         }
     }

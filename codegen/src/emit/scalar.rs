@@ -155,7 +155,7 @@ impl Emitter<'_> {
         }
         self.line(format!("// {comment}"));
         let exprs = make(&leaves);
-        Ok(Val::Scalar(self.declare_scalar(id, Some(exprs))))
+        Ok(Val::Scalar(self.declare_scalar(id, exprs)))
     }
 
     pub(super) fn map_like(

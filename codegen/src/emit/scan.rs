@@ -123,7 +123,7 @@ impl Emitter<'_> {
         let types = self.leaf_types(id);
         let init = literal(init);
         self.line(format!("// {comment}"));
-        let result = self.declare_scalar(id, Some(init.clone()));
+        let result = self.declare_scalar(id, init.clone());
         self.open("{");
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));

@@ -36,11 +36,13 @@ impl Emitter<'_> {
             .collect()
     }
 
-    pub(super) fn declare_array(&mut self, id: ValueId, q: u32) -> Vec<String> {
+    /// The registers of node `id` with their types: `v<node>`, or `v<node>_<k>` for leaf k of a
+    /// tuple.
+    fn registers(&self, id: ValueId) -> Vec<(Type, String)> {
         let leaves = self.leaf_types(id);
         let single = leaves.len() == 1;
         leaves
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(k, t)| {
                 let n = if single {
@@ -48,28 +50,28 @@ impl Emitter<'_> {
                 } else {
                     format!("v{}_{k}", id.0)
                 };
-                self.line(format!("{} {n}[{q}];", ctype(t)));
+                (t, n)
+            })
+            .collect()
+    }
+
+    pub(super) fn declare_array(&mut self, id: ValueId, q: u32) -> Vec<String> {
+        self.registers(id)
+            .into_iter()
+            .map(|(t, n)| {
+                self.line(format!("{} {n}[{q}];", ctype(&t)));
                 n
             })
             .collect()
     }
 
-    pub(super) fn declare_scalar(&mut self, id: ValueId, init: Option<Vec<String>>) -> Vec<String> {
-        let leaves = self.leaf_types(id);
-        let single = leaves.len() == 1;
-        leaves
-            .iter()
+    /// Declares node `id`'s registers with `init` (one expression per leaf).
+    pub(super) fn declare_scalar(&mut self, id: ValueId, init: Vec<String>) -> Vec<String> {
+        self.registers(id)
+            .into_iter()
             .enumerate()
-            .map(|(k, t)| {
-                let n = if single {
-                    format!("v{}", id.0)
-                } else {
-                    format!("v{}_{k}", id.0)
-                };
-                match &init {
-                    Some(i) => self.line(format!("{} {n} = {};", ctype(t), i[k])),
-                    None => self.line(format!("{} {n};", ctype(t))),
-                }
+            .map(|(k, (t, n))| {
+                self.line(format!("{} {n} = {};", ctype(&t), init[k]));
                 n
             })
             .collect()
