@@ -4,7 +4,7 @@
 //! that `crate::place` gives scans and reductions for crossing warps.
 
 use super::{scalar::ctype, Emitter, Val};
-use crate::layout::{layout_of, Unit};
+use crate::layout::Unit;
 use bigfuse_core::{Type, ValueId};
 
 impl Emitter<'_> {
@@ -29,27 +29,22 @@ impl Emitter<'_> {
         }
     }
 
-    /// The global-memory unit of a single-leaf value (see [`crate::layout`]).
-    fn unit_of(&self, id: ValueId) -> Unit {
-        match layout_of("", self.func.ty(id)) {
-            Ok(l) => l.unit,
-            Err(_) => Unit::U64,
-        }
-    }
-
     pub(super) fn load(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         self.line(format!("// {comment}: {q} consecutive limbs per thread"));
         let leaves = self.declare_array(id, q);
         let v = &leaves[0];
         let pad = self.padded(q, len);
-        let unit = self.unit_of(id);
+        let (unit, units) = (
+            self.inputs[param as usize].unit,
+            self.inputs[param as usize].units,
+        );
         self.open("{");
         self.line(format!(
-            "const {}* src = in{param} + inst * {len}ull + t * {q}u;",
+            "const {}* src = in{param} + inst * {units}ull + t * {q}u;",
             unit.ctype()
         ));
-        if q % 2 == 0 && len % 2 == 0 && unit == Unit::U64 {
+        if q % 2 == 0 && units % 2 == 0 && unit == Unit::U64 {
             // 16-byte loads: instance bases and thread offsets are both even, so aligned.
             self.line("#pragma unroll");
             self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
@@ -141,19 +136,15 @@ impl Emitter<'_> {
             }
             Val::Array { leaves, q, len } => {
                 let v = &leaves[0];
-                let elem = match self.func.ty(id) {
-                    Type::Big(_) => Type::U64,
-                    other => other.leaves()[0].clone(),
-                };
                 let pad = self.padded(q, len);
-                let unit = self.unit_of(id);
+                let (unit, units) = (self.outputs[k].unit, self.outputs[k].units);
                 self.line(format!("// {comment}"));
                 self.open("if (live) {");
                 self.line(format!(
-                    "{0}* dst = out{k} + inst * {len}ull + t * {q}u;",
+                    "{0}* dst = out{k} + inst * {units}ull + t * {q}u;",
                     unit.ctype()
                 ));
-                if q % 2 == 0 && len % 2 == 0 && elem == Type::U64 {
+                if q % 2 == 0 && units % 2 == 0 && unit == Unit::U64 {
                     self.line("#pragma unroll");
                     self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
                     let st = format!(
@@ -181,7 +172,7 @@ impl Emitter<'_> {
             }
             Val::Scalar(l) => {
                 self.line(format!("// {comment}"));
-                let unit = self.unit_of(id);
+                let unit = self.outputs[k].unit;
                 self.line(format!(
                     "if (live && t == 0u) out{k}[inst] = ({})({});",
                     unit.ctype(),

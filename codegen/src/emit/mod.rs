@@ -56,6 +56,10 @@ struct Emitter<'a> {
     func: &'a Func,
     sched: &'a Schedule,
     placement: &'a Placement,
+    /// Layouts of the parameters' and results' buffers: the signature declares them, loads and
+    /// stores address them.
+    inputs: Vec<BufferLayout>,
+    outputs: Vec<BufferLayout>,
     out: String,
     depth: usize,
     vals: Vec<Option<Val>>,
@@ -252,10 +256,13 @@ pub fn emit(
     kernel_name: &str,
     header: &str,
 ) -> CgResult<String> {
+    let (inputs, outputs) = prologue::buffer_layouts(func)?;
     let mut e = Emitter {
         func,
         sched,
         placement,
+        inputs,
+        outputs,
         out: String::new(),
         depth: 0,
         vals: vec![None; func.nodes.len()],
@@ -266,7 +273,7 @@ pub fn emit(
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.
     let kernel_at = e.out.len();
-    e.signature(kernel_name)?;
+    e.signature(kernel_name);
     e.indices();
     for id in func.ids() {
         if let Some(g) = e.groups.get(&id).copied() {

@@ -49,6 +49,23 @@ pub fn table_words(func: &Func, id: ValueId) -> CgResult<Vec<u32>> {
     }
 }
 
+/// The layouts of a function's parameters and results; fails when one cannot cross the kernel
+/// boundary.
+pub(super) fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLayout>)> {
+    let inputs = func
+        .params
+        .iter()
+        .map(|p| layout_of(&p.name, &p.ty))
+        .collect::<CgResult<_>>()?;
+    let outputs = func
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
+        .collect::<CgResult<_>>()?;
+    Ok((inputs, outputs))
+}
+
 impl Emitter<'_> {
     /// The text before the kernel: `header` as comments, the typedefs, and the helpers of the
     /// transforms the kernel has.
@@ -77,22 +94,11 @@ impl Emitter<'_> {
         }
     }
 
-    /// The kernel's signature, opening its body; fails when a parameter or result cannot cross the
-    /// kernel boundary.
-    pub(super) fn signature(&mut self, kernel_name: &str) -> CgResult<()> {
+    /// The kernel's signature, opening its body.
+    pub(super) fn signature(&mut self, kernel_name: &str) {
         let (func, sched) = (self.func, self.sched);
-        let inputs: Vec<BufferLayout> = func
-            .params
-            .iter()
-            .map(|p| layout_of(&p.name, &p.ty))
-            .collect::<CgResult<_>>()?;
-        let outputs: Vec<BufferLayout> = func
-            .outputs
-            .iter()
-            .enumerate()
-            .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
-            .collect::<CgResult<_>>()?;
-        let mut params: Vec<String> = inputs
+        let mut params: Vec<String> = self
+            .inputs
             .iter()
             .enumerate()
             .map(|(i, l)| {
@@ -104,7 +110,7 @@ impl Emitter<'_> {
             })
             .collect();
         params.extend(
-            outputs
+            self.outputs
                 .iter()
                 .enumerate()
                 .map(|(k, l)| format!("{}* __restrict__ out{k}", l.unit.ctype())),
@@ -123,7 +129,6 @@ impl Emitter<'_> {
         ));
         self.line(format!("    {}) {{", params.join(",\n    ")));
         self.depth = 1;
-        Ok(())
     }
 
     /// The thread's place: `t` within its instance, the instance's `slot` in the block and `inst`
