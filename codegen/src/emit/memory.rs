@@ -29,16 +29,16 @@ impl Emitter<'_> {
         }
     }
 
+    /// An array of scalars, or a big integer's limbs, from parameter `param`: this thread's Q
+    /// consecutive elements.
     pub(super) fn load(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         self.line(format!("// {comment}: {q} consecutive limbs per thread"));
         let leaves = self.declare_array(id, q);
         let v = &leaves[0];
         let pad = self.padded(q, len);
-        let (unit, units) = (
-            self.inputs[param as usize].unit,
-            self.inputs[param as usize].units,
-        );
+        let buf = &self.inputs[param as usize];
+        let (unit, units) = (buf.unit, buf.units);
         self.open("{");
         self.line(format!(
             "const {}* src = in{param} + inst * {units}ull + t * {q}u;",
@@ -112,6 +112,7 @@ impl Emitter<'_> {
         Val::Array { leaves, q, len }
     }
 
+    /// Writes node `id` as result `k`; a scalar is written once per instance, by its first thread.
     pub(super) fn store(&mut self, k: usize, id: ValueId) {
         let comment = format!("result {k} = {}", ValueId(id.0));
         match self.val(id).clone() {
@@ -137,7 +138,8 @@ impl Emitter<'_> {
             Val::Array { leaves, q, len } => {
                 let v = &leaves[0];
                 let pad = self.padded(q, len);
-                let (unit, units) = (self.outputs[k].unit, self.outputs[k].units);
+                let buf = &self.outputs[k];
+                let (unit, units) = (buf.unit, buf.units);
                 self.line(format!("// {comment}"));
                 self.open("if (live) {");
                 self.line(format!(
@@ -183,6 +185,7 @@ impl Emitter<'_> {
         }
     }
 
+    /// The shared staging buffer that placement gave node `id`, as an `elem` pointer.
     pub(super) fn staging(&self, id: ValueId, elem: &str) -> String {
         let s = self
             .placement

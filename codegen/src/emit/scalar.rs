@@ -47,7 +47,7 @@ pub(super) fn unary_expr(t: &Type, a: &str) -> String {
 }
 
 pub(super) fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
-    let c = if *t == Type::Bool { "bool" } else { ctype(t) };
+    let c = ctype(t);
     let width = if *t == Type::U32 { 32 } else { 64 };
     match (op, t) {
         (BinOp::And, Type::Bool) => format!("({a} && {b})"),
@@ -135,6 +135,7 @@ impl Emitter<'_> {
         self.close("}");
     }
 
+    /// A scalar operation: `make` writes the result's leaves from the arguments' leaves.
     pub(super) fn scalar_op(
         &mut self,
         id: ValueId,
@@ -158,6 +159,8 @@ impl Emitter<'_> {
         Ok(Val::Scalar(self.declare_scalar(id, exprs)))
     }
 
+    /// An element-wise step: `body` writes element `q` of every result leaf from element `q` of the
+    /// arguments (scalars are the same for every element).
     pub(super) fn map_like(
         &mut self,
         id: ValueId,

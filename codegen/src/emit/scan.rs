@@ -7,50 +7,8 @@ use super::{scalar::literal, Emitter, Val};
 use bigfuse_core::{Func, Literal, Op, Type, ValueId};
 
 impl Emitter<'_> {
-    /// Exclusive prefix, over the threads of this thread's instance, of `agg` (generic operator).
-    fn thread_prefix(
-        &mut self,
-        id: ValueId,
-        op: &Func,
-        init: &[String],
-        types: &[Type],
-        agg: &[String],
-    ) -> Vec<String> {
-        let t_count = self.sched.threads_per_instance;
-        let x = self.vars(types, agg);
-        if t_count <= 32 {
-            self.lane_scan(op, types, &x, t_count, "t");
-            return self.shifted(types, &x, "up", "1", t_count, "t == 0u", init);
-        }
-        let w = self.sched.warps_per_instance();
-        self.lane_scan(op, types, &x, 32, "lane");
-        let st = self.staging(id, "u64");
-        self.stage_warp_values(&st, &x, 31);
-        let wv: Vec<String> = types
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let v = self.staged_value(&st, t, k, types.len());
-                format!("(lane < {w}u ? {v} : {})", init[k])
-            })
-            .collect();
-        let wv = self.vars(types, &wv);
-        self.lane_scan(op, types, &wv, w.next_power_of_two(), "lane");
-        let wp = self.shifted(
-            types,
-            &wv,
-            "idx",
-            "(warp + 31u) & 31u",
-            32,
-            "warp == 0u",
-            init,
-        );
-        let lp = self.shifted(types, &x, "up", "1", 32, "lane == 0u", init);
-        let pre = self.vars(types, init);
-        self.apply(op, &[wp, lp], &pre);
-        pre
-    }
-
+    /// A scan: each thread scans its Q elements, then combines them with the prefix of the threads
+    /// before it (ballots for a carry scan, the operator through shuffles and staging otherwise).
     pub(super) fn scan(&mut self, id: ValueId, comment: &str, carry: bool) -> Val {
         let Op::Scan {
             op,
@@ -111,6 +69,8 @@ impl Emitter<'_> {
         Val::Array { leaves, q, len }
     }
 
+    /// A reduction: each thread folds its real elements, then lanes and warps combine in order;
+    /// every thread of the instance ends with the total.
     pub(super) fn reduce(
         &mut self,
         id: ValueId,
@@ -154,5 +114,49 @@ impl Emitter<'_> {
         }
         self.close("}");
         Val::Scalar(result)
+    }
+
+    /// Exclusive prefix, over the threads of this thread's instance, of `agg` (generic operator).
+    fn thread_prefix(
+        &mut self,
+        id: ValueId,
+        op: &Func,
+        init: &[String],
+        types: &[Type],
+        agg: &[String],
+    ) -> Vec<String> {
+        let t_count = self.sched.threads_per_instance;
+        let x = self.vars(types, agg);
+        if t_count <= 32 {
+            self.lane_scan(op, types, &x, t_count, "t");
+            return self.shifted(types, &x, "up", "1", t_count, "t == 0u", init);
+        }
+        let w = self.sched.warps_per_instance();
+        self.lane_scan(op, types, &x, 32, "lane");
+        let st = self.staging(id, "u64");
+        self.stage_warp_values(&st, &x, 31);
+        let wv: Vec<String> = types
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let v = self.staged_value(&st, t, k, types.len());
+                format!("(lane < {w}u ? {v} : {})", init[k])
+            })
+            .collect();
+        let wv = self.vars(types, &wv);
+        self.lane_scan(op, types, &wv, w.next_power_of_two(), "lane");
+        let wp = self.shifted(
+            types,
+            &wv,
+            "idx",
+            "(warp + 31u) & 31u",
+            32,
+            "warp == 0u",
+            init,
+        );
+        let lp = self.shifted(types, &x, "up", "1", 32, "lane == 0u", init);
+        let pre = self.vars(types, init);
+        self.apply(op, &[wp, lp], &pre);
+        pre
     }
 }
