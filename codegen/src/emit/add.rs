@@ -1,7 +1,7 @@
 //! Instruction selection for addition and subtraction: the lowered pattern
 //! `map(partial) ; map(flags) ; scan.exclusive carry ; map(apply)` becomes PTX carry chains over a
 //! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
-//! of the carries between threads, instead of per-limb flag words.
+//! of the carries between threads (`carry.rs`), instead of per-limb flag words.
 
 use super::{Emitter, Val};
 use crate::lower::carry_pattern;

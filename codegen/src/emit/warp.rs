@@ -1,5 +1,5 @@
 //! Exchanges between the lanes of a warp: shuffles, and the scans and reductions built from them.
-//! Everything here stays in registers; crossing warps takes shared memory (`scan.rs`).
+//! Everything here stays in registers; crossing warps takes shared memory (`scan.rs`, `carry.rs`).
 
 use super::Emitter;
 use bigfuse_core::{Func, Type};
@@ -84,8 +84,8 @@ impl Emitter<'_> {
 
     /// `x` shuffled (`kind`, `arg`, `width`), with `init` where `first` holds (the lane that has no
     /// predecessor): the exclusive shift of a lane scan.
-    // The shuffle's four parameters and the first lane's value are what a caller varies; a struct
-    // for this one helper would hide them rather than name them.
+    // Seven plain inputs (the values; the shuffle's kind, argument and width; the first lane's
+    // condition and value): a struct for this one helper would only rename them.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn shifted(
         &mut self,
