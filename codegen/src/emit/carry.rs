@@ -1,212 +1,208 @@
-//! Instruction selection for addition and subtraction: the lowered pattern
-//! `map(partial) ; map(flags) ; scan.exclusive carry ; map(apply)` becomes PTX carry chains over a
-//! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
-//! of the carries between threads, instead of per-limb flag words.
+//! Carries between the threads of an instance, resolved with ballots (`carry_prefix`). Additions
+//! (`add.rs`), carry scans and the sums that end products (`mul.rs`, `ntt.rs`) all meet the same
+//! problem, so the resolution, and the test that it matches the sequential carry scan, live here
+//! once.
 
-use super::{Emitter, Val};
-use crate::lower::carry_pattern;
-use bigfuse_core::{Func, Op, ValueId};
-use std::collections::HashMap;
-
-/// One addition (subtraction) found in the lowered program.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct CarryGroup {
-    pub sub: bool,
-    pub x: ValueId,
-    pub y: ValueId,
-    pub flags: ValueId,
-    pub scan: ValueId,
-    pub apply: ValueId,
-}
-
-/// Groups keyed by their partial map; a group is taken only when its intermediate values have no
-/// other use, so nothing else needs the per-limb flags.
-pub(super) fn find_groups(func: &Func) -> HashMap<ValueId, CarryGroup> {
-    let pattern = carry_pattern();
-    let uses = func.use_counts();
-    let outputs = &func.outputs;
-    let users = |v: ValueId| -> Vec<ValueId> {
-        func.ids()
-            .filter(|u| func.node(*u).op.args().contains(&v))
-            .collect()
-    };
-    let mut groups = HashMap::new();
-    for p in func.ids() {
-        let Op::Map { f, args } = &func.node(p).op else {
-            continue;
-        };
-        let sub = if **f == pattern[0] {
-            false
-        } else if **f == pattern[1] {
-            true
-        } else {
-            continue;
-        };
-        if args.len() != 2 || uses[p.index()] != 2 || outputs.contains(&p) {
-            continue;
-        }
-        let u = users(p);
-        let (mut flags, mut apply) = (None, None);
-        for c in u {
-            match &func.node(c).op {
-                Op::Map { f, args } if **f == pattern[4] && args == &[p] => flags = Some(c),
-                Op::Map { f, args }
-                    if **f == pattern[2 + sub as usize] && args.len() == 2 && args[0] == p =>
-                {
-                    apply = Some(c)
-                }
-                _ => {}
-            }
-        }
-        let (Some(flags), Some(apply)) = (flags, apply) else {
-            continue;
-        };
-        let Op::Map {
-            args: apply_args, ..
-        } = &func.node(apply).op
-        else {
-            continue;
-        };
-        let scan = apply_args[1];
-        let is_scan = matches!(&func.node(scan).op, Op::Scan { input, exclusive: true, flags: None, .. } if *input == flags)
-            && super::is_carry_scan(func, scan);
-        if !is_scan
-            || uses[flags.index()] != 1
-            || uses[scan.index()] != 1
-            || outputs.contains(&flags)
-            || outputs.contains(&scan)
-        {
-            continue;
-        }
-        groups.insert(
-            p,
-            CarryGroup {
-                sub,
-                x: args[0],
-                y: args[1],
-                flags,
-                scan,
-                apply,
-            },
-        );
-    }
-    groups
-}
+use super::warp::FULL;
+use super::Emitter;
 
 impl Emitter<'_> {
-    /// Emits a whole addition group at its partial map; the group's other nodes become aliases.
-    pub(super) fn carry_group(&mut self, g: &CarryGroup, comment: &str) {
-        let (xs, q, len) = self.array_parts(g.x);
-        let (ys, _, _) = self.array_parts(g.y);
-        let (x, y) = (&xs[0], &ys[0]);
-        let op = if g.sub { "sub" } else { "add" };
+    /// Exclusive prefix of carry flags over the threads of the instance, resolved with ballots: the
+    /// lanes' (generate, propagate) bits become two 32-bit masks whose integer sum carries exactly
+    /// as the limbs do, so one addition resolves 32 threads (and one more, 32 warps).
+    ///
+    /// `disjoint` says that no thread's `agg` is 3 (generate and propagate at once), as for the
+    /// aggregates of additions; otherwise the carry into a lane is read off the sum with the
+    /// propagate bits of generating lanes masked (the sum bit of such a lane is its carry-in).
+    pub(super) fn carry_prefix(&mut self, flags: &str, agg: &str, disjoint: bool) -> String {
+        let t_count = self.sched.threads_per_instance;
+        let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
         self.line(format!(
-            "// {comment} .. {}: a {} b with carry chains over {q} limbs per thread",
-            g.apply,
-            if g.sub { "-" } else { "+" }
+            "const u32 {g} = {agg} & 1u, {p} = ({agg} >> 1) & 1u;"
         ));
-        let out = self.declare_array(g.apply, q);
-        let r = out[0].clone();
-        self.open("{");
-        let carry = self.temp();
-        self.line(format!("u32 {carry} = 0u;"));
-        // Chains of up to 8 limbs per asm statement (operand limit); the carry goes from one
-        // statement to the next through a register.
-        let chunks: Vec<(u32, u32)> = (0..q).step_by(8).map(|s| (s, (s + 8).min(q))).collect();
-        for (ci, &(lo, hi)) in chunks.iter().enumerate() {
-            let n = hi - lo;
-            let mut text = Vec::new();
-            let mut ops_out: Vec<String> = (lo..hi).map(|i| format!("\"=l\"({r}[{i}])")).collect();
-            ops_out.push(format!("\"+r\"({carry})"));
-            let mut ops_in: Vec<String> = Vec::new();
-            for i in lo..hi {
-                ops_in.push(format!("\"l\"({x}[{i}])"));
-                ops_in.push(format!("\"l\"({y}[{i}])"));
-            }
-            let cidx = n; // operand index of the carry register
-            let first_in = n + 1;
-            if ci > 0 {
-                // Restore the flag: carry-in c in {0, 1} (borrow: 0 or all ones).
-                if g.sub {
-                    text.push(format!("sub.cc.u32 %{cidx}, 0, %{cidx};"));
-                } else {
-                    text.push(format!("add.cc.u32 %{cidx}, %{cidx}, 0xffffffff;"));
-                }
-            }
-            for k in 0..n {
-                let first = ci == 0 && k == 0;
-                let ins = if first {
-                    format!("{op}.cc.u64")
-                } else {
-                    format!("{op}c.cc.u64")
-                };
-                text.push(format!(
-                    "{ins} %{k}, %{}, %{};",
-                    first_in + 2 * k,
-                    first_in + 2 * k + 1
-                ));
-            }
-            text.push(format!("{op}c.u32 %{cidx}, 0, 0;"));
-            self.line(format!(
-                "asm(\"{}\" : {} : {});",
-                text.join(" "),
-                ops_out.join(", "),
-                ops_in.join(", ")
-            ));
-        }
-        // carry (borrow) out of this thread's limbs: add gives 0/1, sub gives 0/all ones
-        let all = self.temp();
-        let (fold, want) = if g.sub {
-            ("|", "0ull")
-        } else {
-            ("&", "0xffffffffffffffffull")
-        };
-        let terms: Vec<String> = (0..q).map(|i| format!("{r}[{i}]")).collect();
         self.line(format!(
-            "const u64 {all} = {};",
-            terms.join(&format!(" {fold} "))
+            "u32 {gm} = __ballot_sync({FULL}, {g}), {pm} = __ballot_sync({FULL}, {p});"
+        ));
+        if t_count < 32 {
+            // Kill each instance's top lane so that no carry crosses into the next instance.
+            let mut top = 0u32;
+            let mut lane = t_count - 1;
+            while lane < 32 {
+                top |= 1 << lane;
+                lane += t_count;
+            }
+            self.line(format!("{gm} &= ~0x{top:08x}u; {pm} &= ~0x{top:08x}u;"));
+        }
+        // With several warps per instance, the warps' own (generate, propagate) bits go through
+        // shared memory and are resolved the same way, giving each warp its carry-in.
+        let warp_in = if t_count > 32 {
+            let w = self.sched.warps_per_instance();
+            let st = flags;
+            let s0 = self.temp();
+            self.line(format!("const u64 {s0} = (u64)({gm} | {pm}) + (u64){gm};"));
+            self.line(format!(
+                "if (lane == 0u) {st}[slot * {w}u + warp] = (u32)({s0} >> 32) | ({pm} == {FULL} ? 2u : 0u);"
+            ));
+            self.line("__syncthreads();");
+            let (f, gw, pw, sw, cw, ow) = (
+                self.temp(),
+                self.temp(),
+                self.temp(),
+                self.temp(),
+                self.temp(),
+                self.temp(),
+            );
+            self.line(format!(
+                "const u32 {f} = lane < {w}u ? {st}[slot * {w}u + lane] : 0u;"
+            ));
+            self.line(format!(
+                "const u32 {gw} = __ballot_sync({FULL}, {f} & 1u), {pw} = __ballot_sync({FULL}, ({f} >> 1) & 1u);"
+            ));
+            self.line(format!("const u64 {sw} = (u64)({gw} | {pw}) + (u64){gw};"));
+            let pw_only = if disjoint {
+                pw.clone()
+            } else {
+                format!("({pw} & ~{gw})")
+            };
+            self.line(format!(
+                "const u32 {cw} = (u32)(({sw} ^ (u64){pw_only}) >> warp) & 1u;"
+            ));
+            self.line(format!(
+                "const u32 {ow} = (({pw} | ~((1u << warp) - 1u)) == {FULL}) ? 1u : 0u;"
+            ));
+            Some((cw, ow))
+        } else {
+            None
+        };
+        let (s, c, ones, pre) = (self.temp(), self.temp(), self.temp(), self.temp());
+        let plus_cin = warp_in
+            .as_ref()
+            .map(|(c, _)| format!(" + (u64){c}"))
+            .unwrap_or_default();
+        self.line(format!(
+            "const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"
+        ));
+        let pm_only = if disjoint {
+            pm.clone()
+        } else {
+            format!("({pm} & ~{gm})")
+        };
+        self.line(format!(
+            "const u32 {c} = (u32)(({s} ^ (u64){pm_only}) >> lane) & 1u;"
+        ));
+        let below = if t_count < 32 {
+            format!(
+                "(((1u << lane) - 1u) & ~((1u << (lane & ~{}u)) - 1u))",
+                t_count - 1
+            )
+        } else {
+            "((1u << lane) - 1u)".to_string()
+        };
+        let warp_ones = warp_in
+            .as_ref()
+            .map(|(_, o)| format!("{o} & "))
+            .unwrap_or_default();
+        self.line(format!(
+            "const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"
+        ));
+        self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
+        pre
+    }
+
+    /// `out = x + y` over the instance's limbs (`x`, `y`: u64 arrays of `q` elements per thread),
+    /// carries resolved across threads like an addition's; `flags` points at the block's carry
+    /// staging (used when an instance spans several warps).
+    pub(super) fn add_with_carries(&mut self, x: &str, y: &str, q: u32, out: &str, flags: &str) {
+        let f = self.temp();
+        self.line(format!("u32 {f}[{q}];"));
+        self.line("#pragma unroll");
+        self.line(format!(
+            "for (int q = 0; q < {q}; ++q) {{ const u64 s = {x}[q] + {y}[q]; {f}[q] = (u32)(s < {y}[q]) | ((u32)(s == 0xffffffffffffffffull) << 1); {x}[q] = s; }}"
         ));
         let agg = self.temp();
+        self.line(format!("u32 {agg} = 2u;"));
+        self.line("#pragma unroll");
         self.line(format!(
-            "const u32 {agg} = ({carry} & 1u) | (({all} == {want}) ? 2u : 0u);"
+            "for (int q = 0; q < {q}; ++q) {agg} = ((({f}[q] | (({f}[q] >> 1) & {agg})) & 1u) | ({agg} & {f}[q] & 2u));"
         ));
-        if self.sched.threads_per_instance > 1 {
-            let flags = if self.sched.threads_per_instance > 32 {
-                self.staging(g.scan, "u32")
-            } else {
-                String::new()
-            };
-            // A thread's limbs cannot both carry out and be all ones (all zeros for a borrow).
-            let pre = self.carry_prefix(&flags, &agg, true);
-            let cin = self.temp();
-            self.line(format!("const u64 {cin} = (u64)({pre} & 1u);"));
-            let mut text = vec![format!("{op}.cc.u64 %0, %0, %{q};")];
-            for i in 1..q {
-                if i + 1 == q {
-                    text.push(format!("{op}c.u64 %{i}, %{i}, 0;"));
-                } else {
-                    text.push(format!("{op}c.cc.u64 %{i}, %{i}, 0;"));
-                }
-            }
-            if q == 1 {
-                text[0] = format!("{op}.u64 %0, %0, %1;");
-            }
-            let outs: Vec<String> = (0..q).map(|i| format!("\"+l\"({r}[{i}])")).collect();
-            self.line(format!(
-                "asm(\"{}\" : {} : \"l\"({cin}));",
-                text.join(" "),
-                outs.join(", ")
-            ));
-        }
-        self.close("}");
-        let val = Val::Array {
-            leaves: out,
-            q,
-            len,
+        let carry_in = if self.sched.threads_per_instance > 1 {
+            // Limb flags of a sum never carry and equal all ones at once: aggregates are in {0, 1, 2}.
+            let pre = self.carry_prefix(flags, &agg, true);
+            format!("({pre} & 1u)")
+        } else {
+            "0u".to_string()
         };
-        self.vals[g.apply.index()] = Some(val);
-        // The flags and the scan exist only inside the group.
-        self.vals[g.flags.index()] = Some(Val::Scalar(vec![]));
-        self.vals[g.scan.index()] = Some(Val::Scalar(vec![]));
+        let c = self.temp();
+        self.line(format!("u32 {c} = {carry_in};"));
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        self.line(format!("{out}[q] = {x}[q] + (u64){c};"));
+        self.line(format!("{c} = ({f}[q] & 1u) | (({f}[q] >> 1) & {c});"));
+        self.close("}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bigfuse_core::{apply_lambda, ops, Value};
+
+    /// The arithmetic of `carry_prefix` for one warp: exclusive carry prefix of lane `i` from the
+    /// ballots of the lanes' (generate, propagate) bits.
+    fn ballot_prefix(aggs: &[u32; 32], disjoint: bool) -> Vec<u32> {
+        let (mut gm, mut pm) = (0u32, 0u32);
+        for (i, a) in aggs.iter().enumerate() {
+            gm |= (a & 1) << i;
+            pm |= ((a >> 1) & 1) << i;
+        }
+        let s = (gm | pm) as u64 + gm as u64;
+        let p_only = if disjoint { pm } else { pm & !gm };
+        (0..32)
+            .map(|lane| {
+                let c = ((s ^ p_only as u64) >> lane) as u32 & 1;
+                let below = (1u32 << lane).wrapping_sub(1);
+                let ones = (!pm & below == 0) as u32;
+                c | (ones << 1)
+            })
+            .collect()
+    }
+
+    fn sequential(aggs: &[u32; 32]) -> Vec<u32> {
+        let op = ops::carry();
+        let mut acc = ops::CARRY_IDENTITY;
+        let mut out = Vec::new();
+        for a in aggs {
+            out.push(acc);
+            acc = match apply_lambda(&op, &[Value::U32(acc), Value::U32(*a)]).unwrap() {
+                Value::U32(v) => v,
+                v => panic!("{v:?}"),
+            };
+        }
+        out
+    }
+
+    #[test]
+    fn ballot_resolution_matches_the_carry_scan() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        for round in 0..2000 {
+            let with_three = round % 2 == 0;
+            let aggs: [u32; 32] = std::array::from_fn(|_| {
+                if with_three {
+                    rng.gen_range(0..4)
+                } else {
+                    rng.gen_range(0..3)
+                }
+            });
+            let want = sequential(&aggs);
+            assert_eq!(ballot_prefix(&aggs, false), want, "{aggs:?}");
+            if !with_three {
+                assert_eq!(ballot_prefix(&aggs, true), want, "{aggs:?}");
+            }
+        }
+        // The shorter form is wrong once a lane both generates and propagates.
+        let mut aggs = [0u32; 32];
+        aggs[0] = 1;
+        aggs[1] = 3;
+        assert_ne!(ballot_prefix(&aggs, true), sequential(&aggs));
     }
 }

@@ -1,86 +1,41 @@
 //! Emission: CUDA C text for one scheduled, placed kernel. The only place CUDA is written.
 //!
-//! Layout in global memory: see [`crate::layout`] (instance after instance; units as wide as
-//! their values). Each thread holds Q consecutive elements of every array in registers; names are deterministic (`v<node>` for values, `x<n>` for temporaries) and every
-//! block of code says which IR value it computes.
+//! Each thread holds Q consecutive elements of every array in registers; names are deterministic
+//! (`v<node>` for values, `x<n>` for temporaries) and every block of code says which IR value it
+//! computes. This file holds the entry point, the `Emitter` with its text, and the dispatch over
+//! nodes; each concern has a file of its own:
+//! - `prologue`: the kernel's ABI (signature, order of twiddle tables) and the text before the
+//!   first value;
+//! - `values`: register names and declarations, arrays as Q elements per thread;
+//! - `scalar`: C expressions, lambdas, element-wise maps;
+//! - `memory`: global loads and stores (layouts from [`crate::layout`]), staging-buffer slots;
+//! - `warp`: shuffles, lane scans and reductions;
+//! - `scan`: scans and reductions over an instance: thread, lanes, then warps;
+//! - `carry`: carries between threads, resolved with ballots;
+//! - `add`: additions and subtractions as PTX carry chains;
+//! - `mul`, `ntt`, `polymul`: products.
 
+mod add;
 mod carry;
+mod memory;
 mod mul;
 mod ntt;
 mod polymul;
+mod prologue;
+mod scalar;
+mod scan;
+mod values;
+mod warp;
 
 use crate::error::{CgResult, CodegenError};
-pub(crate) use crate::isel::is_carry_scan;
+use crate::isel::is_carry_scan;
 use crate::place::Placement;
 use crate::schedule::Schedule;
-use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
+use bigfuse_core::{Func, Op, Type, UnOp, ValueId};
+use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
 
-use crate::layout::Unit;
 pub use crate::layout::{layout_of, BufferLayout};
-
-fn ctype(t: &Type) -> &'static str {
-    match t {
-        Type::Bool => "bool",
-        Type::U32 => "u32",
-        Type::U64 => "u64",
-        _ => unreachable!("only scalar leaves have C types"),
-    }
-}
-
-fn literal(l: &Literal) -> Vec<String> {
-    l.leaves()
-        .iter()
-        .map(|x| match x {
-            Literal::Bool(b) => b.to_string(),
-            Literal::U32(v) => format!("{v}u"),
-            Literal::U64(v) if *v > 0xffff => format!("0x{v:x}ull"),
-            Literal::U64(v) => format!("{v}ull"),
-            Literal::Tuple(_) | Literal::Zp(..) | Literal::Big(..) => {
-                unreachable!("tuples are flattened and residues lowered before emission")
-            }
-        })
-        .collect()
-}
-
-/// Leaf range of field `i` of a tuple type.
-fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
-    let Type::Tuple(ts) = t else {
-        unreachable!("extract from a non-tuple")
-    };
-    let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
-    start..start + ts[i as usize].leaf_count()
-}
-
-fn unary_expr(t: &Type, a: &str) -> String {
-    match t {
-        Type::Bool => format!("(!{a})"),
-        t => format!("(({})~{a})", ctype(t)),
-    }
-}
-
-fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
-    let c = if *t == Type::Bool { "bool" } else { ctype(t) };
-    let width = if *t == Type::U32 { 32 } else { 64 };
-    match (op, t) {
-        (BinOp::And, Type::Bool) => format!("({a} && {b})"),
-        (BinOp::Or, Type::Bool) => format!("({a} || {b})"),
-        (BinOp::Xor, Type::Bool) => format!("({a} != {b})"),
-        (BinOp::Add, _) => format!("(({c})({a} + {b}))"),
-        (BinOp::Sub, _) => format!("(({c})({a} - {b}))"),
-        (BinOp::Mul, _) => format!("(({c})({a} * {b}))"),
-        (BinOp::MulHi, Type::U32) => format!("__umulhi({a}, {b})"),
-        (BinOp::MulHi, _) => format!("__umul64hi({a}, {b})"),
-        (BinOp::And, _) => format!("({a} & {b})"),
-        (BinOp::Or, _) => format!("({a} | {b})"),
-        (BinOp::Xor, _) => format!("({a} ^ {b})"),
-        (BinOp::Shl, _) => format!("(({c})({a} << ({b} & {}u)))", width - 1),
-        (BinOp::Shr, _) => format!("({a} >> ({b} & {}u))", width - 1),
-        (BinOp::Lt, _) => format!("({a} < {b})"),
-        (BinOp::Le, _) => format!("({a} <= {b})"),
-        (BinOp::Eq, _) => format!("({a} == {b})"),
-        (BinOp::Ne, _) => format!("({a} != {b})"),
-    }
-}
+pub use prologue::{ntt_tables, table_words};
 
 /// A value as the kernel holds it.
 #[derive(Clone, Debug)]
@@ -97,22 +52,25 @@ enum Val {
     Global(u32),
 }
 
+/// One kernel being written: its text so far and what each node became.
 struct Emitter<'a> {
     func: &'a Func,
     sched: &'a Schedule,
     placement: &'a Placement,
+    /// Layouts of the parameters' and results' buffers: the signature declares them, loads and
+    /// stores address them.
+    inputs: Vec<BufferLayout>,
+    outputs: Vec<BufferLayout>,
     out: String,
     depth: usize,
     vals: Vec<Option<Val>>,
     temps: u32,
     /// Additions selected as carry chains, by their partial map.
-    groups: std::collections::HashMap<ValueId, carry::CarryGroup>,
+    groups: std::collections::HashMap<ValueId, add::CarryGroup>,
     /// Device functions the kernel calls, by name, in order of first use: written before the
     /// kernel, each once however many steps call it.
     functions: Vec<(String, String)>,
 }
-
-const FULL: &str = "0xffffffffu";
 
 impl<'a> Emitter<'a> {
     fn line(&mut self, s: impl AsRef<str>) {
@@ -147,173 +105,12 @@ impl<'a> Emitter<'a> {
         self.functions.push((name.to_string(), text));
     }
 
-    fn temp(&mut self) -> String {
-        self.temps += 1;
-        format!("x{}", self.temps)
-    }
-
-    fn val(&self, id: ValueId) -> &Val {
-        self.vals[id.index()]
-            .as_ref()
-            .expect("values are emitted before use")
-    }
-
-    fn leaf_types(&self, id: ValueId) -> Vec<Type> {
-        self.func.ty(id).leaves()
-    }
-
-    /// Declares temporaries for `exprs` (leaves of type `ty`) and returns their names.
-    fn bind(&mut self, ty: &[Type], exprs: Vec<String>) -> Vec<String> {
-        ty.iter()
-            .zip(exprs)
-            .map(|(t, e)| {
-                let n = self.temp();
-                self.line(format!("const {} {n} = {e};", ctype(t)));
-                n
-            })
-            .collect()
-    }
-
-    /// Emits lambda `f` applied to `args` (leaves per parameter); assigns its result leaves to `dest`.
-    fn apply(&mut self, f: &Func, args: &[Vec<String>], dest: &[String]) {
-        if *f == *crate::modular::add192() {
-            // The 192-bit sum of delayed modular reductions as one carry chain.
-            let (a, b) = (&args[0], &args[1]);
-            self.open("{");
-            self.line(format!("u64 s0 = {}, s1 = {}, s2 = {};", a[0], a[1], a[2]));
-            self.line(format!(
-                "asm(\"add.cc.u64 %0, %0, %3; addc.cc.u64 %1, %1, %4; addc.u64 %2, %2, %5;\" : \"+l\"(s0), \"+l\"(s1), \"+l\"(s2) : \"l\"({}), \"l\"({}), \"l\"({}));",
-                b[0], b[1], b[2]
-            ));
-            self.line(format!(
-                "{} = s0; {} = s1; {} = s2;",
-                dest[0], dest[1], dest[2]
-            ));
-            self.close("}");
-            return;
-        }
-        self.open("{");
-        let mut vals: Vec<Vec<String>> = Vec::with_capacity(f.nodes.len());
-        for node in &f.nodes {
-            let leaves = node.ty.leaves();
-            let arg = |v: ValueId| vals[v.index()].clone();
-            let new = match &node.op {
-                Op::Param(i) => args[*i as usize].clone(),
-                Op::Const(l) => literal(l),
-                Op::Unary(UnOp::Not, a) => {
-                    let e = unary_expr(&node.ty, &arg(*a)[0]);
-                    self.bind(&leaves, vec![e])
-                }
-                Op::Binary(op, a, b) => {
-                    let e = binary_expr(*op, f.ty(*a), &arg(*a)[0], &arg(*b)[0]);
-                    self.bind(&leaves, vec![e])
-                }
-                Op::Cast(a) => {
-                    let e = format!("(({})({}))", ctype(&node.ty), arg(*a)[0]);
-                    self.bind(&leaves, vec![e])
-                }
-                Op::Select(c, a, b) => {
-                    let c = arg(*c)[0].clone();
-                    let exprs = arg(*a)
-                        .iter()
-                        .zip(arg(*b))
-                        .map(|(x, y)| format!("({c} ? {x} : {y})"))
-                        .collect();
-                    self.bind(&leaves, exprs)
-                }
-                Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
-                Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
-                other => {
-                    unreachable!("validated lambdas hold only scalar operations, not {other:?}")
-                }
-            };
-            vals.push(new);
-        }
-        let result = vals[f.outputs[0].index()].clone();
-        for (d, r) in dest.iter().zip(result) {
-            if *d != r {
-                self.line(format!("{d} = {r};"));
-            }
-        }
-        self.close("}");
-    }
-
-    fn declare_array(&mut self, id: ValueId, q: u32) -> Vec<String> {
-        let leaves = self.leaf_types(id);
-        let single = leaves.len() == 1;
-        leaves
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let n = if single {
-                    format!("v{}", id.0)
-                } else {
-                    format!("v{}_{k}", id.0)
-                };
-                self.line(format!("{} {n}[{q}];", ctype(t)));
-                n
-            })
-            .collect()
-    }
-
-    fn declare_scalar(&mut self, id: ValueId, init: Option<Vec<String>>) -> Vec<String> {
-        let leaves = self.leaf_types(id);
-        let single = leaves.len() == 1;
-        leaves
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let n = if single {
-                    format!("v{}", id.0)
-                } else {
-                    format!("v{}_{k}", id.0)
-                };
-                match &init {
-                    Some(i) => self.line(format!("{} {n} = {};", ctype(t), i[k])),
-                    None => self.line(format!("{} {n};", ctype(t))),
-                }
-                n
-            })
-            .collect()
-    }
-
-    fn array_parts(&self, id: ValueId) -> (Vec<String>, u32, u64) {
-        match self.val(id) {
-            Val::Array { leaves, q, len } => (leaves.clone(), *q, *len),
-            other => unreachable!("expected an array, found {other:?}"),
-        }
-    }
-
-    /// Element `q` of every leaf of an argument (arrays) or the argument itself (scalars).
-    fn element(&self, id: ValueId, q: &str) -> Vec<String> {
-        match self.val(id) {
-            Val::Array { leaves, .. } => leaves.iter().map(|l| format!("{l}[{q}]")).collect(),
-            Val::Scalar(leaves) => leaves.clone(),
-            Val::Global(_) => unreachable!("big parameters are read through limbs"),
-        }
-    }
-
     fn emit_node(&mut self, id: ValueId) -> CgResult<()> {
         let node = &self.func.nodes[id.index()];
         let ty = node.ty.clone();
         let comment = node_comment(self.func, id);
         let val = match &node.op {
-            Op::Param(i) => match &ty {
-                // Arrays of scalars are loaded as limbs are: one element per word.
-                Type::Array(e, _) if e.is_scalar() => self.load(id, *i, &comment),
-                Type::Array(e, _) if e.leaves().iter().all(Type::is_scalar) => {
-                    self.load_interleaved(id, *i, &comment)
-                }
-                Type::Big(_) | Type::Array(..) => Val::Global(*i),
-                t => {
-                    self.line(format!("// {comment}"));
-                    let e = match t {
-                        Type::Bool => format!("(live && in{i}[inst] != 0)"),
-                        t => format!("(live ? ({})in{i}[inst] : 0)", ctype(t)),
-                    };
-                    Val::Scalar(self.declare_scalar(id, Some(vec![e])))
-                }
-            },
+            Op::Param(i) => self.load_param(id, *i, &comment),
             Op::Const(l) => Val::Scalar(literal(l)),
             Op::Unary(UnOp::Not, a) => {
                 self.scalar_op(id, &comment, |s| vec![unary_expr(&ty, &s[0][0])], &[*a])?
@@ -442,610 +239,6 @@ impl<'a> Emitter<'a> {
         self.vals[id.index()] = Some(val);
         Ok(())
     }
-
-    fn array_shape(&self, ty: &Type) -> (u32, u64) {
-        let Type::Array(_, n) = ty else {
-            unreachable!()
-        };
-        let len = n.as_const().unwrap_or(0);
-        (self.sched.q_of(len), len)
-    }
-
-    fn scalar_op(
-        &mut self,
-        id: ValueId,
-        comment: &str,
-        make: impl FnOnce(&[Vec<String>]) -> Vec<String>,
-        args: &[ValueId],
-    ) -> CgResult<Val> {
-        let mut leaves = Vec::new();
-        for a in args {
-            match self.val(*a) {
-                Val::Scalar(l) => leaves.push(l.clone()),
-                _ => {
-                    return Err(CodegenError::Unsupported(format!(
-                        "{comment}: this operation applies to scalars only; use map over arrays"
-                    )))
-                }
-            }
-        }
-        self.line(format!("// {comment}"));
-        let exprs = make(&leaves);
-        Ok(Val::Scalar(self.declare_scalar(id, Some(exprs))))
-    }
-
-    fn map_like(
-        &mut self,
-        id: ValueId,
-        comment: &str,
-        body: impl Fn(&mut Self, &[Vec<String>], &[String]),
-        args: &[ValueId],
-    ) -> CgResult<Val> {
-        let (q, len) = self.array_shape(&self.func.ty(id).clone());
-        self.line(format!("// {comment}"));
-        let leaves = self.declare_array(id, q);
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
-        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
-        body(self, &a, &dest);
-        self.close("}");
-        Ok(Val::Array { leaves, q, len })
-    }
-
-    /// The global-memory unit of a single-leaf value (see [`crate::layout`]).
-    fn unit_of(&self, id: ValueId) -> Unit {
-        match layout_of("", self.func.ty(id)) {
-            Ok(l) => l.unit,
-            Err(_) => Unit::U64,
-        }
-    }
-
-    /// True when a thread's elements `[t*q, t*q+q)` may run past `len`.
-    fn padded(&self, q: u32, len: u64) -> bool {
-        self.sched.threads_per_instance as u64 * q as u64 > len
-    }
-
-    fn load(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
-        let (q, len) = self.array_shape(&self.func.ty(id).clone());
-        self.line(format!("// {comment}: {q} consecutive limbs per thread"));
-        let leaves = self.declare_array(id, q);
-        let v = &leaves[0];
-        let pad = self.padded(q, len);
-        let unit = self.unit_of(id);
-        self.open("{");
-        self.line(format!(
-            "const {}* src = in{param} + inst * {len}ull + t * {q}u;",
-            unit.ctype()
-        ));
-        if q % 2 == 0 && len % 2 == 0 && unit == Unit::U64 {
-            // 16-byte loads: instance bases and thread offsets are both even, so aligned.
-            self.line("#pragma unroll");
-            self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
-            let guard = if pad {
-                format!("live && t * {q}u + 2u * k < {len}u")
-            } else {
-                "live".into()
-            };
-            self.line(format!(
-                "const ulonglong2 w = ({guard}) ? reinterpret_cast<const ulonglong2*>(src)[k] : make_ulonglong2(0ull, 0ull);"
-            ));
-            self.line(format!("{v}[2 * k] = w.x;"));
-            self.line(format!("{v}[2 * k + 1] = w.y;"));
-            self.close("}");
-        } else {
-            let guard = if pad {
-                format!("live && t * {q}u + q < {len}u")
-            } else {
-                "live".into()
-            };
-            let (read, zero) = match unit {
-                Unit::Bool => ("(src[q] != 0)", "false"),
-                Unit::U32 => ("src[q]", "0u"),
-                Unit::U64 => ("src[q]", "0ull"),
-            };
-            self.line("#pragma unroll");
-            self.line(format!(
-                "for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? {read} : {zero};"
-            ));
-        }
-        self.close("}");
-        Val::Array {
-            leaves: leaves.clone(),
-            q,
-            len,
-        }
-    }
-
-    /// An array of tuples (limb tuples of big integers) from global memory, where each element's
-    /// leaves are consecutive words: this thread's Q elements, leaf by leaf.
-    fn load_interleaved(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
-        let (q, len) = self.array_shape(&self.func.ty(id).clone());
-        let leaves = self.declare_array(id, q);
-        let w = leaves.len();
-        self.line(format!(
-            "// {comment}: {q} consecutive elements of {w} words per thread"
-        ));
-        let pad = self.padded(q, len);
-        self.open("{");
-        self.line(format!(
-            "const u64* src = in{param} + (inst * {len}ull + t * {q}u) * {w}u;"
-        ));
-        let guard = if pad {
-            format!("live && t * {q}u + q < {len}u")
-        } else {
-            "live".into()
-        };
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        for (k, l) in leaves.iter().enumerate() {
-            self.line(format!("{l}[q] = ({guard}) ? src[q * {w} + {k}] : 0ull;"));
-        }
-        self.close("}");
-        self.close("}");
-        Val::Array { leaves, q, len }
-    }
-
-    fn store(&mut self, k: usize, id: ValueId) {
-        let comment = format!("result {k} = {}", ValueId(id.0));
-        match self.val(id).clone() {
-            Val::Array { leaves, q, len } if leaves.len() > 1 => {
-                let w = leaves.len();
-                let pad = self.padded(q, len);
-                self.line(format!("// {comment}: {w} words per element"));
-                self.open("if (live) {");
-                self.line(format!(
-                    "u64* dst = out{k} + (inst * {len}ull + t * {q}u) * {w}u;"
-                ));
-                self.line("#pragma unroll");
-                self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-                if pad {
-                    self.line(format!("if (t * {q}u + q >= {len}u) break;"));
-                }
-                for (j, l) in leaves.iter().enumerate() {
-                    self.line(format!("dst[q * {w} + {j}] = (u64)({l}[q]);"));
-                }
-                self.close("}");
-                self.close("}");
-            }
-            Val::Array { leaves, q, len } => {
-                let v = &leaves[0];
-                let elem = match self.func.ty(id) {
-                    Type::Big(_) => Type::U64,
-                    other => other.leaves()[0].clone(),
-                };
-                let pad = self.padded(q, len);
-                let unit = self.unit_of(id);
-                self.line(format!("// {comment}"));
-                self.open("if (live) {");
-                self.line(format!(
-                    "{0}* dst = out{k} + inst * {len}ull + t * {q}u;",
-                    unit.ctype()
-                ));
-                if q % 2 == 0 && len % 2 == 0 && elem == Type::U64 {
-                    self.line("#pragma unroll");
-                    self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
-                    let st = format!(
-                        "reinterpret_cast<ulonglong2*>(dst)[k] = make_ulonglong2({v}[2 * k], {v}[2 * k + 1]);"
-                    );
-                    if pad {
-                        self.line(format!("if (t * {q}u + 2u * k < {len}u) {st}"));
-                    } else {
-                        self.line(st);
-                    }
-                    self.close("}");
-                } else {
-                    self.line("#pragma unroll");
-                    let guard = if pad {
-                        format!("if (t * {q}u + q < {len}u) ")
-                    } else {
-                        String::new()
-                    };
-                    self.line(format!(
-                        "for (int q = 0; q < {q}; ++q) {guard}dst[q] = ({})({v}[q]);",
-                        unit.ctype()
-                    ));
-                }
-                self.close("}");
-            }
-            Val::Scalar(l) => {
-                self.line(format!("// {comment}"));
-                let unit = self.unit_of(id);
-                self.line(format!(
-                    "if (live && t == 0u) out{k}[inst] = ({})({});",
-                    unit.ctype(),
-                    l[0]
-                ));
-            }
-            Val::Global(_) => unreachable!("outputs are computed values"),
-        }
-    }
-
-    // ---- cross-thread steps -------------------------------------------------------------------
-
-    /// A warp shuffle of one leaf; `kind` is "up", "xor" or "idx" (read lane `arg`).
-    fn shfl(&self, kind: &str, t: &Type, x: &str, arg: &str, width: u32) -> String {
-        let f = if kind == "idx" {
-            "__shfl_sync".to_string()
-        } else {
-            format!("__shfl_{kind}_sync")
-        };
-        match t {
-            Type::Bool => format!("({f}({FULL}, (int){x}, {arg}, {width}) != 0)"),
-            _ => format!("{f}({FULL}, {x}, {arg}, {width})"),
-        }
-    }
-
-    /// Declares `leaves` temporaries of the given types, initialised with `init`.
-    fn vars(&mut self, types: &[Type], init: &[String]) -> Vec<String> {
-        types
-            .iter()
-            .zip(init)
-            .map(|(t, i)| {
-                let n = self.temp();
-                self.line(format!("{} {n} = {i};", ctype(t)));
-                n
-            })
-            .collect()
-    }
-
-    /// Inclusive scan across the lanes of `width` (a power of two <= 32), in place on `x`.
-    fn lane_scan(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, lane: &str) {
-        let mut d = 1;
-        while d < width {
-            let y: Vec<String> = types
-                .iter()
-                .zip(x)
-                .map(|(t, v)| self.shfl("up", t, v, &d.to_string(), width))
-                .collect();
-            let y = self.bind(types, y);
-            self.open(format!("if ({lane} >= {d}u) {{"));
-            self.apply(op, &[y, x.to_vec()], x);
-            self.close("}");
-            d *= 2;
-        }
-    }
-
-    /// Ordered butterfly reduction across aligned groups of `width` lanes; every lane ends with
-    /// its group's total. `pos` is the lane's position in its group.
-    fn lane_reduce(&mut self, op: &Func, types: &[Type], x: &[String], width: u32, pos: &str) {
-        let mut d = 1;
-        while d < width {
-            let y: Vec<String> = types
-                .iter()
-                .zip(x)
-                .map(|(t, v)| self.shfl("xor", t, v, &d.to_string(), width))
-                .collect();
-            let y = self.bind(types, y);
-            let upper = self.temp();
-            self.line(format!("const bool {upper} = ({pos} & {d}u) != 0u;"));
-            let lo: Vec<String> = x
-                .iter()
-                .zip(&y)
-                .map(|(a, b)| format!("({upper} ? {b} : {a})"))
-                .collect();
-            let hi: Vec<String> = x
-                .iter()
-                .zip(&y)
-                .map(|(a, b)| format!("({upper} ? {a} : {b})"))
-                .collect();
-            let lo = self.bind(types, lo);
-            let hi = self.bind(types, hi);
-            self.apply(op, &[lo, hi], x);
-            d *= 2;
-        }
-    }
-
-    fn staging(&self, id: ValueId, elem: &str) -> String {
-        let s = self
-            .placement
-            .staging_of(id)
-            .expect("placement gives every cross-warp step a buffer");
-        format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
-    }
-
-    /// `x` shuffled (`kind`, `arg`, `width`), with `init` where `first` holds (the lane that has no
-    /// predecessor): the exclusive shift of a lane scan.
-    #[allow(clippy::too_many_arguments)]
-    fn shifted(
-        &mut self,
-        types: &[Type],
-        x: &[String],
-        kind: &str,
-        arg: &str,
-        width: u32,
-        first: &str,
-        init: &[String],
-    ) -> Vec<String> {
-        let moved: Vec<String> = types
-            .iter()
-            .zip(x)
-            .map(|(t, v)| self.shfl(kind, t, v, arg, width))
-            .collect();
-        let moved = self.bind(types, moved);
-        let sel = moved
-            .iter()
-            .zip(init)
-            .map(|(p, i)| format!("({first} ? {i} : {p})"))
-            .collect();
-        self.bind(types, sel)
-    }
-
-    /// Lane `lane` of each warp writes its `values` (one u64 per leaf) to the instance's slots of
-    /// staging buffer `st`; then the block synchronises.
-    fn stage_warp_values(&mut self, st: &str, values: &[String], lane: u32) {
-        let (w, n) = (self.sched.warps_per_instance(), values.len());
-        self.open(format!("if (lane == {lane}u) {{"));
-        for (k, v) in values.iter().enumerate() {
-            self.line(format!(
-                "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
-            ));
-        }
-        self.close("}");
-        self.line("__syncthreads();");
-    }
-
-    /// Leaf `k` (of type `t`, one of `n`) of the value warp `lane` staged in `st`, read by this lane.
-    fn staged_value(&self, st: &str, t: &Type, k: usize, n: usize) -> String {
-        let w = self.sched.warps_per_instance();
-        let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
-        if *t == Type::Bool {
-            format!("({raw} != 0ull)")
-        } else {
-            format!("({})({raw})", ctype(t))
-        }
-    }
-
-    /// Exclusive prefix, over the threads of this thread's instance, of `agg` (generic operator).
-    fn thread_prefix(
-        &mut self,
-        id: ValueId,
-        op: &Func,
-        init: &[String],
-        types: &[Type],
-        agg: &[String],
-    ) -> Vec<String> {
-        let t_count = self.sched.threads_per_instance;
-        let x = self.vars(types, agg);
-        if t_count <= 32 {
-            self.lane_scan(op, types, &x, t_count, "t");
-            return self.shifted(types, &x, "up", "1", t_count, "t == 0u", init);
-        }
-        let w = self.sched.warps_per_instance();
-        self.lane_scan(op, types, &x, 32, "lane");
-        let st = self.staging(id, "u64");
-        self.stage_warp_values(&st, &x, 31);
-        let wv: Vec<String> = types
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let v = self.staged_value(&st, t, k, types.len());
-                format!("(lane < {w}u ? {v} : {})", init[k])
-            })
-            .collect();
-        let wv = self.vars(types, &wv);
-        self.lane_scan(op, types, &wv, w.next_power_of_two(), "lane");
-        let wp = self.shifted(
-            types,
-            &wv,
-            "idx",
-            "(warp + 31u) & 31u",
-            32,
-            "warp == 0u",
-            init,
-        );
-        let lp = self.shifted(types, &x, "up", "1", 32, "lane == 0u", init);
-        let pre = self.vars(types, init);
-        self.apply(op, &[wp, lp], &pre);
-        pre
-    }
-
-    /// Exclusive prefix of carry flags over the threads of the instance, resolved with ballots: the
-    /// lanes' (generate, propagate) bits become two 32-bit masks whose integer sum carries exactly
-    /// as the limbs do, so one addition resolves 32 threads (and one more, 32 warps).
-    ///
-    /// `disjoint` says that no thread's `agg` is 3 (generate and propagate at once), as for the
-    /// aggregates of additions; otherwise the carry into a lane is read off the sum with the
-    /// propagate bits of generating lanes masked (the sum bit of such a lane is its carry-in).
-    fn carry_prefix(&mut self, flags: &str, agg: &str, disjoint: bool) -> String {
-        let t_count = self.sched.threads_per_instance;
-        let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
-        self.line(format!(
-            "const u32 {g} = {agg} & 1u, {p} = ({agg} >> 1) & 1u;"
-        ));
-        self.line(format!(
-            "u32 {gm} = __ballot_sync({FULL}, {g}), {pm} = __ballot_sync({FULL}, {p});"
-        ));
-        if t_count < 32 {
-            // Kill each instance's top lane so that no carry crosses into the next instance.
-            let mut top = 0u32;
-            let mut lane = t_count - 1;
-            while lane < 32 {
-                top |= 1 << lane;
-                lane += t_count;
-            }
-            self.line(format!("{gm} &= ~0x{top:08x}u; {pm} &= ~0x{top:08x}u;"));
-        }
-        // With several warps per instance, the warps' own (generate, propagate) bits go through
-        // shared memory and are resolved the same way, giving each warp its carry-in.
-        let warp_in = if t_count > 32 {
-            let w = self.sched.warps_per_instance();
-            let st = flags;
-            let s0 = self.temp();
-            self.line(format!("const u64 {s0} = (u64)({gm} | {pm}) + (u64){gm};"));
-            self.line(format!(
-                "if (lane == 0u) {st}[slot * {w}u + warp] = (u32)({s0} >> 32) | ({pm} == {FULL} ? 2u : 0u);"
-            ));
-            self.line("__syncthreads();");
-            let (f, gw, pw, sw, cw, ow) = (
-                self.temp(),
-                self.temp(),
-                self.temp(),
-                self.temp(),
-                self.temp(),
-                self.temp(),
-            );
-            self.line(format!(
-                "const u32 {f} = lane < {w}u ? {st}[slot * {w}u + lane] : 0u;"
-            ));
-            self.line(format!(
-                "const u32 {gw} = __ballot_sync({FULL}, {f} & 1u), {pw} = __ballot_sync({FULL}, ({f} >> 1) & 1u);"
-            ));
-            self.line(format!("const u64 {sw} = (u64)({gw} | {pw}) + (u64){gw};"));
-            let pw_only = if disjoint {
-                pw.clone()
-            } else {
-                format!("({pw} & ~{gw})")
-            };
-            self.line(format!(
-                "const u32 {cw} = (u32)(({sw} ^ (u64){pw_only}) >> warp) & 1u;"
-            ));
-            self.line(format!(
-                "const u32 {ow} = (({pw} | ~((1u << warp) - 1u)) == {FULL}) ? 1u : 0u;"
-            ));
-            Some((cw, ow))
-        } else {
-            None
-        };
-        let (s, c, ones, pre) = (self.temp(), self.temp(), self.temp(), self.temp());
-        let plus_cin = warp_in
-            .as_ref()
-            .map(|(c, _)| format!(" + (u64){c}"))
-            .unwrap_or_default();
-        self.line(format!(
-            "const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"
-        ));
-        let pm_only = if disjoint {
-            pm.clone()
-        } else {
-            format!("({pm} & ~{gm})")
-        };
-        self.line(format!(
-            "const u32 {c} = (u32)(({s} ^ (u64){pm_only}) >> lane) & 1u;"
-        ));
-        let below = if t_count < 32 {
-            format!(
-                "(((1u << lane) - 1u) & ~((1u << (lane & ~{}u)) - 1u))",
-                t_count - 1
-            )
-        } else {
-            "((1u << lane) - 1u)".to_string()
-        };
-        let warp_ones = warp_in
-            .as_ref()
-            .map(|(_, o)| format!("{o} & "))
-            .unwrap_or_default();
-        self.line(format!(
-            "const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"
-        ));
-        self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
-        pre
-    }
-
-    fn scan(&mut self, id: ValueId, comment: &str, carry: bool) -> Val {
-        let Op::Scan {
-            op,
-            init,
-            exclusive,
-            input,
-            ..
-        } = &self.func.node(id).op
-        else {
-            unreachable!("scan() is called on scan nodes")
-        };
-        let (op, exclusive, input) = ((**op).clone(), *exclusive, *input);
-        let op = &op;
-        let (q, len) = self.array_shape(&self.func.ty(id).clone());
-        let types = self.leaf_types(id);
-        let init = literal(init);
-        self.line(format!("// {comment}"));
-        let leaves = self.declare_array(id, q);
-        self.open("{");
-        self.line("// this thread's elements, sequentially");
-        let acc = self.vars(&types, &init);
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        let x = self.element(input, "q");
-        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
-        if exclusive {
-            for (d, a) in dest.iter().zip(&acc) {
-                self.line(format!("{d} = {a};"));
-            }
-            self.apply(op, &[acc.clone(), x], &acc);
-        } else {
-            self.apply(op, &[acc.clone(), x], &acc);
-            for (d, a) in dest.iter().zip(&acc) {
-                self.line(format!("{d} = {a};"));
-            }
-        }
-        self.close("}");
-        if self.sched.threads_per_instance > 1 {
-            self.line("// combine with the threads before this one");
-            let pre = if carry {
-                let flags = if self.sched.threads_per_instance > 32 {
-                    self.staging(id, "u32")
-                } else {
-                    String::new()
-                };
-                // The thread's aggregate may be 3 (generate and propagate) for all we know.
-                vec![self.carry_prefix(&flags, &acc[0], false)]
-            } else {
-                self.thread_prefix(id, op, &init, &types, &acc)
-            };
-            self.line("#pragma unroll");
-            self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-            let cur: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
-            self.apply(op, &[pre, cur.clone()], &cur);
-            self.close("}");
-        }
-        self.close("}");
-        Val::Array { leaves, q, len }
-    }
-
-    fn reduce(
-        &mut self,
-        id: ValueId,
-        comment: &str,
-        op: &Func,
-        init: &Literal,
-        input: ValueId,
-    ) -> Val {
-        let (_, q, len) = self.array_parts(input);
-        let types = self.leaf_types(id);
-        let init = literal(init);
-        self.line(format!("// {comment}"));
-        let result = self.declare_scalar(id, Some(init.clone()));
-        self.open("{");
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        if self.padded(q, len) {
-            self.line(format!("if (t * {q}u + q >= {len}u) continue; // padding"));
-        }
-        let x = self.element(input, "q");
-        self.apply(op, &[result.clone(), x], &result);
-        self.close("}");
-        let t_count = self.sched.threads_per_instance;
-        if t_count > 1 && t_count <= 32 {
-            self.lane_reduce(op, &types, &result, t_count, "t");
-        } else if t_count > 32 {
-            let w = self.sched.warps_per_instance();
-            self.lane_reduce(op, &types, &result, 32, "lane");
-            let st = self.staging(id, "u64");
-            self.stage_warp_values(&st, &result, 0);
-            for (k, (t, v)) in types.iter().zip(&result).enumerate() {
-                let val = self.staged_value(&st, t, k, types.len());
-                self.line(format!("{v} = lane < {w}u ? {val} : {};", init[k]));
-            }
-            let width = w.next_power_of_two();
-            self.lane_reduce(op, &types, &result, width, "lane");
-            for (t, v) in types.iter().zip(&result) {
-                let b = self.shfl("idx", t, v, "0", 32);
-                self.line(format!("{v} = {b};"));
-            }
-        }
-        self.close("}");
-        Val::Scalar(result)
-    }
 }
 
 fn unsupported_tuple() -> CodegenError {
@@ -1056,46 +249,6 @@ fn node_comment(func: &Func, id: ValueId) -> String {
     bigfuse_core::node_text(func, id)
 }
 
-/// The NTT products (big-integer and polynomial) of a function, in the order their twiddle
-/// tables are kernel parameters.
-pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
-    func.ids()
-        .filter(|id| {
-            matches!(
-                func.node(*id).op,
-                Op::LimbMul {
-                    algo: bigfuse_core::MulAlgo::Ntt,
-                    ..
-                } | Op::PolyMul { .. }
-            )
-        })
-        .collect()
-}
-
-/// The constant table (32-bit words) of one node listed by [`ntt_tables`].
-pub fn table_words(func: &Func, id: ValueId) -> CgResult<Vec<u32>> {
-    match &func.node(id).op {
-        Op::LimbMul { a, out_len, .. } => {
-            let Type::Array(_, in_len) = func.ty(*a) else {
-                unreachable!("factors are arrays")
-            };
-            crate::ntt::plan(
-                in_len.as_const().unwrap_or(0),
-                out_len.as_const().unwrap_or(0),
-            )
-            .map(|p| p.twiddle_table())
-        }
-        Op::PolyMul { a, modulus, .. } => {
-            let Type::Array(_, n) = func.ty(*a) else {
-                unreachable!("factors are arrays")
-            };
-            crate::polymul::plan(n.as_const().unwrap_or(0), modulus.as_const().unwrap_or(0))
-                .map(|p| p.twiddle_table())
-        }
-        _ => unreachable!("ntt_tables lists transforms"),
-    }
-}
-
 /// The CUDA C source of one kernel.
 pub fn emit(
     func: &Func,
@@ -1104,108 +257,25 @@ pub fn emit(
     kernel_name: &str,
     header: &str,
 ) -> CgResult<String> {
-    let inputs: Vec<BufferLayout> = func
-        .params
-        .iter()
-        .map(|p| layout_of(&p.name, &p.ty))
-        .collect::<CgResult<_>>()?;
-    let outputs: Vec<BufferLayout> = func
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
-        .collect::<CgResult<_>>()?;
+    let (inputs, outputs) = prologue::buffer_layouts(func)?;
     let mut e = Emitter {
         func,
         sched,
         placement,
+        inputs,
+        outputs,
         out: String::new(),
         depth: 0,
         vals: vec![None; func.nodes.len()],
         temps: 0,
-        groups: carry::find_groups(func),
+        groups: add::find_groups(func),
         functions: Vec::new(),
     };
-    for line in header.lines() {
-        e.line(format!("// {line}"));
-    }
-    e.line("typedef unsigned int u32;");
-    e.line("typedef unsigned long long u64;");
-    e.line("");
-    let tables = ntt_tables(func);
-    if tables
-        .iter()
-        .any(|id| matches!(func.node(*id).op, Op::LimbMul { .. }))
-    {
-        e.out.push_str(ntt::HELPERS);
-        e.line("");
-    }
-    if tables
-        .iter()
-        .any(|id| matches!(func.node(*id).op, Op::PolyMul { .. }))
-    {
-        e.out.push_str(polymul::HELPERS);
-        e.line("");
-    }
+    e.preamble(header);
+    // Device functions the steps ask for are written here, ahead of the kernel, at the end.
     let kernel_at = e.out.len();
-    let t = sched.threads_per_instance;
-    let mut params: Vec<String> = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            format!(
-                "const {}* __restrict__ in{i} /* {} */",
-                l.unit.ctype(),
-                l.name
-            )
-        })
-        .collect();
-    params.extend(
-        outputs
-            .iter()
-            .enumerate()
-            .map(|(k, l)| format!("{}* __restrict__ out{k}", l.unit.ctype())),
-    );
-    params.extend(tables.iter().map(|id| {
-        let ty = match func.node(*id).op {
-            Op::PolyMul { .. } => "u32",
-            _ => "uint2",
-        };
-        format!("const {ty}* __restrict__ tw{} /* twiddles of {id} */", id.0)
-    }));
-    params.push("const u64 n".into());
-    e.line(format!(
-        "extern \"C\" __global__ void __launch_bounds__({}, {}) {kernel_name}(",
-        sched.block_threads, sched.min_blocks
-    ));
-    e.line(format!("    {}) {{", params.join(",\n    ")));
-    e.depth = 1;
-    e.line(format!(
-        "// {t} thread(s) per instance, {} instance(s) per block",
-        sched.instances_per_block
-    ));
-    e.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
-    e.line(format!("const u32 slot = threadIdx.x / {t}u;"));
-    e.line(format!(
-        "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
-        sched.instances_per_block
-    ));
-    e.line("const bool live = inst < n;");
-    e.line("const u32 lane = threadIdx.x & 31u;");
-    if t > 32 {
-        e.line(format!(
-            "const u32 warp = (threadIdx.x >> 5) & {}u;",
-            sched.warps_per_instance() - 1
-        ));
-    }
-    if placement.shared_bytes > 0 {
-        // Dynamic, so that a block can take more than the 48 KiB of static shared memory.
-        e.line(format!(
-            "extern __shared__ __align__(16) unsigned char bf_smem[]; // {} bytes",
-            placement.shared_bytes
-        ));
-    }
-    e.line("(void)t; (void)slot; (void)live; (void)lane;");
+    e.signature(kernel_name);
+    e.indices();
     for id in func.ids() {
         if let Some(g) = e.groups.get(&id).copied() {
             let comment = node_comment(func, id);
@@ -1230,69 +300,4 @@ pub fn emit(
         out = out.replace("\n\n\n", "\n\n");
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use bigfuse_core::{apply_lambda, ops, Value};
-
-    /// The arithmetic of `carry_prefix` for one warp: exclusive carry prefix of lane `i` from the
-    /// ballots of the lanes' (generate, propagate) bits.
-    fn ballot_prefix(aggs: &[u32; 32], disjoint: bool) -> Vec<u32> {
-        let (mut gm, mut pm) = (0u32, 0u32);
-        for (i, a) in aggs.iter().enumerate() {
-            gm |= (a & 1) << i;
-            pm |= ((a >> 1) & 1) << i;
-        }
-        let s = (gm | pm) as u64 + gm as u64;
-        let p_only = if disjoint { pm } else { pm & !gm };
-        (0..32)
-            .map(|lane| {
-                let c = ((s ^ p_only as u64) >> lane) as u32 & 1;
-                let below = (1u32 << lane).wrapping_sub(1);
-                let ones = (!pm & below == 0) as u32;
-                c | (ones << 1)
-            })
-            .collect()
-    }
-
-    fn sequential(aggs: &[u32; 32]) -> Vec<u32> {
-        let op = ops::carry();
-        let mut acc = ops::CARRY_IDENTITY;
-        let mut out = Vec::new();
-        for a in aggs {
-            out.push(acc);
-            acc = match apply_lambda(&op, &[Value::U32(acc), Value::U32(*a)]).unwrap() {
-                Value::U32(v) => v,
-                v => panic!("{v:?}"),
-            };
-        }
-        out
-    }
-
-    #[test]
-    fn ballot_resolution_matches_the_carry_scan() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-        for round in 0..2000 {
-            let with_three = round % 2 == 0;
-            let aggs: [u32; 32] = std::array::from_fn(|_| {
-                if with_three {
-                    rng.gen_range(0..4)
-                } else {
-                    rng.gen_range(0..3)
-                }
-            });
-            let want = sequential(&aggs);
-            assert_eq!(ballot_prefix(&aggs, false), want, "{aggs:?}");
-            if !with_three {
-                assert_eq!(ballot_prefix(&aggs, true), want, "{aggs:?}");
-            }
-        }
-        // The shorter form is wrong once a lane both generates and propagates.
-        let mut aggs = [0u32; 32];
-        aggs[0] = 1;
-        aggs[1] = 3;
-        assert_ne!(ballot_prefix(&aggs, true), sequential(&aggs));
-    }
 }

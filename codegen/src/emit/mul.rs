@@ -159,38 +159,6 @@ impl Emitter<'_> {
         }
     }
 
-    /// `out = x + y` over the instance's limbs (`x`, `y`: u64 arrays of `q` elements per thread),
-    /// carries resolved across threads like an addition's; `flags` points at the block's carry
-    /// staging (used when an instance spans several warps).
-    pub(super) fn add_with_carries(&mut self, x: &str, y: &str, q: u32, out: &str, flags: &str) {
-        let f = self.temp();
-        self.line(format!("u32 {f}[{q}];"));
-        self.line("#pragma unroll");
-        self.line(format!(
-            "for (int q = 0; q < {q}; ++q) {{ const u64 s = {x}[q] + {y}[q]; {f}[q] = (u32)(s < {y}[q]) | ((u32)(s == 0xffffffffffffffffull) << 1); {x}[q] = s; }}"
-        ));
-        let agg = self.temp();
-        self.line(format!("u32 {agg} = 2u;"));
-        self.line("#pragma unroll");
-        self.line(format!(
-            "for (int q = 0; q < {q}; ++q) {agg} = ((({f}[q] | (({f}[q] >> 1) & {agg})) & 1u) | ({agg} & {f}[q] & 2u));"
-        ));
-        let carry_in = if self.sched.threads_per_instance > 1 {
-            // Limb flags of a sum never carry and equal all ones at once: aggregates are in {0, 1, 2}.
-            let pre = self.carry_prefix(flags, &agg, true);
-            format!("({pre} & 1u)")
-        } else {
-            "0u".to_string()
-        };
-        let c = self.temp();
-        self.line(format!("u32 {c} = {carry_in};"));
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        self.line(format!("{out}[q] = {x}[q] + (u64){c};"));
-        self.line(format!("{c} = ({f}[q] & 1u) | (({f}[q] >> 1) & {c});"));
-        self.close("}");
-    }
-
     /// The slices of this thread: a loop over row blocks, each a fully unrolled block of
     /// `width` x `width` digit products in multiply-add-with-carry chains. Leaves the slices'
     /// `width + 2` words in `s1_*` (first slice) and `c*` (second slice).

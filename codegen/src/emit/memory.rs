@@ -1,0 +1,221 @@
+//! Global and shared memory as the kernel sees them: parameters read and results written in the
+//! layout that `crate::layout` defines (instance after instance; each thread its Q consecutive
+//! elements, 16-byte accesses where alignment allows), and the slots of the shared staging buffers
+//! that `crate::place` gives scans and reductions for crossing warps.
+
+use super::{scalar::ctype, Emitter, Val};
+use crate::layout::Unit;
+use bigfuse_core::{Type, ValueId};
+
+impl Emitter<'_> {
+    /// Parameter `param` (node `id`): arrays of scalars and of scalar tuples into registers, scalars
+    /// into one register; big integers stay in global memory until their limbs are read.
+    pub(super) fn load_param(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
+        match self.func.ty(id) {
+            // Arrays of scalars are loaded as limbs are: one element per word.
+            Type::Array(e, _) if e.is_scalar() => self.load(id, param, comment),
+            Type::Array(e, _) if e.leaves().iter().all(Type::is_scalar) => {
+                self.load_interleaved(id, param, comment)
+            }
+            Type::Big(_) | Type::Array(..) => Val::Global(param),
+            t => {
+                self.line(format!("// {comment}"));
+                let e = match t {
+                    Type::Bool => format!("(live && in{param}[inst] != 0)"),
+                    t => format!("(live ? ({})in{param}[inst] : 0)", ctype(t)),
+                };
+                Val::Scalar(self.declare_scalar(id, vec![e]))
+            }
+        }
+    }
+
+    /// An array of scalars, or a big integer's limbs, from parameter `param`: this thread's Q
+    /// consecutive elements.
+    pub(super) fn load(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        self.line(format!("// {comment}: {q} consecutive limbs per thread"));
+        let leaves = self.declare_array(id, q);
+        let v = &leaves[0];
+        let pad = self.padded(q, len);
+        let buf = &self.inputs[param as usize];
+        let (unit, units) = (buf.unit, buf.units);
+        self.open("{");
+        self.line(format!(
+            "const {}* src = in{param} + inst * {units}ull + t * {q}u;",
+            unit.ctype()
+        ));
+        if q % 2 == 0 && units % 2 == 0 && unit == Unit::U64 {
+            // 16-byte loads: instance bases and thread offsets are both even, so aligned.
+            self.line("#pragma unroll");
+            self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
+            let guard = if pad {
+                format!("live && t * {q}u + 2u * k < {len}u")
+            } else {
+                "live".into()
+            };
+            self.line(format!(
+                "const ulonglong2 w = ({guard}) ? reinterpret_cast<const ulonglong2*>(src)[k] : make_ulonglong2(0ull, 0ull);"
+            ));
+            self.line(format!("{v}[2 * k] = w.x;"));
+            self.line(format!("{v}[2 * k + 1] = w.y;"));
+            self.close("}");
+        } else {
+            let guard = if pad {
+                format!("live && t * {q}u + q < {len}u")
+            } else {
+                "live".into()
+            };
+            let (read, zero) = match unit {
+                Unit::Bool => ("(src[q] != 0)", "false"),
+                Unit::U32 => ("src[q]", "0u"),
+                Unit::U64 => ("src[q]", "0ull"),
+            };
+            self.line("#pragma unroll");
+            self.line(format!(
+                "for (int q = 0; q < {q}; ++q) {v}[q] = ({guard}) ? {read} : {zero};"
+            ));
+        }
+        self.close("}");
+        Val::Array {
+            leaves: leaves.clone(),
+            q,
+            len,
+        }
+    }
+
+    /// An array of tuples (limb tuples of big integers) from global memory, where each element's
+    /// leaves are consecutive words: this thread's Q elements, leaf by leaf.
+    fn load_interleaved(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        let leaves = self.declare_array(id, q);
+        let w = leaves.len();
+        self.line(format!(
+            "// {comment}: {q} consecutive elements of {w} words per thread"
+        ));
+        let pad = self.padded(q, len);
+        self.open("{");
+        self.line(format!(
+            "const u64* src = in{param} + (inst * {len}ull + t * {q}u) * {w}u;"
+        ));
+        let guard = if pad {
+            format!("live && t * {q}u + q < {len}u")
+        } else {
+            "live".into()
+        };
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        for (k, l) in leaves.iter().enumerate() {
+            self.line(format!("{l}[q] = ({guard}) ? src[q * {w} + {k}] : 0ull;"));
+        }
+        self.close("}");
+        self.close("}");
+        Val::Array { leaves, q, len }
+    }
+
+    /// Writes node `id` as result `k`; a scalar is written once per instance, by its first thread.
+    pub(super) fn store(&mut self, k: usize, id: ValueId) {
+        let comment = format!("result {k} = {}", ValueId(id.0));
+        match self.val(id).clone() {
+            Val::Array { leaves, q, len } if leaves.len() > 1 => {
+                let w = leaves.len();
+                let pad = self.padded(q, len);
+                self.line(format!("// {comment}: {w} words per element"));
+                self.open("if (live) {");
+                self.line(format!(
+                    "u64* dst = out{k} + (inst * {len}ull + t * {q}u) * {w}u;"
+                ));
+                self.line("#pragma unroll");
+                self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+                if pad {
+                    self.line(format!("if (t * {q}u + q >= {len}u) break;"));
+                }
+                for (j, l) in leaves.iter().enumerate() {
+                    self.line(format!("dst[q * {w} + {j}] = (u64)({l}[q]);"));
+                }
+                self.close("}");
+                self.close("}");
+            }
+            Val::Array { leaves, q, len } => {
+                let v = &leaves[0];
+                let pad = self.padded(q, len);
+                let buf = &self.outputs[k];
+                let (unit, units) = (buf.unit, buf.units);
+                self.line(format!("// {comment}"));
+                self.open("if (live) {");
+                self.line(format!(
+                    "{0}* dst = out{k} + inst * {units}ull + t * {q}u;",
+                    unit.ctype()
+                ));
+                if q % 2 == 0 && units % 2 == 0 && unit == Unit::U64 {
+                    self.line("#pragma unroll");
+                    self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
+                    let st = format!(
+                        "reinterpret_cast<ulonglong2*>(dst)[k] = make_ulonglong2({v}[2 * k], {v}[2 * k + 1]);"
+                    );
+                    if pad {
+                        self.line(format!("if (t * {q}u + 2u * k < {len}u) {st}"));
+                    } else {
+                        self.line(st);
+                    }
+                    self.close("}");
+                } else {
+                    self.line("#pragma unroll");
+                    let guard = if pad {
+                        format!("if (t * {q}u + q < {len}u) ")
+                    } else {
+                        String::new()
+                    };
+                    self.line(format!(
+                        "for (int q = 0; q < {q}; ++q) {guard}dst[q] = ({})({v}[q]);",
+                        unit.ctype()
+                    ));
+                }
+                self.close("}");
+            }
+            Val::Scalar(l) => {
+                self.line(format!("// {comment}"));
+                let unit = self.outputs[k].unit;
+                self.line(format!(
+                    "if (live && t == 0u) out{k}[inst] = ({})({});",
+                    unit.ctype(),
+                    l[0]
+                ));
+            }
+            Val::Global(_) => unreachable!("outputs are computed values"),
+        }
+    }
+
+    /// The shared staging buffer that placement gave node `id`, as an `elem` pointer.
+    pub(super) fn staging(&self, id: ValueId, elem: &str) -> String {
+        let s = self
+            .placement
+            .staging_of(id)
+            .expect("placement gives every cross-warp step a buffer");
+        format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
+    }
+
+    /// Lane `lane` of each warp writes its `values` (one u64 per leaf) to the instance's slots of
+    /// staging buffer `st`; then the block synchronises.
+    pub(super) fn stage_warp_values(&mut self, st: &str, values: &[String], lane: u32) {
+        let (w, n) = (self.sched.warps_per_instance(), values.len());
+        self.open(format!("if (lane == {lane}u) {{"));
+        for (k, v) in values.iter().enumerate() {
+            self.line(format!(
+                "{st}[(slot * {w}u + warp) * {n}u + {k}u] = (u64)({v});"
+            ));
+        }
+        self.close("}");
+        self.line("__syncthreads();");
+    }
+
+    /// Leaf `k` (of type `t`, one of `n`) of the value warp `lane` staged in `st`, read by this lane.
+    pub(super) fn staged_value(&self, st: &str, t: &Type, k: usize, n: usize) -> String {
+        let w = self.sched.warps_per_instance();
+        let raw = format!("{st}[(slot * {w}u + lane) * {n}u + {k}u]");
+        if *t == Type::Bool {
+            format!("({raw} != 0ull)")
+        } else {
+            format!("({})({raw})", ctype(t))
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Everything a kernel's text has before its first computed value: the header comment, the
+//! typedefs and helper device functions it relies on, the signature (the ABI the runtime launches:
+//! inputs, outputs, twiddle tables, then the instance count) and the indices every thread derives
+//! from its position. The runtime builds its arguments from `ntt_tables` and `table_words`, so the
+//! order of the tables is defined here and nowhere else.
+
+use super::{ntt, polymul, Emitter};
+use crate::error::CgResult;
+use crate::layout::{layout_of, BufferLayout};
+use bigfuse_core::{Func, Op, Type, ValueId};
+
+/// The NTT products (big-integer and polynomial) of a function, in the order their twiddle
+/// tables are kernel parameters.
+pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
+    func.ids()
+        .filter(|id| {
+            matches!(
+                func.node(*id).op,
+                Op::LimbMul {
+                    algo: bigfuse_core::MulAlgo::Ntt,
+                    ..
+                } | Op::PolyMul { .. }
+            )
+        })
+        .collect()
+}
+
+/// The constant table (32-bit words) of one node listed by [`ntt_tables`].
+pub fn table_words(func: &Func, id: ValueId) -> CgResult<Vec<u32>> {
+    match &func.node(id).op {
+        Op::LimbMul { a, out_len, .. } => {
+            let Type::Array(_, in_len) = func.ty(*a) else {
+                unreachable!("factors are arrays")
+            };
+            crate::ntt::plan(
+                in_len.as_const().unwrap_or(0),
+                out_len.as_const().unwrap_or(0),
+            )
+            .map(|p| p.twiddle_table())
+        }
+        Op::PolyMul { a, modulus, .. } => {
+            let Type::Array(_, n) = func.ty(*a) else {
+                unreachable!("factors are arrays")
+            };
+            crate::polymul::plan(n.as_const().unwrap_or(0), modulus.as_const().unwrap_or(0))
+                .map(|p| p.twiddle_table())
+        }
+        _ => unreachable!("ntt_tables lists transforms"),
+    }
+}
+
+/// The layouts of a function's parameters and results; fails when one cannot cross the kernel
+/// boundary.
+pub(super) fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLayout>)> {
+    let inputs = func
+        .params
+        .iter()
+        .map(|p| layout_of(&p.name, &p.ty))
+        .collect::<CgResult<_>>()?;
+    let outputs = func
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
+        .collect::<CgResult<_>>()?;
+    Ok((inputs, outputs))
+}
+
+impl Emitter<'_> {
+    /// The text before the kernel: `header` as comments, the typedefs, and the helpers of the
+    /// transforms the kernel has.
+    pub(super) fn preamble(&mut self, header: &str) {
+        let func = self.func;
+        for line in header.lines() {
+            self.line(format!("// {line}"));
+        }
+        self.line("typedef unsigned int u32;");
+        self.line("typedef unsigned long long u64;");
+        self.line("");
+        let tables = ntt_tables(func);
+        if tables
+            .iter()
+            .any(|id| matches!(func.node(*id).op, Op::LimbMul { .. }))
+        {
+            self.out.push_str(ntt::HELPERS);
+            self.line("");
+        }
+        if tables
+            .iter()
+            .any(|id| matches!(func.node(*id).op, Op::PolyMul { .. }))
+        {
+            self.out.push_str(polymul::HELPERS);
+            self.line("");
+        }
+    }
+
+    /// The kernel's signature, opening its body.
+    pub(super) fn signature(&mut self, kernel_name: &str) {
+        let (func, sched) = (self.func, self.sched);
+        let mut params: Vec<String> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                format!(
+                    "const {}* __restrict__ in{i} /* {} */",
+                    l.unit.ctype(),
+                    l.name
+                )
+            })
+            .collect();
+        params.extend(
+            self.outputs
+                .iter()
+                .enumerate()
+                .map(|(k, l)| format!("{}* __restrict__ out{k}", l.unit.ctype())),
+        );
+        params.extend(ntt_tables(func).iter().map(|id| {
+            let ty = match func.node(*id).op {
+                Op::PolyMul { .. } => "u32",
+                _ => "uint2",
+            };
+            format!("const {ty}* __restrict__ tw{} /* twiddles of {id} */", id.0)
+        }));
+        params.push("const u64 n".into());
+        self.line(format!(
+            "extern \"C\" __global__ void __launch_bounds__({}, {}) {kernel_name}(",
+            sched.block_threads, sched.min_blocks
+        ));
+        self.line(format!("    {}) {{", params.join(",\n    ")));
+        self.depth = 1;
+    }
+
+    /// The thread's place: `t` within its instance, the instance's `slot` in the block and `inst`
+    /// in the batch, `live` (past the batch's end threads still take part in barriers and
+    /// shuffles), `lane` and `warp`; and the block's dynamic shared memory.
+    pub(super) fn indices(&mut self) {
+        let (sched, placement) = (self.sched, self.placement);
+        let t = sched.threads_per_instance;
+        self.line(format!(
+            "// {t} thread(s) per instance, {} instance(s) per block",
+            sched.instances_per_block
+        ));
+        self.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
+        self.line(format!("const u32 slot = threadIdx.x / {t}u;"));
+        self.line(format!(
+            "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
+            sched.instances_per_block
+        ));
+        self.line("const bool live = inst < n;");
+        self.line("const u32 lane = threadIdx.x & 31u;");
+        if t > 32 {
+            self.line(format!(
+                "const u32 warp = (threadIdx.x >> 5) & {}u;",
+                sched.warps_per_instance() - 1
+            ));
+        }
+        if placement.shared_bytes > 0 {
+            // Dynamic, so that a block can take more than the 48 KiB of static shared memory.
+            self.line(format!(
+                "extern __shared__ __align__(16) unsigned char bf_smem[]; // {} bytes",
+                placement.shared_bytes
+            ));
+        }
+        self.line("(void)t; (void)slot; (void)live; (void)lane;");
+    }
+}

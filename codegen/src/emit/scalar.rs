@@ -1,0 +1,182 @@
+//! Scalar operations as C: types, literals and operators, the lambdas of maps and scans applied
+//! to registers leaf by leaf, and the per-element loop that maps run in. Whatever a single
+//! thread computes without talking to another starts here.
+
+use super::{Emitter, Val};
+use crate::error::{CgResult, CodegenError};
+use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
+
+pub(super) fn ctype(t: &Type) -> &'static str {
+    match t {
+        Type::Bool => "bool",
+        Type::U32 => "u32",
+        Type::U64 => "u64",
+        _ => unreachable!("only scalar leaves have C types"),
+    }
+}
+
+pub(super) fn literal(l: &Literal) -> Vec<String> {
+    l.leaves()
+        .iter()
+        .map(|x| match x {
+            Literal::Bool(b) => b.to_string(),
+            Literal::U32(v) => format!("{v}u"),
+            Literal::U64(v) if *v > 0xffff => format!("0x{v:x}ull"),
+            Literal::U64(v) => format!("{v}ull"),
+            Literal::Tuple(_) | Literal::Zp(..) | Literal::Big(..) => {
+                unreachable!("tuples are flattened and residues lowered before emission")
+            }
+        })
+        .collect()
+}
+
+/// Leaf range of field `i` of a tuple type.
+pub(super) fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
+    let Type::Tuple(ts) = t else {
+        unreachable!("extract from a non-tuple")
+    };
+    let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
+    start..start + ts[i as usize].leaf_count()
+}
+
+pub(super) fn unary_expr(t: &Type, a: &str) -> String {
+    match t {
+        Type::Bool => format!("(!{a})"),
+        t => format!("(({})~{a})", ctype(t)),
+    }
+}
+
+pub(super) fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
+    let c = ctype(t);
+    let width = if *t == Type::U32 { 32 } else { 64 };
+    match (op, t) {
+        (BinOp::And, Type::Bool) => format!("({a} && {b})"),
+        (BinOp::Or, Type::Bool) => format!("({a} || {b})"),
+        (BinOp::Xor, Type::Bool) => format!("({a} != {b})"),
+        (BinOp::Add, _) => format!("(({c})({a} + {b}))"),
+        (BinOp::Sub, _) => format!("(({c})({a} - {b}))"),
+        (BinOp::Mul, _) => format!("(({c})({a} * {b}))"),
+        (BinOp::MulHi, Type::U32) => format!("__umulhi({a}, {b})"),
+        (BinOp::MulHi, _) => format!("__umul64hi({a}, {b})"),
+        (BinOp::And, _) => format!("({a} & {b})"),
+        (BinOp::Or, _) => format!("({a} | {b})"),
+        (BinOp::Xor, _) => format!("({a} ^ {b})"),
+        (BinOp::Shl, _) => format!("(({c})({a} << ({b} & {}u)))", width - 1),
+        (BinOp::Shr, _) => format!("({a} >> ({b} & {}u))", width - 1),
+        (BinOp::Lt, _) => format!("({a} < {b})"),
+        (BinOp::Le, _) => format!("({a} <= {b})"),
+        (BinOp::Eq, _) => format!("({a} == {b})"),
+        (BinOp::Ne, _) => format!("({a} != {b})"),
+    }
+}
+
+impl Emitter<'_> {
+    /// Emits lambda `f` applied to `args` (leaves per parameter); assigns its result leaves to `dest`.
+    pub(super) fn apply(&mut self, f: &Func, args: &[Vec<String>], dest: &[String]) {
+        if *f == *crate::modular::add192() {
+            // The 192-bit sum of delayed modular reductions as one carry chain.
+            let (a, b) = (&args[0], &args[1]);
+            self.open("{");
+            self.line(format!("u64 s0 = {}, s1 = {}, s2 = {};", a[0], a[1], a[2]));
+            self.line(format!(
+                "asm(\"add.cc.u64 %0, %0, %3; addc.cc.u64 %1, %1, %4; addc.u64 %2, %2, %5;\" : \"+l\"(s0), \"+l\"(s1), \"+l\"(s2) : \"l\"({}), \"l\"({}), \"l\"({}));",
+                b[0], b[1], b[2]
+            ));
+            self.line(format!(
+                "{} = s0; {} = s1; {} = s2;",
+                dest[0], dest[1], dest[2]
+            ));
+            self.close("}");
+            return;
+        }
+        self.open("{");
+        let mut vals: Vec<Vec<String>> = Vec::with_capacity(f.nodes.len());
+        for node in &f.nodes {
+            let leaves = node.ty.leaves();
+            let arg = |v: ValueId| vals[v.index()].clone();
+            let new = match &node.op {
+                Op::Param(i) => args[*i as usize].clone(),
+                Op::Const(l) => literal(l),
+                Op::Unary(UnOp::Not, a) => {
+                    let e = unary_expr(&node.ty, &arg(*a)[0]);
+                    self.bind(&leaves, vec![e])
+                }
+                Op::Binary(op, a, b) => {
+                    let e = binary_expr(*op, f.ty(*a), &arg(*a)[0], &arg(*b)[0]);
+                    self.bind(&leaves, vec![e])
+                }
+                Op::Cast(a) => {
+                    let e = format!("(({})({}))", ctype(&node.ty), arg(*a)[0]);
+                    self.bind(&leaves, vec![e])
+                }
+                Op::Select(c, a, b) => {
+                    let c = arg(*c)[0].clone();
+                    let exprs = arg(*a)
+                        .iter()
+                        .zip(arg(*b))
+                        .map(|(x, y)| format!("({c} ? {x} : {y})"))
+                        .collect();
+                    self.bind(&leaves, exprs)
+                }
+                Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
+                Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
+                other => {
+                    unreachable!("validated lambdas hold only scalar operations, not {other:?}")
+                }
+            };
+            vals.push(new);
+        }
+        let result = vals[f.outputs[0].index()].clone();
+        for (d, r) in dest.iter().zip(result) {
+            if *d != r {
+                self.line(format!("{d} = {r};"));
+            }
+        }
+        self.close("}");
+    }
+
+    /// A scalar operation: `make` writes the result's leaves from the arguments' leaves.
+    pub(super) fn scalar_op(
+        &mut self,
+        id: ValueId,
+        comment: &str,
+        make: impl FnOnce(&[Vec<String>]) -> Vec<String>,
+        args: &[ValueId],
+    ) -> CgResult<Val> {
+        let mut leaves = Vec::new();
+        for a in args {
+            match self.val(*a) {
+                Val::Scalar(l) => leaves.push(l.clone()),
+                _ => {
+                    return Err(CodegenError::Unsupported(format!(
+                        "{comment}: this operation applies to scalars only; use map over arrays"
+                    )))
+                }
+            }
+        }
+        self.line(format!("// {comment}"));
+        let exprs = make(&leaves);
+        Ok(Val::Scalar(self.declare_scalar(id, exprs)))
+    }
+
+    /// An element-wise step: `body` writes element `q` of every result leaf from element `q` of the
+    /// arguments (scalars are the same for every element).
+    pub(super) fn map_like(
+        &mut self,
+        id: ValueId,
+        comment: &str,
+        body: impl Fn(&mut Self, &[Vec<String>], &[String]),
+        args: &[ValueId],
+    ) -> CgResult<Val> {
+        let (q, len) = self.array_shape(&self.func.ty(id).clone());
+        self.line(format!("// {comment}"));
+        let leaves = self.declare_array(id, q);
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
+        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
+        body(self, &a, &dest);
+        self.close("}");
+        Ok(Val::Array { leaves, q, len })
+    }
+}
