@@ -9,6 +9,9 @@
 //! - a scan that means the carry operator on 2-bit flag words (proved by evaluation on the flag
 //!   domain, which a possible-bits analysis bounds, so a user-written operator qualifies too):
 //!   warp ballots instead of a generic scan;
+//! - an addition (subtraction) as lowered — `map add.partial ; map carry.flags ; scan.exclusive
+//!   carry ; map add.apply`, its intermediates used nowhere else — as one PTX carry chain over each
+//!   thread's limbs around the same ballot resolution, selected at its partial map;
 //! - each product (`limb_mul`, `poly_mul`): its plan — the classical product's sizes, the NTT's
 //!   primes and transform length, the polynomial transform's root and Montgomery constants.
 
@@ -17,7 +20,8 @@ use crate::mul;
 use crate::ntt::NttPlan;
 use crate::polymul::PolyPlan;
 use crate::schedule::Schedule;
-use bigfuse_core::{ops, Func, MulAlgo, Op, Type, ValueId};
+use bigfuse_core::ops::{self, Intrinsic};
+use bigfuse_core::{Func, MulAlgo, Op, Type, ValueId};
 
 /// A heavy operation, planned: it answers how many threads it wants, how much shared staging it
 /// needs, and which constant table the kernel reads.
@@ -70,11 +74,24 @@ impl Product {
     }
 }
 
+/// One addition (subtraction) selected as a carry chain: the nodes of its lowered pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CarryChain {
+    pub sub: bool,
+    pub x: ValueId,
+    pub y: ValueId,
+    pub flags: ValueId,
+    pub scan: ValueId,
+    pub apply: ValueId,
+}
+
 /// The choice for one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
     /// A scan with the carry operator on flag words: resolved with warp ballots.
     CarryScan,
+    /// The partial map of an addition emitted whole as a carry chain (its other nodes follow it).
+    CarryChain(CarryChain),
     Product(Product),
 }
 
@@ -91,6 +108,14 @@ impl Selection {
 
     pub fn is_carry_scan(&self, id: ValueId) -> bool {
         matches!(self.of(id), Some(Choice::CarryScan))
+    }
+
+    /// The carry chain selected at this (partial map) node.
+    pub fn carry_chain(&self, id: ValueId) -> Option<&CarryChain> {
+        match self.of(id) {
+            Some(Choice::CarryChain(c)) => Some(c),
+            _ => None,
+        }
     }
 
     pub fn product(&self, id: ValueId) -> Option<&Product> {
@@ -125,6 +150,13 @@ impl Selection {
             .filter_map(|id| {
                 let what = match self.of(id)? {
                     Choice::CarryScan => "carry scan: warp ballots".to_string(),
+                    Choice::CarryChain(c) => format!(
+                        "{} {} {} .. {}: one carry chain",
+                        c.x,
+                        if c.sub { "-" } else { "+" },
+                        c.y,
+                        c.apply
+                    ),
                     Choice::Product(Product::Classical { in_len, out_len }) => format!(
                         "classical product of {in_len}-limb operands, {out_len} limbs: slices in registers"
                     ),
@@ -175,7 +207,79 @@ pub fn select(func: &Func) -> CgResult<Selection> {
         };
         choices[id.index()] = choice;
     }
-    Ok(Selection { choices })
+    // Chains last: they need the carry scans selected above.
+    let mut sel = Selection { choices };
+    for chain in carry_chains(func, &sel) {
+        sel.choices[partial_of(func, &chain).index()] = Some(Choice::CarryChain(chain));
+    }
+    Ok(sel)
+}
+
+/// The partial map of a chain (the first node of its pattern).
+fn partial_of(func: &Func, c: &CarryChain) -> ValueId {
+    match &func.node(c.apply).op {
+        Op::Map { args, .. } => args[0],
+        _ => unreachable!("a chain's apply is a map"),
+    }
+}
+
+/// The additions of `func` in their lowered pattern whose intermediate values have no other use,
+/// so nothing else needs the per-limb flags.
+fn carry_chains(func: &Func, sel: &Selection) -> Vec<CarryChain> {
+    let uses = func.use_counts();
+    let outputs = &func.outputs;
+    let users = |v: ValueId| -> Vec<ValueId> {
+        func.ids()
+            .filter(|u| func.node(*u).op.args().contains(&v))
+            .collect()
+    };
+    let intrinsic = |id: ValueId| match &func.node(id).op {
+        Op::Map { f, args } => Intrinsic::of(f).map(|i| (i, args.as_slice())),
+        _ => None,
+    };
+    let mut chains = Vec::new();
+    for p in func.ids() {
+        let Some((Intrinsic::LimbPartial { sub }, args)) = intrinsic(p) else {
+            continue;
+        };
+        if args.len() != 2 || uses[p.index()] != 2 || outputs.contains(&p) {
+            continue;
+        }
+        let (mut flags, mut apply) = (None, None);
+        for c in users(p) {
+            match intrinsic(c) {
+                Some((Intrinsic::CarryFlags, a)) if a == [p] => flags = Some(c),
+                Some((Intrinsic::ApplyCarry { sub: s }, a))
+                    if s == sub && a.len() == 2 && a[0] == p =>
+                {
+                    apply = Some((c, a[1]))
+                }
+                _ => {}
+            }
+        }
+        let (Some(flags), Some((apply, scan))) = (flags, apply) else {
+            continue;
+        };
+        let is_scan = matches!(&func.node(scan).op, Op::Scan { input, exclusive: true, flags: None, .. } if *input == flags)
+            && sel.is_carry_scan(scan);
+        if !is_scan
+            || uses[flags.index()] != 1
+            || uses[scan.index()] != 1
+            || outputs.contains(&flags)
+            || outputs.contains(&scan)
+        {
+            continue;
+        }
+        chains.push(CarryChain {
+            sub,
+            x: args[0],
+            y: args[1],
+            flags,
+            scan,
+            apply,
+        });
+    }
+    chains
 }
 
 fn concrete(v: Option<u64>, what: &str) -> CgResult<u64> {

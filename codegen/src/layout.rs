@@ -8,7 +8,7 @@
 //! `u32` or `bool` moves at its own width over PCIe and through device memory.
 
 use crate::error::{CgResult, CodegenError};
-use bigfuse_core::Type;
+use bigfuse_core::{Func, Type};
 
 /// The width of one unit of a buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -95,6 +95,23 @@ pub fn layout_of(name: &str, ty: &Type) -> CgResult<BufferLayout> {
         units,
         unit,
     })
+}
+
+/// The layouts of a function's parameters and results; fails when one cannot cross the kernel
+/// boundary.
+pub fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLayout>)> {
+    let inputs = func
+        .params
+        .iter()
+        .map(|p| layout_of(&p.name, &p.ty))
+        .collect::<CgResult<_>>()?;
+    let outputs = func
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
+        .collect::<CgResult<_>>()?;
+    Ok((inputs, outputs))
 }
 
 #[cfg(test)]

@@ -181,20 +181,8 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         sched.instances_per_block,
         sched.block_threads
     );
-    let source = emit(&fused.func, &sched, &placement, &name, &header)?;
-    let inputs = fused
-        .func
-        .params
-        .iter()
-        .map(|p| emit::layout_of(&p.name, &p.ty))
-        .collect::<CgResult<Vec<_>>>()?;
-    let outputs = fused
-        .func
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(k, o)| emit::layout_of(&format!("result {k}"), fused.func.ty(*o)))
-        .collect::<CgResult<Vec<_>>>()?;
+    let source = emit(&fused.func, &selection, &sched, &placement, &name, &header)?;
+    let (inputs, outputs) = layout::buffer_layouts(&fused.func)?;
     Ok(Compiled {
         kernel_name: name,
         source,

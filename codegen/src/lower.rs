@@ -176,21 +176,6 @@ fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<Va
     )?)
 }
 
-/// The lambdas of the addition pattern, which code generation selects as a whole (carry chains
-/// instead of per-limb flags): `[partial add, partial sub, apply add, apply sub, flags of a partial]`.
-pub fn carry_pattern() -> &'static [Func; 5] {
-    static PATTERN: std::sync::OnceLock<[Func; 5]> = std::sync::OnceLock::new();
-    PATTERN.get_or_init(|| {
-        [
-            Intrinsic::LimbPartial { sub: false }.func().clone(),
-            Intrinsic::LimbPartial { sub: true }.func().clone(),
-            Intrinsic::ApplyCarry { sub: false }.func().clone(),
-            Intrinsic::ApplyCarry { sub: true }.func().clone(),
-            Intrinsic::CarryFlags.func().clone(),
-        ]
-    })
-}
-
 pub fn extract(ty: Type, i: u32) -> Func {
     let mut b = Builder::lambda();
     let t = b.param("t", ty);

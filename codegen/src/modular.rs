@@ -16,6 +16,7 @@
 
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::modular::Montgomery;
+use bigfuse_core::ops::Intrinsic;
 use bigfuse_core::{BinOp, Builder, Func, Literal, Op, Type, ValueId};
 
 /// The type with every `Zp<P>` replaced by the u64 that holds its form.
@@ -276,7 +277,7 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                 if let Some((x, y)) = raw {
                     let words = b.map(wide_mul_lambda(), &[x, y])?;
                     let acc = b.reduce(
-                        add192().clone(),
+                        Intrinsic::Add192.func().clone(),
                         Literal::Tuple(vec![Literal::U64(0); 3]),
                         words,
                     )?;
@@ -295,7 +296,7 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     None => b.map(widen_lambda(), &[m(*input)])?,
                 };
                 let acc = b.reduce(
-                    add192().clone(),
+                    Intrinsic::Add192.func().clone(),
                     Literal::Tuple(vec![Literal::U64(0); 3]),
                     words,
                 )?;
@@ -477,11 +478,6 @@ fn widen_lambda() -> Func {
     let zero = b.u64(0);
     let t = b.tuple(&[x, zero, zero]).expect("well typed");
     b.finish(&[t]).expect("well typed")
-}
-
-/// The 192-bit addition of delayed reductions (an intrinsic: emitted as one carry chain).
-pub(crate) fn add192() -> &'static Func {
-    bigfuse_core::ops::Intrinsic::Add192.func()
 }
 
 /// The form of `(t0 + t1·2^64 + t2·2^128) · R^shift mod p` for the 192-bit sum `acc`.

@@ -1,102 +1,14 @@
-//! Instruction selection for addition and subtraction: the lowered pattern
+//! Emission of additions and subtractions that instruction selection chose as carry chains: the pattern
 //! `map(partial) ; map(flags) ; scan.exclusive carry ; map(apply)` becomes PTX carry chains over a
 //! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
 //! of the carries between threads (`carry.rs`), instead of per-limb flag words.
 
 use super::{Emitter, Val};
-use crate::isel::is_carry_scan;
-use crate::lower::carry_pattern;
-use bigfuse_core::{Func, Op, ValueId};
-use std::collections::HashMap;
-
-/// One addition (subtraction) found in the lowered program.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct CarryGroup {
-    pub sub: bool,
-    pub x: ValueId,
-    pub y: ValueId,
-    pub flags: ValueId,
-    pub scan: ValueId,
-    pub apply: ValueId,
-}
-
-/// Groups keyed by their partial map; a group is taken only when its intermediate values have no
-/// other use, so nothing else needs the per-limb flags.
-pub(super) fn find_groups(func: &Func) -> HashMap<ValueId, CarryGroup> {
-    let pattern = carry_pattern();
-    let uses = func.use_counts();
-    let outputs = &func.outputs;
-    let users = |v: ValueId| -> Vec<ValueId> {
-        func.ids()
-            .filter(|u| func.node(*u).op.args().contains(&v))
-            .collect()
-    };
-    let mut groups = HashMap::new();
-    for p in func.ids() {
-        let Op::Map { f, args } = &func.node(p).op else {
-            continue;
-        };
-        let sub = if **f == pattern[0] {
-            false
-        } else if **f == pattern[1] {
-            true
-        } else {
-            continue;
-        };
-        if args.len() != 2 || uses[p.index()] != 2 || outputs.contains(&p) {
-            continue;
-        }
-        let u = users(p);
-        let (mut flags, mut apply) = (None, None);
-        for c in u {
-            match &func.node(c).op {
-                Op::Map { f, args } if **f == pattern[4] && args == &[p] => flags = Some(c),
-                Op::Map { f, args }
-                    if **f == pattern[2 + sub as usize] && args.len() == 2 && args[0] == p =>
-                {
-                    apply = Some(c)
-                }
-                _ => {}
-            }
-        }
-        let (Some(flags), Some(apply)) = (flags, apply) else {
-            continue;
-        };
-        let Op::Map {
-            args: apply_args, ..
-        } = &func.node(apply).op
-        else {
-            continue;
-        };
-        let scan = apply_args[1];
-        let is_scan = matches!(&func.node(scan).op, Op::Scan { input, exclusive: true, flags: None, .. } if *input == flags)
-            && is_carry_scan(func, scan);
-        if !is_scan
-            || uses[flags.index()] != 1
-            || uses[scan.index()] != 1
-            || outputs.contains(&flags)
-            || outputs.contains(&scan)
-        {
-            continue;
-        }
-        groups.insert(
-            p,
-            CarryGroup {
-                sub,
-                x: args[0],
-                y: args[1],
-                flags,
-                scan,
-                apply,
-            },
-        );
-    }
-    groups
-}
+use crate::isel::CarryChain;
 
 impl Emitter<'_> {
     /// Emits a whole addition group at its partial map; the group's other nodes become aliases.
-    pub(super) fn carry_group(&mut self, g: &CarryGroup, comment: &str) {
+    pub(super) fn carry_group(&mut self, g: &CarryChain, comment: &str) {
         let (xs, q, len) = self.array_parts(g.x);
         let (ys, _, _) = self.array_parts(g.y);
         let (x, y) = (&xs[0], &ys[0]);

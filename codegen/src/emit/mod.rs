@@ -28,14 +28,13 @@ mod values;
 mod warp;
 
 use crate::error::{CgResult, CodegenError};
-use crate::isel::is_carry_scan;
+use crate::isel::Selection;
 use crate::place::Placement;
 use crate::schedule::Schedule;
 use bigfuse_core::{Func, Op, Type, UnOp, ValueId};
 use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
 
 pub use crate::layout::{layout_of, BufferLayout};
-pub use prologue::{ntt_tables, table_words};
 
 /// A value as the kernel holds it.
 #[derive(Clone, Debug)]
@@ -57,6 +56,8 @@ struct Emitter<'a> {
     func: &'a Func,
     sched: &'a Schedule,
     placement: &'a Placement,
+    /// What instruction selection chose for each node.
+    sel: &'a Selection,
     /// Layouts of the parameters' and results' buffers: the signature declares them, loads and
     /// stores address them.
     inputs: Vec<BufferLayout>,
@@ -65,8 +66,6 @@ struct Emitter<'a> {
     depth: usize,
     vals: Vec<Option<Val>>,
     temps: u32,
-    /// Additions selected as carry chains, by their partial map.
-    groups: std::collections::HashMap<ValueId, add::CarryGroup>,
     /// Device functions the kernel calls, by name, in order of first use: written before the
     /// kernel, each once however many steps call it.
     functions: Vec<(String, String)>,
@@ -214,7 +213,7 @@ impl<'a> Emitter<'a> {
                         "segmented scans must be lowered first".into(),
                     ));
                 }
-                let carry = is_carry_scan(self.func, id);
+                let carry = self.sel.is_carry_scan(id);
                 self.scan(id, &comment, carry)
             }
             Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
@@ -252,23 +251,24 @@ fn node_comment(func: &Func, id: ValueId) -> String {
 /// The CUDA C source of one kernel.
 pub fn emit(
     func: &Func,
+    sel: &Selection,
     sched: &Schedule,
     placement: &Placement,
     kernel_name: &str,
     header: &str,
 ) -> CgResult<String> {
-    let (inputs, outputs) = prologue::buffer_layouts(func)?;
+    let (inputs, outputs) = crate::layout::buffer_layouts(func)?;
     let mut e = Emitter {
         func,
         sched,
         placement,
+        sel,
         inputs,
         outputs,
         out: String::new(),
         depth: 0,
         vals: vec![None; func.nodes.len()],
         temps: 0,
-        groups: add::find_groups(func),
         functions: Vec::new(),
     };
     e.preamble(header);
@@ -277,7 +277,7 @@ pub fn emit(
     e.signature(kernel_name);
     e.indices();
     for id in func.ids() {
-        if let Some(g) = e.groups.get(&id).copied() {
+        if let Some(g) = sel.carry_chain(id).copied() {
             let comment = node_comment(func, id);
             e.carry_group(&g, &comment);
             // The partial map itself is never read outside the group.

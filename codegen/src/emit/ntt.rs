@@ -6,6 +6,7 @@
 //! small however many products a kernel has.
 
 use super::{Emitter, Val};
+use crate::isel::Product;
 use crate::ntt::{self, NttPlan};
 use bigfuse_core::{Op, ValueId};
 
@@ -57,8 +58,10 @@ impl Emitter<'_> {
         let square = a == b;
         let out_len = out_len.as_const().unwrap_or(0);
         let q_out = self.sched.q_of(out_len);
-        let plan =
-            ntt::plan(in_len, out_len).expect("lowering chose the NTT only where a plan exists");
+        let Some(Product::Ntt(plan)) = self.sel.product(id).cloned() else {
+            unreachable!("instruction selection plans every NTT product")
+        };
+        debug_assert_eq!((plan.digits_in, plan.digits_out), (2 * in_len, 2 * out_len));
         let t_count = self.sched.threads_per_instance as u64;
         let n = plan.n();
         let cubes = Cubes::new(n, t_count);

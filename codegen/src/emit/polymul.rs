@@ -3,7 +3,7 @@
 //! Each stage is a loop over the M/2 butterflies, T threads apart, then one barrier.
 
 use super::{Emitter, Val};
-use crate::polymul;
+use crate::isel::Product;
 use bigfuse_core::{Op, ValueId};
 
 /// Device helpers for arithmetic modulo a prime below 2^64 on Montgomery forms (R = 2^64).
@@ -30,8 +30,10 @@ impl Emitter<'_> {
         };
         let (a_leaves, q_in, n) = self.array_parts(a);
         let (b_leaves, _, _) = self.array_parts(b);
-        let plan =
-            polymul::plan(n, modulus.as_const().unwrap_or(0)).expect("scheduling checked the plan");
+        let Some(Product::Poly(plan)) = self.sel.product(id).cloned() else {
+            unreachable!("instruction selection plans every polynomial product")
+        };
+        debug_assert_eq!((plan.n, Some(plan.mont.p)), (n, modulus.as_const()));
         let (m, p, ni) = (plan.m(), plan.mont.p, plan.mont.neg_inv);
         let t_count = self.sched.threads_per_instance;
         let out_len = 2 * n;

@@ -1,94 +1,28 @@
 //! Everything a kernel's text has before its first computed value: the header comment, the
 //! typedefs and helper device functions it relies on, the signature (the ABI the runtime launches:
 //! inputs, outputs, twiddle tables, then the instance count) and the indices every thread derives
-//! from its position. The runtime builds its arguments from `ntt_tables` and `table_words`, so the
-//! order of the tables is defined here and nowhere else.
+//! from its position. The twiddle tables follow instruction selection's order
+//! ([`crate::isel::Selection::tables`]), which the runtime's arguments follow too.
 
 use super::{ntt, polymul, Emitter};
-use crate::error::CgResult;
-use crate::layout::{layout_of, BufferLayout};
-use bigfuse_core::{Func, Op, Type, ValueId};
-
-/// The NTT products (big-integer and polynomial) of a function, in the order their twiddle
-/// tables are kernel parameters.
-pub fn ntt_tables(func: &Func) -> Vec<ValueId> {
-    func.ids()
-        .filter(|id| {
-            matches!(
-                func.node(*id).op,
-                Op::LimbMul {
-                    algo: bigfuse_core::MulAlgo::Ntt,
-                    ..
-                } | Op::PolyMul { .. }
-            )
-        })
-        .collect()
-}
-
-/// The constant table (32-bit words) of one node listed by [`ntt_tables`].
-pub fn table_words(func: &Func, id: ValueId) -> CgResult<Vec<u32>> {
-    match &func.node(id).op {
-        Op::LimbMul { a, out_len, .. } => {
-            let Type::Array(_, in_len) = func.ty(*a) else {
-                unreachable!("factors are arrays")
-            };
-            crate::ntt::plan(
-                in_len.as_const().unwrap_or(0),
-                out_len.as_const().unwrap_or(0),
-            )
-            .map(|p| p.twiddle_table())
-        }
-        Op::PolyMul { a, modulus, .. } => {
-            let Type::Array(_, n) = func.ty(*a) else {
-                unreachable!("factors are arrays")
-            };
-            crate::polymul::plan(n.as_const().unwrap_or(0), modulus.as_const().unwrap_or(0))
-                .map(|p| p.twiddle_table())
-        }
-        _ => unreachable!("ntt_tables lists transforms"),
-    }
-}
-
-/// The layouts of a function's parameters and results; fails when one cannot cross the kernel
-/// boundary.
-pub(super) fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLayout>)> {
-    let inputs = func
-        .params
-        .iter()
-        .map(|p| layout_of(&p.name, &p.ty))
-        .collect::<CgResult<_>>()?;
-    let outputs = func
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(k, o)| layout_of(&format!("result {k}"), func.ty(*o)))
-        .collect::<CgResult<_>>()?;
-    Ok((inputs, outputs))
-}
+use crate::isel::Product;
 
 impl Emitter<'_> {
     /// The text before the kernel: `header` as comments, the typedefs, and the helpers of the
     /// transforms the kernel has.
     pub(super) fn preamble(&mut self, header: &str) {
-        let func = self.func;
         for line in header.lines() {
             self.line(format!("// {line}"));
         }
         self.line("typedef unsigned int u32;");
         self.line("typedef unsigned long long u64;");
         self.line("");
-        let tables = ntt_tables(func);
-        if tables
-            .iter()
-            .any(|id| matches!(func.node(*id).op, Op::LimbMul { .. }))
-        {
+        let has = |f: fn(&Product) -> bool| self.sel.products().any(|(_, p)| f(p));
+        if has(|p| matches!(p, Product::Ntt(_))) {
             self.out.push_str(ntt::HELPERS);
             self.line("");
         }
-        if tables
-            .iter()
-            .any(|id| matches!(func.node(*id).op, Op::PolyMul { .. }))
-        {
+        if has(|p| matches!(p, Product::Poly(_))) {
             self.out.push_str(polymul::HELPERS);
             self.line("");
         }
@@ -96,7 +30,7 @@ impl Emitter<'_> {
 
     /// The kernel's signature, opening its body.
     pub(super) fn signature(&mut self, kernel_name: &str) {
-        let (func, sched) = (self.func, self.sched);
+        let sched = self.sched;
         let mut params: Vec<String> = self
             .inputs
             .iter()
@@ -115,12 +49,16 @@ impl Emitter<'_> {
                 .enumerate()
                 .map(|(k, l)| format!("{}* __restrict__ out{k}", l.unit.ctype())),
         );
-        params.extend(ntt_tables(func).iter().map(|id| {
-            let ty = match func.node(*id).op {
-                Op::PolyMul { .. } => "u32",
-                _ => "uint2",
+        params.extend(self.sel.products().filter_map(|(id, p)| {
+            let ty = match p {
+                Product::Classical { .. } => return None,
+                Product::Poly(_) => "u32",
+                Product::Ntt(_) => "uint2",
             };
-            format!("const {ty}* __restrict__ tw{} /* twiddles of {id} */", id.0)
+            Some(format!(
+                "const {ty}* __restrict__ tw{} /* twiddles of {id} */",
+                id.0
+            ))
         }));
         params.push("const u64 n".into());
         self.line(format!(

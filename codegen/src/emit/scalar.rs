@@ -4,6 +4,7 @@
 
 use super::{Emitter, Val};
 use crate::error::{CgResult, CodegenError};
+use bigfuse_core::ops::Intrinsic;
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp, ValueId};
 
 pub(super) fn ctype(t: &Type) -> &'static str {
@@ -73,7 +74,7 @@ pub(super) fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
 impl Emitter<'_> {
     /// Emits lambda `f` applied to `args` (leaves per parameter); assigns its result leaves to `dest`.
     pub(super) fn apply(&mut self, f: &Func, args: &[Vec<String>], dest: &[String]) {
-        if *f == *crate::modular::add192() {
+        if Intrinsic::of(f) == Some(Intrinsic::Add192) {
             // The 192-bit sum of delayed modular reductions as one carry chain.
             let (a, b) = (&args[0], &args[1]);
             self.open("{");
