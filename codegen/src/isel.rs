@@ -178,6 +178,12 @@ impl Selection {
     }
 }
 
+/// Whether a product of `in_limbs`-limb operands into `out_limbs` limbs has an exact NTT plan:
+/// lowering asks before it chooses the NTT; the plan itself is made once, by [`select`].
+pub fn ntt_fits(in_limbs: u64, out_limbs: u64) -> bool {
+    crate::ntt::plan(in_limbs, out_limbs).is_ok()
+}
+
 /// Selects for every node of a concrete, fused function.
 pub fn select(func: &Func) -> CgResult<Selection> {
     let mut choices = vec![None; func.nodes.len()];

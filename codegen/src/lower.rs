@@ -22,7 +22,7 @@ pub const NTT_FROM_BITS: u64 = 1 << 15;
 
 /// The algorithm for a product of two `bits`-bit operands, given a crossover.
 pub fn choose_mul(bits: u64, ntt_from_bits: u64, out_limbs: u64) -> MulAlgo {
-    if bits >= ntt_from_bits && crate::ntt::plan(bits / 64, out_limbs).is_ok() {
+    if bits >= ntt_from_bits && crate::isel::ntt_fits(bits / 64, out_limbs) {
         MulAlgo::Ntt
     } else {
         MulAlgo::Classical
