@@ -15,7 +15,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// The passes a file may name, each the directory of its files.
-const PASSES: &[&str] = &["lower", "lower_zp", "scalarize", "fuse"];
+const PASSES: &[&str] = &["lower", "lower_zp", "scalarize", "fuse", "isel"];
 
 const EXPECT: &str = "; expect:";
 
@@ -45,6 +45,15 @@ fn run_pass(pass: &str, input: &Func) -> Result<(Func, String), String> {
                 let _ = writeln!(comments, "; note: {n}");
             }
             fused.func
+        }
+        // Selection decorates the program: its table comes first, one `; isel` line per choice,
+        // and the function is unchanged.
+        "isel" => {
+            let sel = bigfuse_codegen::isel::select(input).map_err(err)?;
+            for line in sel.describe(input) {
+                let _ = writeln!(comments, "; isel {line}");
+            }
+            input.clone()
         }
         other => return Err(format!("unknown pass `{other}` (passes: {PASSES:?})")),
     };
@@ -280,6 +289,11 @@ fn scalarize_files() {
 #[test]
 fn fuse_files() {
     run_dir("fuse");
+}
+
+#[test]
+fn isel_files() {
+    run_dir("isel");
 }
 
 #[test]
