@@ -5,10 +5,11 @@
 //! inside the block that holds the instance, so a program that fits one block per instance is one
 //! kernel: its intermediates never leave registers.
 
-use crate::error::CgResult;
+use crate::error::{CgResult, CodegenError};
 use crate::passes::Stages;
 use bigfuse_core::ops::Intrinsic;
-use bigfuse_core::{validate, Builder, Func, Op, Type, ValueId};
+use bigfuse_core::rewrite::{same_output, Rewritten};
+use bigfuse_core::{rewrite, validate, Builder, Func, Op, Type, ValueId};
 
 /// A kernel: a contiguous range of the fused function's nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,46 +96,19 @@ pub fn dead_code(func: &Func) -> CgResult<Func> {
             }
         }
     }
-    rebuild(func, |i, _| if live[i] { Keep::Yes } else { Keep::No })
-}
-
-enum Keep {
-    Yes,
-    No,
-    /// Replace this node by another operation (already in terms of new ids).
-    With(Op),
-}
-
-fn rebuild(
-    func: &Func,
-    mut decide: impl FnMut(usize, &dyn Fn(ValueId) -> ValueId) -> Keep,
-) -> CgResult<Func> {
-    let mut b = Builder::like(func);
-    let mut map: Vec<Option<ValueId>> = vec![None; func.nodes.len()];
-    let mut params: Vec<Option<ValueId>> = vec![None; func.params.len()];
-    for (i, p) in func.params.iter().enumerate() {
-        params[i] = Some(b.param(&p.name, p.ty.clone()));
-    }
-    for (i, node) in func.nodes.iter().enumerate() {
-        let lookup =
-            |v: ValueId| map[v.index()].expect("fusion keeps every value a kept node reads");
-        let decision = decide(i, &lookup);
-        let new = match decision {
-            Keep::No => None,
-            Keep::Yes => Some(match &node.op {
-                Op::Param(k) => params[*k as usize].unwrap(),
-                other => b.copy(other, &node.ty, lookup)?,
-            }),
-            Keep::With(op) => Some(b.push(op)?),
-        };
-        map[i] = new;
-    }
-    let outputs: Vec<ValueId> = func
-        .outputs
-        .iter()
-        .map(|o| map[o.index()].unwrap())
-        .collect();
-    Ok(b.finish(&outputs)?)
+    rewrite(
+        func,
+        Builder::like(func),
+        Type::clone,
+        |_, _, id, _| {
+            Ok::<_, CodegenError>(if live[id.index()] {
+                Rewritten::Copy
+            } else {
+                Rewritten::Drop
+            })
+        },
+        same_output,
+    )
 }
 
 /// Rewrites `map(f, .., zip(xs..), ..)` into `map(f', .., xs.., ..)`, where `f'` builds the tuple
@@ -142,58 +116,65 @@ fn rebuild(
 /// its arrays directly, so it fuses and matches like any other. Returns the count rewritten.
 pub fn unzip_map_args(func: &Func) -> CgResult<(Func, usize)> {
     let mut count = 0;
-    let out = rebuild(func, |i, lookup| {
-        let Op::Map { f, args } = &func.nodes[i].op else {
-            return Keep::Yes;
-        };
-        let zip_of = |a: &ValueId| match &func.node(*a).op {
-            Op::Zip(xs)
-                if xs
-                    .iter()
-                    .all(|x| matches!(func.ty(*x), Type::Array(e, _) if e.is_scalar())) =>
-            {
-                Some(xs.clone())
+    let out = rewrite(
+        func,
+        Builder::like(func),
+        Type::clone,
+        |b, m, _, node| {
+            let lookup = |v: ValueId| m.get(v);
+            let Op::Map { f, args } = &node.op else {
+                return Ok::<_, CodegenError>(Rewritten::Copy);
+            };
+            let zip_of = |a: &ValueId| match &func.node(*a).op {
+                Op::Zip(xs)
+                    if xs
+                        .iter()
+                        .all(|x| matches!(func.ty(*x), Type::Array(e, _) if e.is_scalar())) =>
+                {
+                    Some(xs.clone())
+                }
+                _ => None,
+            };
+            if !args.iter().any(|a| zip_of(a).is_some()) {
+                return Ok(Rewritten::Copy);
             }
-            _ => None,
-        };
-        if !args.iter().any(|a| zip_of(a).is_some()) {
-            return Keep::Yes;
-        }
-        let build = || -> CgResult<(Func, Vec<ValueId>)> {
-            let mut l = Builder::lambda();
-            let mut new_args = Vec::new();
-            let mut inner = Vec::new();
-            for (k, a) in args.iter().enumerate() {
-                match zip_of(a) {
-                    Some(xs) => {
-                        let parts: Vec<ValueId> = xs
-                            .iter()
-                            .enumerate()
-                            .map(|(j, x)| l.param(&format!("a{k}_{j}"), elem_type(func.ty(*x))))
-                            .collect();
-                        inner.push(l.tuple(&parts)?);
-                        new_args.extend(xs.iter().map(|x| lookup(*x)));
-                    }
-                    None => {
-                        inner.push(l.param(&format!("a{k}"), elem_type(func.ty(*a))));
-                        new_args.push(lookup(*a));
+            let build = || -> CgResult<(Func, Vec<ValueId>)> {
+                let mut l = Builder::lambda();
+                let mut new_args = Vec::new();
+                let mut inner = Vec::new();
+                for (k, a) in args.iter().enumerate() {
+                    match zip_of(a) {
+                        Some(xs) => {
+                            let parts: Vec<ValueId> = xs
+                                .iter()
+                                .enumerate()
+                                .map(|(j, x)| l.param(&format!("a{k}_{j}"), elem_type(func.ty(*x))))
+                                .collect();
+                            inner.push(l.tuple(&parts)?);
+                            new_args.extend(xs.iter().map(|x| lookup(*x)));
+                        }
+                        None => {
+                            inner.push(l.param(&format!("a{k}"), elem_type(func.ty(*a))));
+                            new_args.push(lookup(*a));
+                        }
                     }
                 }
+                let r = l.inline(f, &inner)?;
+                Ok((l.finish(&[r])?, new_args))
+            };
+            match build() {
+                Ok((f, args)) => {
+                    count += 1;
+                    Ok(Rewritten::Value(b.push(Op::Map {
+                        f: Box::new(f),
+                        args,
+                    })?))
+                }
+                Err(_) => Ok(Rewritten::Copy),
             }
-            let r = l.inline(f, &inner)?;
-            Ok((l.finish(&[r])?, new_args))
-        };
-        match build() {
-            Ok((f, args)) => {
-                count += 1;
-                Keep::With(Op::Map {
-                    f: Box::new(f),
-                    args,
-                })
-            }
-            Err(_) => Keep::Yes,
-        }
-    })?;
+        },
+        same_output,
+    )?;
     Ok((out, count))
 }
 
@@ -262,18 +243,24 @@ fn merge(func: &Func, pi: usize, ci: usize) -> CgResult<Func> {
         .collect();
     let r = l.inline(cf, &cin)?;
     let merged = l.finish(&[r])?;
-    rebuild(func, |i, lookup| {
-        if i == pi {
-            Keep::No
-        } else if i == ci {
-            Keep::With(Op::Map {
-                f: Box::new(merged.clone()),
-                args: args.iter().map(|a| lookup(*a)).collect(),
+    rewrite(
+        func,
+        Builder::like(func),
+        Type::clone,
+        |b, m, id, _| {
+            Ok::<_, CodegenError>(if id.index() == pi {
+                Rewritten::Drop
+            } else if id.index() == ci {
+                Rewritten::Value(b.push(Op::Map {
+                    f: Box::new(merged.clone()),
+                    args: args.iter().map(|a| m.get(*a)).collect(),
+                })?)
+            } else {
+                Rewritten::Copy
             })
-        } else {
-            Keep::Yes
-        }
-    })
+        },
+        same_output,
+    )
 }
 
 #[cfg(test)]

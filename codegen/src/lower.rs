@@ -13,7 +13,8 @@
 
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::ops::{self, Intrinsic};
-use bigfuse_core::{BinOp, Builder, CmpOp, Func, Literal, MulAlgo, Op, Type, ValueId};
+use bigfuse_core::rewrite::Rewritten;
+use bigfuse_core::{rewrite, BinOp, Builder, CmpOp, Func, Literal, MulAlgo, Op, Type, ValueId};
 
 /// Products of operands at least this wide (bits) use the NTT; narrower ones the classical method.
 /// Measured on an H200 (bench/RESULTS.md, 2026-11-21): classical 1-Mul reaches 44156 Gu32ops/s at
@@ -51,119 +52,114 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
 /// The lowering of big-integer operations alone, on a program that [`crate::scalarize`] and
 /// [`crate::modular::lower_zp`] have already seen ([`lower_with`] runs all three).
 pub fn lower_limbs(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
-    let mut b = Builder::like(func);
-    let params: Vec<ValueId> = func
-        .params
-        .iter()
-        .map(|p| b.param(&p.name, p.ty.clone()))
-        .collect();
-    let mut map: Vec<ValueId> = Vec::with_capacity(func.nodes.len());
-    for node in &func.nodes {
-        let m = |v: ValueId| map[v.index()];
-        let new = match &node.op {
-            Op::Param(i) => {
-                let p = params[*i as usize];
-                if matches!(node.ty, Type::Big(_)) {
-                    b.limbs(p)?
-                } else {
-                    p
-                }
-            }
-            // Big values are held as their limbs: these conversions are the identity there.
-            Op::FromLimbs(x) | Op::Limbs(x) => m(*x),
-            Op::BigAdd(x, y) => add_or_sub(&mut b, m(*x), m(*y), false)?,
-            // A big constant: its limbs, each thread picking its own.
-            Op::Const(Literal::Big(limbs, bits)) => {
-                let n = bits.as_const().unwrap_or(0) / 64;
-                let idx = b.iota(bigfuse_core::Size::lit(n))?;
-                let f = {
-                    let mut l = Builder::lambda();
-                    let i = l.param("i", Type::U64);
-                    let mut r = l.u64(0);
-                    for (k, w) in limbs.iter().enumerate().filter(|(_, w)| **w != 0) {
-                        let kk = l.u64(k as u64);
-                        let here = l.eq(i, kk)?;
-                        let wv = l.u64(*w);
-                        r = l.select(here, wv, r)?;
+    rewrite(
+        func,
+        Builder::like(func),
+        Type::clone,
+        |b, mapped, _, node| {
+            let m = |v: ValueId| mapped.get(v);
+            Ok::<_, CodegenError>(Rewritten::Value(match &node.op {
+                Op::Param(i) => {
+                    let p = mapped.param(*i as usize);
+                    if matches!(node.ty, Type::Big(_)) {
+                        b.limbs(p)?
+                    } else {
+                        p
                     }
-                    l.finish(&[r])?
-                };
-                b.map(f, &[idx])?
-            }
-            // An integer zero-extended into a big integer: its limbs.
-            Op::Cast(x) if matches!(node.ty, Type::Big(_)) => {
-                let Type::Big(bits) = &node.ty else {
-                    unreachable!()
-                };
-                let n = bits.as_const().unwrap_or(0) / 64;
-                let x = match func.ty(*x) {
-                    Type::U64 => m(*x),
-                    _ => b.cast(m(*x), Type::U64)?,
-                };
-                let idx = b.iota(bigfuse_core::Size::lit(n))?;
-                let f = {
-                    let mut l = Builder::lambda();
-                    let i = l.param("i", Type::U64);
-                    let v = l.param("v", Type::U64);
-                    let zero = l.u64(0);
-                    let first = l.eq(i, zero)?;
-                    let r = l.select(first, v, zero)?;
-                    l.finish(&[r])?
-                };
-                b.map(f, &[idx, x])?
-            }
-            Op::BigSub(x, y) => add_or_sub(&mut b, m(*x), m(*y), true)?,
-            Op::BigCmp(CmpOp::Eq, x, y) => {
-                let eqs = b.map(limb_eq(), &[m(*x), m(*y)])?;
-                b.reduce(bool_and(), Literal::Bool(true), eqs)?
-            }
-            Op::BigCmp(c, x, y) => {
-                let flags = b.map(limb_compare(), &[m(*x), m(*y)])?;
-                let r = b.reduce(ops::lex_compare(), ops::lex_identity(), flags)?;
-                let mask = b.u32(if *c == CmpOp::Lt {
-                    ops::CMP_LESS
-                } else {
-                    ops::CMP_LESS | ops::CMP_EQUAL
-                });
-                let bits = b.binary(BinOp::And, r, mask)?;
-                let zero = b.u32(0);
-                b.binary(BinOp::Ne, bits, zero)?
-            }
-            Op::BigMul(x, y) | Op::BigMulWide(x, y) => {
-                let Type::Big(bits) = &node.ty else {
-                    unreachable!("products are big integers")
-                };
-                let Type::Big(in_bits) = func.ty(*x) else {
-                    unreachable!("factors are big integers")
-                };
-                let out_len = bits.as_const().unwrap_or(0) / 64;
-                let algo = choose_mul(in_bits.as_const().unwrap_or(0), ntt_from_bits, out_len);
-                b.limb_mul(m(*x), m(*y), bigfuse_core::Size::lit(out_len), algo)?
-            }
-            Op::Select(c, x, y) if matches!(node.ty, Type::Big(_)) => {
-                b.map(select_limb(), &[m(*c), m(*x), m(*y)])?
-            }
-            Op::Scan {
-                op,
-                init,
-                exclusive,
-                input,
-                flags: Some(flags),
-            } => segmented_scan(&mut b, op, init, *exclusive, m(*input), m(*flags))?,
-            other => b.copy(other, &node.ty, m)?,
-        };
-        map.push(new);
-    }
-    let mut outputs = Vec::new();
-    for o in &func.outputs {
-        let v = map[o.index()];
-        outputs.push(if matches!(func.ty(*o), Type::Big(_)) {
-            b.from_limbs(v)?
-        } else {
-            v
-        });
-    }
-    Ok(b.finish(&outputs)?)
+                }
+                // Big values are held as their limbs: these conversions are the identity there.
+                Op::FromLimbs(x) | Op::Limbs(x) => m(*x),
+                Op::BigAdd(x, y) => add_or_sub(b, m(*x), m(*y), false)?,
+                // A big constant: its limbs, each thread picking its own.
+                Op::Const(Literal::Big(limbs, bits)) => {
+                    let n = bits.as_const().unwrap_or(0) / 64;
+                    let idx = b.iota(bigfuse_core::Size::lit(n))?;
+                    let f = {
+                        let mut l = Builder::lambda();
+                        let i = l.param("i", Type::U64);
+                        let mut r = l.u64(0);
+                        for (k, w) in limbs.iter().enumerate().filter(|(_, w)| **w != 0) {
+                            let kk = l.u64(k as u64);
+                            let here = l.eq(i, kk)?;
+                            let wv = l.u64(*w);
+                            r = l.select(here, wv, r)?;
+                        }
+                        l.finish(&[r])?
+                    };
+                    b.map(f, &[idx])?
+                }
+                // An integer zero-extended into a big integer: its limbs.
+                Op::Cast(x) if matches!(node.ty, Type::Big(_)) => {
+                    let Type::Big(bits) = &node.ty else {
+                        unreachable!()
+                    };
+                    let n = bits.as_const().unwrap_or(0) / 64;
+                    let x = match func.ty(*x) {
+                        Type::U64 => m(*x),
+                        _ => b.cast(m(*x), Type::U64)?,
+                    };
+                    let idx = b.iota(bigfuse_core::Size::lit(n))?;
+                    let f = {
+                        let mut l = Builder::lambda();
+                        let i = l.param("i", Type::U64);
+                        let v = l.param("v", Type::U64);
+                        let zero = l.u64(0);
+                        let first = l.eq(i, zero)?;
+                        let r = l.select(first, v, zero)?;
+                        l.finish(&[r])?
+                    };
+                    b.map(f, &[idx, x])?
+                }
+                Op::BigSub(x, y) => add_or_sub(b, m(*x), m(*y), true)?,
+                Op::BigCmp(CmpOp::Eq, x, y) => {
+                    let eqs = b.map(limb_eq(), &[m(*x), m(*y)])?;
+                    b.reduce(bool_and(), Literal::Bool(true), eqs)?
+                }
+                Op::BigCmp(c, x, y) => {
+                    let flags = b.map(limb_compare(), &[m(*x), m(*y)])?;
+                    let r = b.reduce(ops::lex_compare(), ops::lex_identity(), flags)?;
+                    let mask = b.u32(if *c == CmpOp::Lt {
+                        ops::CMP_LESS
+                    } else {
+                        ops::CMP_LESS | ops::CMP_EQUAL
+                    });
+                    let bits = b.binary(BinOp::And, r, mask)?;
+                    let zero = b.u32(0);
+                    b.binary(BinOp::Ne, bits, zero)?
+                }
+                Op::BigMul(x, y) | Op::BigMulWide(x, y) => {
+                    let Type::Big(bits) = &node.ty else {
+                        unreachable!("products are big integers")
+                    };
+                    let Type::Big(in_bits) = func.ty(*x) else {
+                        unreachable!("factors are big integers")
+                    };
+                    let out_len = bits.as_const().unwrap_or(0) / 64;
+                    let algo = choose_mul(in_bits.as_const().unwrap_or(0), ntt_from_bits, out_len);
+                    b.limb_mul(m(*x), m(*y), bigfuse_core::Size::lit(out_len), algo)?
+                }
+                Op::Select(c, x, y) if matches!(node.ty, Type::Big(_)) => {
+                    b.map(select_limb(), &[m(*c), m(*x), m(*y)])?
+                }
+                Op::Scan {
+                    op,
+                    init,
+                    exclusive,
+                    input,
+                    flags: Some(flags),
+                } => segmented_scan(b, op, init, *exclusive, m(*input), m(*flags))?,
+                _ => return Ok(Rewritten::Copy),
+            }))
+        },
+        // Big results leave as big integers again.
+        |b, o, v| {
+            Ok(if matches!(func.ty(o), Type::Big(_)) {
+                b.from_limbs(v)?
+            } else {
+                v
+            })
+        },
+    )
 }
 
 fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<ValueId> {

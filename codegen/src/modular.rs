@@ -17,7 +17,8 @@
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::modular::Montgomery;
 use bigfuse_core::ops::Intrinsic;
-use bigfuse_core::{BinOp, Builder, Func, Literal, Op, Type, ValueId};
+use bigfuse_core::rewrite::Rewritten;
+use bigfuse_core::{rewrite, BinOp, Builder, Func, Literal, Op, Type, ValueId};
 
 /// The type with every `Zp<P>` replaced by the u64 that holds its form.
 pub fn lowered_type(t: &Type) -> Type {
@@ -190,161 +191,169 @@ fn uses_zp(f: &Func) -> bool {
 }
 
 fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
-    let mut b = if is_lambda {
+    let b = if is_lambda {
         Builder::lambda()
     } else {
         Builder::like(func)
     };
-    let params: Vec<ValueId> = func
-        .params
-        .iter()
-        .map(|p| b.param(&p.name, lowered_type(&p.ty)))
-        .collect();
     let uses = func.use_counts();
-    let mut map: Vec<ValueId> = Vec::with_capacity(func.nodes.len());
-    for node in &func.nodes {
-        let m = |v: ValueId| map[v.index()];
-        let new = match &node.op {
-            // A lambda's parameters already hold forms; a kernel's hold integers.
-            Op::Param(k) if !is_lambda && node.ty.mentions_zp() => {
-                convert(&mut b, params[*k as usize], &node.ty, true)?
-            }
-            Op::Param(k) => params[*k as usize],
-            Op::Const(l) => b.constant(lowered_literal(l)),
-            Op::Binary(op, x, y) if func.ty(*x).is_zp() => {
-                let mut a = Arith {
-                    m: modulus(func.ty(*x))?,
-                    b: &mut b,
-                };
-                match op {
-                    BinOp::Add => a.add(m(*x), m(*y))?,
-                    BinOp::Sub => a.sub(m(*x), m(*y))?,
-                    BinOp::Mul => a.mul(m(*x), m(*y))?,
-                    // Forms are unique, so equality of forms is equality of residues.
-                    BinOp::Eq => a.b.eq(m(*x), m(*y))?,
-                    BinOp::Ne => a.b.ne(m(*x), m(*y))?,
-                    other => {
-                        return Err(CodegenError::Unsupported(format!(
-                            "`{}` on Zp<P>",
-                            other.mnemonic()
-                        )))
+    rewrite(
+        func,
+        b,
+        lowered_type,
+        |b, mapped, _, node| {
+            let m = |v: ValueId| mapped.get(v);
+            Ok::<_, CodegenError>(Rewritten::Value(match &node.op {
+                // A lambda's parameters already hold forms; a kernel's hold integers.
+                Op::Param(k) if !is_lambda && node.ty.mentions_zp() => {
+                    convert(&mut *b, mapped.param(*k as usize), &node.ty, true)?
+                }
+                Op::Param(k) => mapped.param(*k as usize),
+                Op::Const(l) => b.constant(lowered_literal(l)),
+                Op::Binary(op, x, y) if func.ty(*x).is_zp() => {
+                    let mut a = Arith {
+                        m: modulus(func.ty(*x))?,
+                        b: &mut *b,
+                    };
+                    match op {
+                        BinOp::Add => a.add(m(*x), m(*y))?,
+                        BinOp::Sub => a.sub(m(*x), m(*y))?,
+                        BinOp::Mul => a.mul(m(*x), m(*y))?,
+                        // Forms are unique, so equality of forms is equality of residues.
+                        BinOp::Eq => a.b.eq(m(*x), m(*y))?,
+                        BinOp::Ne => a.b.ne(m(*x), m(*y))?,
+                        other => {
+                            return Err(CodegenError::Unsupported(format!(
+                                "`{}` on Zp<P>",
+                                other.mnemonic()
+                            )))
+                        }
                     }
                 }
-            }
-            Op::ZpPow(x, e) => {
-                let mont = modulus(&node.ty)?;
-                let mut a = Arith { m: mont, b: &mut b };
-                match &func.node(*e).op {
-                    Op::Const(Literal::U64(k)) => a.pow_const(m(*x), *k)?,
-                    _ => a.pow(m(*x), m(*e))?,
-                }
-            }
-            Op::ZpInv(x) => {
-                let mont = modulus(&node.ty)?;
-                let mut a = Arith { m: mont, b: &mut b };
-                a.pow_const(m(*x), mont.p - 2)?
-            }
-            Op::Cast(x) if node.ty.is_zp() => {
-                let mont = modulus(&node.ty)?;
-                let v = if lowered_type(func.ty(*x)) == Type::U64 {
-                    m(*x)
-                } else {
-                    b.cast(m(*x), Type::U64)?
-                };
-                Arith { m: mont, b: &mut b }.form_of(v)?
-            }
-            Op::Cast(x) if func.ty(*x).is_zp() => {
-                let mont = modulus(func.ty(*x))?;
-                Arith { m: mont, b: &mut b }.integer_of(m(*x))?
-            }
-            Op::Reduce { op, init, input } if is_zp_sum(op, init) => {
-                let mont = modulus(&node.ty)?;
-                let producer = &func.node(*input).op;
-                let product_map = match producer {
-                    Op::Map { f, .. } if uses[input.index()] == 1 && ends_in_zp_product(f) => {
-                        Some(f)
+                Op::ZpPow(x, e) => {
+                    let mont = modulus(&node.ty)?;
+                    let mut a = Arith {
+                        m: mont,
+                        b: &mut *b,
+                    };
+                    match &func.node(*e).op {
+                        Op::Const(Literal::U64(k)) => a.pow_const(m(*x), *k)?,
+                        _ => a.pow(m(*x), m(*e))?,
                     }
-                    _ => None,
-                };
-                // Factors read straight from the kernel's parameters are multiplied as the
-                // integers they arrive as: no conversion to forms at all (their product carries
-                // R^0, so the sum is scaled by R once at the end).
-                let raw = match (producer, product_map) {
-                    (Op::Map { args, .. }, Some(f)) if !is_lambda => raw_factors(func, f, args)
-                        .map(|(x, y)| (params[x as usize], params[y as usize])),
-                    _ => None,
-                };
-                if let Some((x, y)) = raw {
-                    let words = b.map(wide_mul_lambda(), &[x, y])?;
+                }
+                Op::ZpInv(x) => {
+                    let mont = modulus(&node.ty)?;
+                    let mut a = Arith {
+                        m: mont,
+                        b: &mut *b,
+                    };
+                    a.pow_const(m(*x), mont.p - 2)?
+                }
+                Op::Cast(x) if node.ty.is_zp() => {
+                    let mont = modulus(&node.ty)?;
+                    let v = if lowered_type(func.ty(*x)) == Type::U64 {
+                        m(*x)
+                    } else {
+                        b.cast(m(*x), Type::U64)?
+                    };
+                    Arith {
+                        m: mont,
+                        b: &mut *b,
+                    }
+                    .form_of(v)?
+                }
+                Op::Cast(x) if func.ty(*x).is_zp() => {
+                    let mont = modulus(func.ty(*x))?;
+                    Arith {
+                        m: mont,
+                        b: &mut *b,
+                    }
+                    .integer_of(m(*x))?
+                }
+                Op::Reduce { op, init, input } if is_zp_sum(op, init) => {
+                    let mont = modulus(&node.ty)?;
+                    let producer = &func.node(*input).op;
+                    let product_map = match producer {
+                        Op::Map { f, .. } if uses[input.index()] == 1 && ends_in_zp_product(f) => {
+                            Some(f)
+                        }
+                        _ => None,
+                    };
+                    // Factors read straight from the kernel's parameters are multiplied as the
+                    // integers they arrive as: no conversion to forms at all (their product carries
+                    // R^0, so the sum is scaled by R once at the end).
+                    let raw = match (producer, product_map) {
+                        (Op::Map { args, .. }, Some(f)) if !is_lambda => raw_factors(func, f, args)
+                            .map(|(x, y)| (mapped.param(x as usize), mapped.param(y as usize))),
+                        _ => None,
+                    };
+                    if let Some((x, y)) = raw {
+                        let words = b.map(wide_mul_lambda(), &[x, y])?;
+                        let acc = b.reduce(
+                            Intrinsic::Add192.func().clone(),
+                            Literal::Tuple(vec![Literal::U64(0); 3]),
+                            words,
+                        )?;
+                        return Ok(Rewritten::Value(finish_sum(&mut *b, mont, acc, 1)?));
+                    }
+                    let words = match product_map {
+                        Some(f) => {
+                            let Op::Map { args, .. } = producer else {
+                                unreachable!("matched above")
+                            };
+                            let wide = wide_product_lambda(f)?;
+                            let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
+                            b.map(wide, &args)?
+                        }
+                        None => b.map(widen_lambda(), &[m(*input)])?,
+                    };
                     let acc = b.reduce(
                         Intrinsic::Add192.func().clone(),
                         Literal::Tuple(vec![Literal::U64(0); 3]),
                         words,
                     )?;
-                    map.push(finish_sum(&mut b, mont, acc, 1)?);
-                    continue;
+                    // Products of forms carry R^2: the sum is S·R^-1; a plain sum of forms is S.
+                    let shift = if product_map.is_some() { -1 } else { 0 };
+                    finish_sum(&mut *b, mont, acc, shift)?
                 }
-                let words = match product_map {
-                    Some(f) => {
-                        let Op::Map { args, .. } = producer else {
-                            unreachable!("matched above")
-                        };
-                        let wide = wide_product_lambda(f)?;
-                        let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
-                        b.map(wide, &args)?
-                    }
-                    None => b.map(widen_lambda(), &[m(*input)])?,
-                };
-                let acc = b.reduce(
-                    Intrinsic::Add192.func().clone(),
-                    Literal::Tuple(vec![Literal::U64(0); 3]),
-                    words,
-                )?;
-                // Products of forms carry R^2: the sum is S·R^-1; a plain sum of forms is S.
-                let shift = if product_map.is_some() { -1 } else { 0 };
-                finish_sum(&mut b, mont, acc, shift)?
-            }
-            Op::Map { f, args } => {
-                let f = rebuild(f, true)?;
-                let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
-                b.map(f, &args)?
-            }
-            Op::Scan {
-                op,
-                init,
-                exclusive,
-                input,
-                flags,
-            } => {
-                let op = rebuild(op, true)?;
-                b.scan(
+                Op::Map { f, args } => {
+                    let f = rebuild(f, true)?;
+                    let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
+                    b.map(f, &args)?
+                }
+                Op::Scan {
                     op,
-                    lowered_literal(init),
-                    *exclusive,
-                    m(*input),
-                    flags.map(m),
-                )?
+                    init,
+                    exclusive,
+                    input,
+                    flags,
+                } => {
+                    let op = rebuild(op, true)?;
+                    b.scan(
+                        op,
+                        lowered_literal(init),
+                        *exclusive,
+                        m(*input),
+                        flags.map(m),
+                    )?
+                }
+                Op::Reduce { op, init, input } => {
+                    let op = rebuild(op, true)?;
+                    b.reduce(op, lowered_literal(init), m(*input))?
+                }
+                _ => return Ok(Rewritten::Copy),
+            }))
+        },
+        |b, o, v| {
+            if !is_lambda && func.ty(o).mentions_zp() {
+                convert(b, v, func.ty(o), false)
+            } else {
+                Ok(v)
             }
-            Op::Reduce { op, init, input } => {
-                let op = rebuild(op, true)?;
-                b.reduce(op, lowered_literal(init), m(*input))?
-            }
-            other => b.copy(other, &node.ty, m)?,
-        };
-        map.push(new);
-    }
-    let mut outputs = Vec::with_capacity(func.outputs.len());
-    for o in &func.outputs {
-        let v = map[o.index()];
-        outputs.push(if !is_lambda && func.ty(*o).mentions_zp() {
-            convert(&mut b, v, func.ty(*o), false)?
-        } else {
-            v
-        });
-    }
+        },
+    )
     // A product map consumed by a delayed reduction stays behind unused in its original form;
     // dead-code elimination (fuse) removes it.
-    Ok(b.finish(&outputs)?)
 }
 
 /// Residues (or arrays of them) to forms (`into`) or back.

@@ -14,9 +14,10 @@
 //! operator, identity and direction and reads the same flag values.
 
 use crate::canon::{Canon, TermId};
-use crate::error::CgResult;
+use crate::error::{CgResult, CodegenError};
 use bigfuse_core::ops::Intrinsic;
-use bigfuse_core::{Builder, Func, Op, Type, ValueId};
+use bigfuse_core::rewrite::{same_output, Rewritten};
+use bigfuse_core::{rewrite, Builder, Func, Op, Type, ValueId};
 
 /// One recognised addition (subtraction).
 struct Found {
@@ -43,7 +44,7 @@ pub fn user_additions(func: &Func) -> CgResult<(Func, Vec<String>)> {
             if found.sub { "-" } else { "+" },
             found.y
         ));
-        f = rewrite(&f, &found)?;
+        f = rewrite_found(&f, &found)?;
     }
     Ok((f, notes))
 }
@@ -158,7 +159,7 @@ fn find_one(func: &Func) -> Option<Found> {
 
 /// Replaces the found consumer by the built-in pattern over `x`, `y` (the old flags, scan and sum
 /// maps are left for dead-code removal).
-fn rewrite(func: &Func, g: &Found) -> CgResult<Func> {
+fn rewrite_found(func: &Func, g: &Found) -> CgResult<Func> {
     let Op::Scan {
         op,
         init,
@@ -168,35 +169,26 @@ fn rewrite(func: &Func, g: &Found) -> CgResult<Func> {
     else {
         unreachable!("found at a scan")
     };
-    let mut b = Builder::like(func);
-    let params: Vec<ValueId> = func
-        .params
-        .iter()
-        .map(|p| b.param(&p.name, p.ty.clone()))
-        .collect();
-    let mut map: Vec<ValueId> = Vec::with_capacity(func.nodes.len());
-    for (i, node) in func.nodes.iter().enumerate() {
-        let m = |v: ValueId| map[v.index()];
-        let new = if i == g.apply.index() {
+    rewrite(
+        func,
+        Builder::like(func),
+        Type::clone,
+        |b, m, id, _| {
+            if id != g.apply {
+                return Ok::<_, CodegenError>(Rewritten::Copy);
+            }
             let sub = g.sub;
             let partial = b.map(
                 Intrinsic::LimbPartial { sub }.func().clone(),
-                &[m(g.x), m(g.y)],
+                &[m.get(g.x), m.get(g.y)],
             )?;
             let flags = b.map(Intrinsic::CarryFlags.func().clone(), &[partial])?;
             let carries = b.scan((**op).clone(), init.clone(), *exclusive, flags, None)?;
-            b.map(
+            Ok(Rewritten::Value(b.map(
                 Intrinsic::ApplyCarry { sub }.func().clone(),
                 &[partial, carries],
-            )?
-        } else {
-            match &node.op {
-                Op::Param(k) => params[*k as usize],
-                other => b.copy(other, &node.ty, m)?,
-            }
-        };
-        map.push(new);
-    }
-    let outputs: Vec<ValueId> = func.outputs.iter().map(|o| map[o.index()]).collect();
-    Ok(b.finish(&outputs)?)
+            )?))
+        },
+        same_output,
+    )
 }

@@ -8,7 +8,8 @@
 //! a limb array so that later big-integer operations and results see an ordinary `U<BITS>`.
 
 use crate::error::{CgResult, CodegenError};
-use bigfuse_core::{BinOp, Builder, CmpOp, Func, Literal, Op, Size, Type, ValueId};
+use bigfuse_core::rewrite::{same_output, Rewritten};
+use bigfuse_core::{rewrite, BinOp, Builder, CmpOp, Func, Literal, Op, Size, Type, ValueId};
 
 fn limbs_of(bits: &Size) -> usize {
     (bits.as_const().unwrap_or(0) / 64) as usize
@@ -68,47 +69,42 @@ pub fn scalarize(func: &Func) -> CgResult<Func> {
     if !needed {
         return Ok(func.clone());
     }
-    let mut b = Builder::like(func);
-    let params: Vec<ValueId> = func
-        .params
-        .iter()
-        .map(|p| b.param(&p.name, scalar_type(&p.ty, false)))
-        .collect();
-    let mut map: Vec<ValueId> = Vec::with_capacity(func.nodes.len());
-    for node in &func.nodes {
-        let m = |v: ValueId| map[v.index()];
-        let new = match &node.op {
-            Op::Param(i) => params[*i as usize],
-            Op::Map { f, args } => {
-                let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
-                b.map(lambda(f)?, &args)?
-            }
-            Op::Scan {
-                op,
-                init,
-                exclusive,
-                input,
-                flags,
-            } => b.scan(
-                lambda(op)?,
-                scalar_literal(init),
-                *exclusive,
-                m(*input),
-                flags.map(m),
-            )?,
-            Op::Reduce { op, init, input } => {
-                let r = b.reduce(lambda(op)?, scalar_literal(init), m(*input))?;
-                match &node.ty {
-                    Type::Big(bits) => tuple_to_big(&mut b, r, limbs_of(bits))?,
-                    _ => r,
+    rewrite(
+        func,
+        Builder::like(func),
+        |t| scalar_type(t, false),
+        |b, m, _, node| {
+            let m = |v: ValueId| m.get(v);
+            Ok::<_, CodegenError>(Rewritten::Value(match &node.op {
+                Op::Map { f, args } => {
+                    let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
+                    b.map(lambda(f)?, &args)?
                 }
-            }
-            other => b.copy(other, &node.ty, m)?,
-        };
-        map.push(new);
-    }
-    let outputs: Vec<ValueId> = func.outputs.iter().map(|o| map[o.index()]).collect();
-    Ok(b.finish(&outputs)?)
+                Op::Scan {
+                    op,
+                    init,
+                    exclusive,
+                    input,
+                    flags,
+                } => b.scan(
+                    lambda(op)?,
+                    scalar_literal(init),
+                    *exclusive,
+                    m(*input),
+                    flags.map(m),
+                )?,
+                Op::Reduce { op, init, input } => {
+                    let r = b.reduce(lambda(op)?, scalar_literal(init), m(*input))?;
+                    match &node.ty {
+                        Type::Big(bits) => tuple_to_big(b, r, limbs_of(bits))?,
+                        _ => r,
+                    }
+                }
+                _ => return Ok(Rewritten::Copy),
+            }))
+        },
+        same_output,
+    )
 }
 
 /// A tuple of limbs (a scalar of the kernel) as the big integer with those limbs.
@@ -136,57 +132,55 @@ fn lambda(f: &Func) -> CgResult<Func> {
     if !lambda_has_big(f) {
         return Ok(f.clone());
     }
-    let mut b = Builder::lambda();
-    let params: Vec<ValueId> = f
-        .params
-        .iter()
-        .map(|p| b.param(&p.name, scalar_type(&p.ty, true)))
-        .collect();
-    let mut map: Vec<ValueId> = Vec::with_capacity(f.nodes.len());
-    for node in &f.nodes {
-        let m = |v: ValueId| map[v.index()];
-        let bits = |v: ValueId| match f.ty(v) {
-            Type::Big(s) => limbs_of(s),
-            _ => 0,
-        };
-        let new = match &node.op {
-            Op::Param(i) => params[*i as usize],
-            Op::Const(l) => b.constant(scalar_literal(l)),
-            Op::BigAdd(x, y) => add_sub(&mut b, m(*x), m(*y), bits(*x), false)?,
-            Op::BigSub(x, y) => add_sub(&mut b, m(*x), m(*y), bits(*x), true)?,
-            Op::BigMul(x, y) => product(&mut b, m(*x), m(*y), bits(*x), bits(*x), &known(f, *y))?,
-            Op::BigMulWide(x, y) => {
-                product(&mut b, m(*x), m(*y), bits(*x), 2 * bits(*x), &known(f, *y))?
-            }
-            Op::BigCmp(c, x, y) => compare(&mut b, *c, m(*x), m(*y), bits(*x))?,
-            Op::Cast(a) if matches!(node.ty, Type::Big(_)) => {
-                let x = if *f.ty(*a) == Type::U64 {
-                    m(*a)
-                } else {
-                    b.cast(m(*a), Type::U64)?
-                };
-                let zero = b.u64(0);
-                let mut limbs = vec![x];
-                limbs.resize(bits(ValueId(map.len() as u32)).max(1), zero);
-                b.tuple(&limbs)?
-            }
-            Op::Cast(a) => b.cast(m(*a), node.ty.clone())?,
-            other if other.is_high_level() => {
-                return Err(CodegenError::Unsupported(format!(
-                    "`{}` inside a closure over big integers",
-                    bigfuse_core::node_text(f, ValueId(map.len() as u32))
-                )))
-            }
-            other => {
-                let mut op = other.clone();
-                op.map_args(m);
-                b.push(op)?
-            }
-        };
-        map.push(new);
-    }
-    let out = map[f.outputs[0].index()];
-    Ok(b.finish(&[out])?)
+    rewrite(
+        f,
+        Builder::lambda(),
+        |t| scalar_type(t, true),
+        |b, mapped, id, node| {
+            let m = |v: ValueId| mapped.get(v);
+            let bits = |v: ValueId| match f.ty(v) {
+                Type::Big(s) => limbs_of(s),
+                _ => 0,
+            };
+            Ok::<_, CodegenError>(Rewritten::Value(match &node.op {
+                Op::Param(i) => mapped.param(*i as usize),
+                Op::Const(l) => b.constant(scalar_literal(l)),
+                Op::BigAdd(x, y) => add_sub(b, m(*x), m(*y), bits(*x), false)?,
+                Op::BigSub(x, y) => add_sub(b, m(*x), m(*y), bits(*x), true)?,
+                Op::BigMul(x, y) => product(b, m(*x), m(*y), bits(*x), bits(*x), &known(f, *y))?,
+                Op::BigMulWide(x, y) => {
+                    product(b, m(*x), m(*y), bits(*x), 2 * bits(*x), &known(f, *y))?
+                }
+                Op::BigCmp(c, x, y) => compare(b, *c, m(*x), m(*y), bits(*x))?,
+                Op::Cast(a) if matches!(node.ty, Type::Big(_)) => {
+                    let x = if *f.ty(*a) == Type::U64 {
+                        m(*a)
+                    } else {
+                        b.cast(m(*a), Type::U64)?
+                    };
+                    let zero = b.u64(0);
+                    let mut limbs = vec![x];
+                    limbs.resize(bits(id).max(1), zero);
+                    b.tuple(&limbs)?
+                }
+                Op::Cast(a) => b.cast(m(*a), node.ty.clone())?,
+                other if other.is_high_level() => {
+                    return Err(CodegenError::Unsupported(format!(
+                        "`{}` inside a closure over big integers",
+                        bigfuse_core::node_text(f, id)
+                    )))
+                }
+                // Types change here (big integers become tuples): the node's type is inferred
+                // again rather than copied.
+                other => {
+                    let mut op = other.clone();
+                    op.map_args(m);
+                    b.push(op)?
+                }
+            }))
+        },
+        same_output,
+    )
 }
 
 /// The limbs of a big-integer constant of the closure (those a product may skip when zero), or
