@@ -44,7 +44,7 @@ pub fn fuse_recorded(func: &Func, stages: &mut Stages) -> CgResult<Fused> {
         f = dead_code(&unzipped)?;
     }
     stages.record("unzip", &f);
-    let (canonical, found) = crate::recognise::user_additions(&f)?;
+    let (canonical, found) = crate::isel::recognise::user_additions(&f)?;
     if !found.is_empty() {
         notes.extend(found);
         f = dead_code(&canonical)?;

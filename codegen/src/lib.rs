@@ -11,8 +11,6 @@
 //! Nothing here needs a GPU or NVRTC; the runtime compiles and launches what [`compile`] returns.
 
 pub mod analysis;
-pub mod bits;
-pub mod canon;
 pub mod chunk;
 pub mod emit;
 pub mod error;
@@ -27,7 +25,6 @@ pub mod passes;
 pub mod place;
 pub mod plan;
 pub mod polymul;
-pub mod recognise;
 pub mod scalarize;
 pub mod schedule;
 pub mod split;

@@ -49,7 +49,7 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "recognise",
-        file: "codegen/src/recognise.rs",
+        file: "codegen/src/isel/recognise.rs",
         what: "user-written additions become the built-in addition pattern",
     },
     Pass {
@@ -59,7 +59,7 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "isel",
-        file: "codegen/src/isel.rs",
+        file: "codegen/src/isel/mod.rs",
         what: "carry scans proved, products planned: the table the later passes read",
     },
     Pass {

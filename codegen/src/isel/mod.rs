@@ -5,6 +5,13 @@
 //! plan is made here and nowhere else, so a product that cannot be planned is one error here, not
 //! a silent fallback in one pass and a panic in another.
 //!
+//! This module is also the one home of proofs that user-written code is an intrinsic
+//! ([`bigfuse_core::ops::Intrinsic`]): carry operators by evaluation on the flag domain (here),
+//! bounded by the possible-bits analysis ([`bits`]); user-written additions by canonical terms
+//! ([`canon`], [`recognise`]). The addition proof rewrites the program and runs as a sub-pass of
+//! fusion, before maps are merged: merging would fold the user's maps together and lose the
+//! pattern the proof reads.
+//!
 //! What is selected:
 //! - a scan that means the carry operator on 2-bit flag words (proved by evaluation on the flag
 //!   domain, which a possible-bits analysis bounds, so a user-written operator qualifies too):
@@ -14,6 +21,10 @@
 //!   thread's limbs around the same ballot resolution, selected at its partial map;
 //! - each product (`limb_mul`, `poly_mul`): its plan — the classical product's sizes, the NTT's
 //!   primes and transform length, the polynomial transform's root and Montgomery constants.
+
+pub mod bits;
+pub mod canon;
+pub mod recognise;
 
 use crate::error::{CgResult, CodegenError};
 use crate::mul;
@@ -206,7 +217,7 @@ pub fn select(func: &Func) -> CgResult<Selection> {
                 Some(Choice::Product(Product::Poly(crate::polymul::plan(n, p)?)))
             }
             Op::Scan { .. } => {
-                let masks = masks.get_or_insert_with(|| crate::bits::analyse(func, None));
+                let masks = masks.get_or_insert_with(|| bits::analyse(func, None));
                 is_carry_scan_with(func, id, masks).then_some(Choice::CarryScan)
             }
             _ => None,
@@ -314,7 +325,7 @@ fn array_len(func: &Func, v: ValueId, what: &str) -> CgResult<u64> {
 /// values, which [`ops::carry`] keeps in `{0, .., 3}`) lies where the two operators agree, so the
 /// scan equals the scan with [`ops::carry`], whatever the operator does elsewhere.
 pub fn is_carry_scan(func: &Func, id: ValueId) -> bool {
-    is_carry_scan_with(func, id, &crate::bits::analyse(func, None))
+    is_carry_scan_with(func, id, &bits::analyse(func, None))
 }
 
 fn is_carry_scan_with(func: &Func, id: ValueId, masks: &[Vec<u64>]) -> bool {

@@ -9,11 +9,11 @@
 //! which code generation selects as PTX carry chains.
 //!
 //! The rewrite is taken only when it provably keeps every value: `F` and `R`, written as canonical
-//! terms (crate::canon: sharing, constants, commutative operands, tuples, casts) over the
+//! terms (isel::canon: sharing, constants, commutative operands, tuples, casts) over the
 //! elements of the arrays they read, equal the built-in lambdas' terms; the scan keeps its
 //! operator, identity and direction and reads the same flag values.
 
-use crate::canon::{Canon, TermId};
+use super::canon::{Canon, TermId};
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::ops::Intrinsic;
 use bigfuse_core::rewrite::{same_output, Rewritten};
@@ -91,7 +91,7 @@ fn find_one(func: &Func) -> Option<Found> {
         let Op::Map { f: ff, args: fargs } = &func.node(*input).op else {
             continue;
         };
-        if Intrinsic::of(ff).is_some() || !crate::isel::is_carry_scan(func, scan) {
+        if Intrinsic::of(ff).is_some() || !super::is_carry_scan(func, scan) {
             continue;
         }
         let Some(apply) = func.ids().find(|u| func.node(*u).op.args().contains(&scan)) else {
