@@ -28,7 +28,7 @@ mod values;
 mod warp;
 
 use crate::error::{CgResult, CodegenError};
-use crate::isel::Selection;
+use crate::isel::{Product, Selection};
 use crate::place::Placement;
 use crate::schedule::Schedule;
 use bigfuse_core::{Func, Op, Type, UnOp, ValueId};
@@ -217,12 +217,13 @@ impl<'a> Emitter<'a> {
                 self.scan(id, &comment, carry)
             }
             Op::Reduce { op, init, input } => self.reduce(id, &comment, op, init, *input),
-            Op::LimbMul {
-                algo: bigfuse_core::MulAlgo::Ntt,
-                ..
-            } => self.ntt_mul(id, &comment),
-            Op::LimbMul { .. } => self.limb_mul(id, &comment),
-            Op::PolyMul { .. } => self.poly_mul(id, &comment),
+            // Products are emitted as instruction selection planned them.
+            Op::LimbMul { .. } | Op::PolyMul { .. } => match self.sel.product(id) {
+                Some(Product::Classical { .. }) => self.limb_mul(id, &comment),
+                Some(Product::Ntt(plan)) => self.ntt_mul(id, plan, &comment),
+                Some(Product::Poly(plan)) => self.poly_mul(id, plan, &comment),
+                None => unreachable!("instruction selection plans every product"),
+            },
             Op::BigAdd(..)
             | Op::BigSub(..)
             | Op::BigCmp(..)

@@ -16,7 +16,12 @@ impl Emitter<'_> {
         let out_len = out_len.as_const().unwrap_or(0);
         let q_out = self.sched.q_of(out_len);
         let t_count = self.sched.threads_per_instance as u64;
-        let s = mul::shape(in_len, out_len, t_count as u32);
+        let s = self
+            .sel
+            .product(id)
+            .and_then(|p| p.shape(self.sched))
+            .expect("instruction selection plans every classical product");
+        debug_assert_eq!((s.digits_in, s.digits_out), (2 * in_len, 2 * out_len));
         let lay = mul::layout(
             &s,
             self.sched.instances_per_block as u64,

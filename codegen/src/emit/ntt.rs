@@ -6,7 +6,6 @@
 //! small however many products a kernel has.
 
 use super::{Emitter, Val};
-use crate::isel::Product;
 use crate::ntt::{self, NttPlan};
 use bigfuse_core::{Op, ValueId};
 
@@ -48,7 +47,7 @@ __device__ __forceinline__ void bf_dit(u32& a, u32& b, u32 w, u32 ws, u32 p) {
 "#;
 
 impl Emitter<'_> {
-    pub(super) fn ntt_mul(&mut self, id: ValueId, comment: &str) -> Val {
+    pub(super) fn ntt_mul(&mut self, id: ValueId, plan: &NttPlan, comment: &str) -> Val {
         let Op::LimbMul { a, b, out_len, .. } = self.func.node(id).op.clone() else {
             unreachable!("ntt_mul() is called on limb_mul nodes")
         };
@@ -58,9 +57,6 @@ impl Emitter<'_> {
         let square = a == b;
         let out_len = out_len.as_const().unwrap_or(0);
         let q_out = self.sched.q_of(out_len);
-        let Some(Product::Ntt(plan)) = self.sel.product(id).cloned() else {
-            unreachable!("instruction selection plans every NTT product")
-        };
         debug_assert_eq!((plan.digits_in, plan.digits_out), (2 * in_len, 2 * out_len));
         let t_count = self.sched.threads_per_instance as u64;
         let n = plan.n();
@@ -163,7 +159,7 @@ impl Emitter<'_> {
         ));
         self.line("__syncthreads();");
 
-        let core = self.transforms(&plan);
+        let core = self.transforms(plan);
         let ops = if square { "nx, 1u" } else { "ny, 2u" };
         if lay.residues.is_some() {
             self.line(format!(
@@ -212,7 +208,7 @@ impl Emitter<'_> {
             self.line("const u32 j = 2u * (u32)q + (u32)h;");
             self.line("const u32 v1 = ra[j], g2 = rb[j], g3 = rc[j];");
         }
-        let garner = self.garner_function(&plan);
+        let garner = self.garner_function(plan);
         self.line(format!("{garner}(v1, g2, g3, lo[h], hi[h]);"));
         self.close("}");
         self.line("// limb = column 2l + column 2l+1 shifted by 32 bits");

@@ -3,7 +3,7 @@
 //! Each stage is a loop over the M/2 butterflies, T threads apart, then one barrier.
 
 use super::{Emitter, Val};
-use crate::isel::Product;
+use crate::polymul::PolyPlan;
 use bigfuse_core::{Op, ValueId};
 
 /// Device helpers for arithmetic modulo a prime below 2^64 on Montgomery forms (R = 2^64).
@@ -24,15 +24,12 @@ __device__ __forceinline__ u64 bf_sub64(u64 a, u64 b, u64 p) {
 "#;
 
 impl Emitter<'_> {
-    pub(super) fn poly_mul(&mut self, id: ValueId, comment: &str) -> Val {
+    pub(super) fn poly_mul(&mut self, id: ValueId, plan: &PolyPlan, comment: &str) -> Val {
         let Op::PolyMul { a, b, modulus } = self.func.node(id).op.clone() else {
             unreachable!("poly_mul() is called on poly_mul nodes")
         };
         let (a_leaves, q_in, n) = self.array_parts(a);
         let (b_leaves, _, _) = self.array_parts(b);
-        let Some(Product::Poly(plan)) = self.sel.product(id).cloned() else {
-            unreachable!("instruction selection plans every polynomial product")
-        };
         debug_assert_eq!((plan.n, Some(plan.mont.p)), (n, modulus.as_const()));
         let (m, p, ni) = (plan.m(), plan.mont.p, plan.mont.neg_inv);
         let t_count = self.sched.threads_per_instance;

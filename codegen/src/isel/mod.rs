@@ -56,14 +56,24 @@ impl Product {
         }
     }
 
+    /// The slices of a classical product among `sched`'s threads (`None` for the transforms).
+    pub fn shape(&self, sched: &Schedule) -> Option<mul::MulShape> {
+        match self {
+            Product::Classical { in_len, out_len } => {
+                Some(mul::shape(*in_len, *out_len, sched.threads_per_instance))
+            }
+            _ => None,
+        }
+    }
+
     /// Bytes of shared staging per block under `sched`.
     pub fn staging_bytes(&self, sched: &Schedule) -> u32 {
         let ipb = sched.instances_per_block as u64;
         let warps = sched.warps_per_instance() as u64;
         match self {
             // Operands always go through shared memory: every output digit reads every input digit.
-            Product::Classical { in_len, out_len } => {
-                let shape = mul::shape(*in_len, *out_len, sched.threads_per_instance);
+            Product::Classical { .. } => {
+                let shape = self.shape(sched).expect("a classical product has a shape");
                 (mul::layout(&shape, ipb, warps).total * 4) as u32
             }
             Product::Ntt(plan) => {
