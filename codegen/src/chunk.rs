@@ -91,7 +91,7 @@ fn classify(f: &Func) -> Option<(u64, Vec<Kind>)> {
     (outputs_ok && kinds.contains(&Kind::Red)).then_some((n, kinds))
 }
 
-/// The array length of `f` when it is a chunkable reduction (see [`classify`]).
+/// The array length of `f` when it is a chunkable reduction (see `classify`).
 pub fn chunkable_len(f: &Func) -> Option<u64> {
     classify(f).map(|(n, _)| n)
 }

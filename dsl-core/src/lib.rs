@@ -2,7 +2,7 @@
 //!
 //! A kernel program is a [`Func`] over one instance: typed SSA over scalars, big unsigned integers
 //! (`U<BITS>`) and arrays, with big-integer operations as high-level nodes and map / zip / scan /
-//! reduce as first-class array primitives. Sizes are symbolic until [`specialize`] substitutes the
+//! reduce as first-class array primitives. Sizes are symbolic until [`specialize()`] substitutes the
 //! sizes of a call. [`eval()`] runs any level of the IR on the CPU; it is the oracle of every test.
 //!
 //! This crate knows nothing of GPUs: code generation and the runtime build on it.

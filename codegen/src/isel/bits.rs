@@ -3,7 +3,7 @@
 //!
 //! The analysis over-approximates: an operation it does not model gets every bit of its width.
 //! Code generation uses it to prove that a scan only ever sees small flag words (see
-//! [`crate::place::is_carry_scan`]).
+//! [`crate::isel::is_carry_scan`]).
 
 use bigfuse_core::{BinOp, Func, Literal, Op, Type, UnOp};
 
