@@ -3,36 +3,35 @@
 //! CUBIN rather than PTX: with `--gpu-architecture=sm_XY` NVRTC runs ptxas anyway, and a PTX
 //! module would be compiled a second time by the driver when loaded.
 //!
-//! NVRTC runs without a GPU, so the ordinary test run compiles every generated kernel.
+//! NVRTC 12.x or 13.x, whichever the machine has, is found at run time ([`library`]). It runs
+//! without a GPU, so the ordinary test run compiles every generated kernel.
 
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// Whether the NVRTC library can be loaded on this machine.
+mod library;
+
+pub use library::{Nvrtc, MIN_VERSION};
+
+/// The NVRTC library this process compiles with, found on first use (see [`library`]'s module
+/// docs: NVRTC 13 or 12, preferring what the driver can load; `BIGFUSE_NVRTC` names a file).
+pub fn library() -> Result<&'static Nvrtc> {
+    static LIB: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
+    LIB.get_or_init(|| library::choose(&library::candidates(), crate::gpu::driver_version()))
+        .as_ref()
+        .map_err(|why| Error::NoNvrtc(why.clone()))
+}
+
+/// Whether a usable NVRTC library can be loaded on this machine.
 pub fn available() -> bool {
-    // SAFETY: only tries to dlopen the library; no symbol is called.
-    std::panic::catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false)
+    library().is_ok()
 }
 
 /// NVRTC's version, e.g. (13, 0).
 pub fn version() -> Result<(i32, i32)> {
-    if !available() {
-        return Err(Error::NoNvrtc);
-    }
-    static VERSION: OnceLock<Option<(i32, i32)>> = OnceLock::new();
-    let v = VERSION.get_or_init(|| {
-        std::panic::catch_unwind(|| {
-            let (mut major, mut minor) = (0, 0);
-            // SAFETY: the library is present (checked above); the call writes two ints.
-            let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
-            (r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor))
-        })
-        .ok()
-        .flatten()
-    });
-    v.ok_or(Error::NoNvrtc)
+    library().map(Nvrtc::version)
 }
 
 /// The options every kernel is compiled with.
@@ -227,65 +226,38 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     })
 }
 
-/// An NVRTC program, destroyed when dropped.
-struct Program(cudarc::nvrtc::sys::nvrtcProgram);
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once.
-        let _ = unsafe { cudarc::nvrtc::result::destroy_program(self.0) };
-    }
-}
-
 /// Compiles without looking at any cache: the CUBIN for `arch`.
 pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8>> {
-    use cudarc::nvrtc::{result, sys};
-    if !available() {
-        return Err(Error::NoNvrtc);
+    let lib = library()?;
+    if !lib.supports(arch) {
+        let known = lib.architectures();
+        return Err(Error::NoNvrtc(format!(
+            "{} cannot compile for {arch} (it knows sm_{} to sm_{}); a newer NVRTC can",
+            lib.describe(),
+            known.first().copied().unwrap_or(0),
+            known.last().copied().unwrap_or(0)
+        )));
     }
-    let src = std::ffi::CString::new(source).map_err(|_| Error::Compile {
+    let compile_error = |log: String| Error::Compile {
         kernel: kernel.into(),
         path: PathBuf::new(),
-        log: "the source contains a NUL byte".into(),
-    })?;
-    let name = std::ffi::CString::new(format!("{kernel}.cu")).unwrap_or_default();
-    let opts = options(arch);
-    let outcome =
-        std::panic::catch_unwind(move || -> Result<std::result::Result<Vec<u8>, String>> {
-            let driver = |e: cudarc::nvrtc::result::NvrtcError| Error::driver("running NVRTC", e);
-            let prog = Program(result::create_program(&src, Some(&name)).map_err(driver)?);
-            // SAFETY: `prog` is a live program; the options are plain strings.
-            if unsafe { result::compile_program(prog.0, &opts) }.is_err() {
-                // SAFETY: as above; the log is NUL-terminated.
-                let log = unsafe { result::get_program_log(prog.0) }.map_err(driver)?;
-                let log: Vec<u8> = log
-                    .iter()
-                    .take_while(|c| **c != 0)
-                    .map(|c| *c as u8)
-                    .collect();
-                return Ok(Err(String::from_utf8_lossy(&log).into_owned()));
-            }
-            let mut size = 0usize;
-            // SAFETY: `prog` compiled; the size is written to `size`.
-            unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
-                .result()
-                .map_err(driver)?;
-            let mut cubin = vec![0u8; size];
-            // SAFETY: `cubin` holds `size` bytes, as NVRTC reported.
-            unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut _) }
-                .result()
-                .map_err(driver)?;
-            Ok(Ok(cubin))
-        })
-        .map_err(|_| Error::NoNvrtc)??;
-    match outcome {
+        log,
+    };
+    let src = std::ffi::CString::new(source)
+        .map_err(|_| compile_error("the source contains a NUL byte".into()))?;
+    let name = std::ffi::CString::new(format!("{kernel}.cu"))
+        .map_err(|_| compile_error("the kernel name contains a NUL byte".into()))?;
+    match lib.compile(&src, &name, &options(arch)) {
         Ok(cubin) if !cubin.is_empty() => Ok(cubin),
-        Ok(_) => Err(Error::Compile {
-            kernel: kernel.into(),
-            path: PathBuf::new(),
-            log: format!("NVRTC produced no CUBIN for {arch}"),
+        Ok(_) => Err(compile_error(format!(
+            "{} produced no CUBIN for {arch}",
+            lib.describe()
+        ))),
+        Err(library::Failure::Call(message)) => Err(Error::Driver {
+            during: "running NVRTC".into(),
+            message,
         }),
-        Err(log) => {
+        Err(library::Failure::Rejected(log)) => {
             let path = std::env::temp_dir().join(format!(
                 "bigfuse-{kernel}-{:016x}.cu",
                 fnv1a(&[source.as_bytes()])
