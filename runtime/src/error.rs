@@ -41,6 +41,13 @@ pub enum Error {
     /// No usable GPU.
     #[error("no CUDA GPU available: {0}")]
     NoGpu(String),
+    /// This build has no GPU backend (the `cuda` feature is off).
+    #[error(
+        "this build of bigfuse has no GPU support: its `cuda` feature (on by default) is off, so it \
+         runs on the CPU backend only (Device::cpu(), or Device::auto()). Build with the `cuda` \
+         feature to use a GPU"
+    )]
+    NoCuda,
     /// The CUDA driver library is missing.
     #[error(
         "the CUDA driver library (libcuda.so.1) could not be loaded: this machine has no NVIDIA driver. \
@@ -83,6 +90,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    #[cfg(feature = "cuda")]
     pub(crate) fn driver(during: impl Into<String>, e: impl std::fmt::Debug) -> Error {
         let message = format!("{e:?}");
         Error::Driver {

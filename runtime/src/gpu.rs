@@ -6,6 +6,7 @@
 //! themselves against `main` with events. All three are non-blocking streams, so nothing waits on
 //! the legacy default stream.
 
+pub use crate::device::Resources;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DevicePool, PinnedPool};
 use bigfuse_codegen::{BufferLayout, Compiled, Target};
@@ -391,17 +392,6 @@ impl GpuDevice {
         let image = cudarc::nvrtc::Ptx::from_binary(binary.to_vec());
         guarded("loading a compiled module", || self.ctx.load_module(image))
     }
-}
-
-/// What the compiled kernel takes from the chip, as the driver reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Resources {
-    pub registers: u32,
-    pub shared_bytes: u32,
-    /// Local memory per thread: non-zero means spills (or an array the compiler could not keep in
-    /// registers).
-    pub local_bytes: u32,
-    pub max_threads: u32,
 }
 
 /// A kernel loaded on a GPU.

@@ -138,6 +138,13 @@ pub fn nvrtc_compiles(kernel: &bigfuse::Kernel, sizes: &[u64]) {
         .plan(sizes, &bigfuse::Target::h100(), &bigfuse::Hints::default())
         .unwrap();
     if let Err(e) = bigfuse::runtime::nvrtc::library() {
+        if matches!(e, bigfuse::Error::NoCuda) {
+            eprintln!(
+                "built without CUDA: skipping the compile of {}",
+                kernel.name()
+            );
+            return;
+        }
         if std::env::var("BIGFUSE_SKIP_NVRTC").is_ok_and(|v| v == "1") {
             eprintln!(
                 "NVRTC not available: skipping the compile of {}",

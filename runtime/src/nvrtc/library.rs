@@ -7,12 +7,9 @@
 //! is preferred (CUBIN from NVRTC 13 needs a CUDA 13 driver). Failures are values that list what
 //! was found. The C API used here is the same in NVRTC 12 and 13.
 
+use super::MIN_VERSION;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
-
-/// The oldest NVRTC accepted. `--device-int128` needs 11.5 and sm_90 11.8, but 12.0 is the oldest
-/// release of the two CUDA majors bigfuse is tested with.
-pub const MIN_VERSION: (i32, i32) = (12, 0);
 
 type Program = *mut c_void;
 /// `nvrtcResult`; 0 is success.

@@ -11,17 +11,29 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
+#[cfg(feature = "cuda")]
 mod library;
+#[cfg(not(feature = "cuda"))]
+use crate::nocuda::nvrtc_library as library;
 
-pub use library::{Nvrtc, MIN_VERSION};
+pub use library::Nvrtc;
 
-/// The NVRTC library this process compiles with, found on first use (see [`library`]'s module
-/// docs: NVRTC 13 or 12, preferring what the driver can load; `BIGFUSE_NVRTC` names a file).
+/// The oldest NVRTC accepted. `--device-int128` needs 11.5 and sm_90 11.8, but 12.0 is the oldest
+/// release of the two CUDA majors bigfuse is tested with.
+pub const MIN_VERSION: (i32, i32) = (12, 0);
+
+/// The NVRTC library this process compiles with, found on first use: NVRTC 13 or 12, preferring
+/// what the driver can load; `BIGFUSE_NVRTC` names a file (see `nvrtc/library.rs`).
 pub fn library() -> Result<&'static Nvrtc> {
-    static LIB: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
-    LIB.get_or_init(|| library::choose(&library::candidates(), crate::gpu::driver_version()))
-        .as_ref()
-        .map_err(|why| Error::NoNvrtc(why.clone()))
+    #[cfg(feature = "cuda")]
+    {
+        static LIB: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
+        LIB.get_or_init(|| library::choose(&library::candidates(), crate::gpu::driver_version()))
+            .as_ref()
+            .map_err(|why| Error::NoNvrtc(why.clone()))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(Error::NoCuda)
 }
 
 /// Whether a usable NVRTC library can be loaded on this machine.
