@@ -7,8 +7,9 @@
 //! without a GPU, so the ordinary test run compiles every generated kernel.
 
 use crate::error::{Error, Result};
+use crate::store::{fnv1a_128, hash128, write_atomically};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 #[cfg(feature = "cuda")]
@@ -55,24 +56,18 @@ pub fn options(arch: &str) -> Vec<String> {
     ]
 }
 
-/// FNV-1a, 64 bits: stable across Rust versions and platforms, which a disk cache key needs.
-pub fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for p in parts {
-        for b in *p {
-            h ^= *b as u64;
-            h = h.wrapping_mul(0x100000001b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
 type Binary = std::sync::Arc<Vec<u8>>;
 
-/// Compiled binaries by key, each with the exact source it was compiled from.
-type MemoryCache = Mutex<HashMap<u64, Vec<(String, Binary)>>>;
+/// A compiled kernel with its full key: the compilation context and the exact source.
+struct Entry {
+    context: String,
+    source: String,
+    binary: Binary,
+}
+
+/// Compiled binaries by key. The key only finds the list; an entry is taken only when its context
+/// and source are exactly those asked for.
+type MemoryCache = Mutex<HashMap<u128, Vec<Entry>>>;
 
 fn memory_cache() -> &'static MemoryCache {
     static CACHE: OnceLock<MemoryCache> = OnceLock::new();
@@ -105,34 +100,45 @@ fn compilation_context(arch: &str) -> Result<String> {
     ))
 }
 
-/// The cache key of a compilation (a file name; the entry itself is checked exactly).
-pub fn cache_key(source: &str, arch: &str) -> Result<u64> {
-    let context = compilation_context(arch)?;
-    Ok(fnv1a(&[source.as_bytes(), context.as_bytes()]))
+fn key_of(context: &str, source: &str) -> u128 {
+    hash128(&[context.as_bytes(), source.as_bytes()])
 }
 
-const MAGIC: &[u8] = b"bigfuse cubin v1\n";
+/// The cache key of a compilation: a 128-bit hash of the context and the source. It names the
+/// file; the entry itself is checked against the full context and source.
+pub fn cache_key(source: &str, arch: &str) -> Result<u128> {
+    Ok(key_of(&compilation_context(arch)?, source))
+}
 
-/// A cache file: the magic line, then the compilation context, the source and the binary, each
-/// preceded by its length (8 bytes, little-endian). The whole source is stored so that a file is
-/// accepted only for exactly the source and context it was compiled from: a hash collision or a
-/// foreign, truncated or corrupt file is recompiled, never loaded.
+const MAGIC: &[u8] = b"bigfuse cubin v2\n";
+
+/// A cache file: the magic line; the compilation context, the source and the binary, each
+/// preceded by its length (8 bytes, little-endian); and a 128-bit hash of all the bytes before
+/// it. The whole source is stored so that a file is accepted only for exactly the source and
+/// context it was compiled from, and the hash so that a corrupted binary is never loaded: a
+/// colliding, foreign, truncated or corrupt file is recompiled instead.
 fn encode_entry(context: &str, source: &str, binary: &[u8]) -> Vec<u8> {
     let mut out =
-        Vec::with_capacity(MAGIC.len() + 24 + context.len() + source.len() + binary.len());
+        Vec::with_capacity(MAGIC.len() + 40 + context.len() + source.len() + binary.len());
     out.extend_from_slice(MAGIC);
     for part in [context.as_bytes(), source.as_bytes(), binary] {
         out.extend_from_slice(&(part.len() as u64).to_le_bytes());
         out.extend_from_slice(part);
     }
+    let check = fnv1a_128(&out);
+    out.extend_from_slice(&check.to_le_bytes());
     out
 }
 
-/// The binary of a cache file, if it was made from exactly `context` and `source`.
+/// The binary of a cache file, if it is intact and was made from exactly `context` and `source`.
 fn decode_entry(file: &[u8], context: &str, source: &str) -> Option<Vec<u8>> {
-    let mut rest = file.strip_prefix(MAGIC)?;
+    let (body, check) = file.split_at_checked(file.len().checked_sub(16)?)?;
+    if fnv1a_128(body).to_le_bytes() != check {
+        return None;
+    }
+    let mut rest = body.strip_prefix(MAGIC)?;
     let mut next = || -> Option<&[u8]> {
-        let len = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) as usize;
+        let len = usize::try_from(u64::from_le_bytes(rest.get(..8)?.try_into().ok()?)).ok()?;
         let part = rest.get(8..8usize.checked_add(len)?)?;
         rest = &rest[8 + len..];
         Some(part)
@@ -142,100 +148,102 @@ fn decode_entry(file: &[u8], context: &str, source: &str) -> Option<Vec<u8>> {
         .then(|| b.to_vec())
 }
 
-fn cache_file(key: u64) -> Option<PathBuf> {
-    cache_dir().map(|d| d.join(format!("{key:016x}.cubin")))
+/// The file of `key` in the disk cache `dir`.
+fn cache_file(dir: &Path, key: u128) -> PathBuf {
+    dir.join(format!("{key:032x}.cubin"))
+}
+
+/// The binary in the disk cache `dir` for exactly `context` and `source`, if there is one.
+fn disk_lookup(dir: &Path, context: &str, source: &str) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(cache_file(dir, key_of(context, source))).ok()?;
+    decode_entry(&bytes, context, source)
+}
+
+/// Stores a binary in the disk cache `dir`, atomically: a concurrent reader finds the old file
+/// (or none) or this one, whole.
+fn disk_store(dir: &Path, context: &str, source: &str, binary: &[u8]) -> std::io::Result<()> {
+    write_atomically(
+        &cache_file(dir, key_of(context, source)),
+        &encode_entry(context, source, binary),
+    )
 }
 
 /// Drops a compiled kernel from both caches (used when the driver refuses to load it).
 pub fn forget(source: &str, arch: &str) {
-    if let Ok(key) = cache_key(source, arch) {
-        if let Some(list) = memory_cache()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(&key)
-        {
-            list.retain(|(s, _)| s != source);
-        }
-        if let Some(f) = cache_file(key) {
-            let _ = std::fs::remove_file(f);
-        }
+    let Ok(context) = compilation_context(arch) else {
+        return;
+    };
+    let key = key_of(&context, source);
+    if let Some(list) = memory_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_mut(&key)
+    {
+        list.retain(|e| e.context != context || e.source != source);
+    }
+    if let Some(dir) = cache_dir() {
+        let _ = std::fs::remove_file(cache_file(&dir, key));
     }
 }
 
 /// Whether `source` is already compiled for `arch` in the memory or disk cache (so that loading
 /// it costs no NVRTC time).
 pub fn is_cached(source: &str, arch: &str) -> bool {
-    let (Ok(key), Ok(context)) = (cache_key(source, arch), compilation_context(arch)) else {
+    let Ok(context) = compilation_context(arch) else {
         return false;
     };
-    if lookup_memory(key, source).is_some() {
-        return true;
-    }
-    cache_file(key)
-        .and_then(|f| std::fs::read(f).ok())
-        .and_then(|bytes| decode_entry(&bytes, &context, source))
-        .is_some()
+    lookup_memory(&context, source).is_some()
+        || cache_dir().is_some_and(|dir| disk_lookup(&dir, &context, source).is_some())
 }
 
-fn lookup_memory(key: u64, source: &str) -> Option<Binary> {
+fn lookup_memory(context: &str, source: &str) -> Option<Binary> {
     memory_cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .get(&key)
-        .and_then(|list| {
-            list.iter()
-                .find(|(s, _)| s == source)
-                .map(|(_, b)| b.clone())
-        })
+        .get(&key_of(context, source))?
+        .iter()
+        .find(|e| e.context == context && e.source == source)
+        .map(|e| e.binary.clone())
 }
 
-fn remember(key: u64, source: &str, binary: Binary) {
+fn remember(context: &str, source: &str, binary: Binary) {
     let mut cache = memory_cache().lock().unwrap_or_else(|p| p.into_inner());
-    let list = cache.entry(key).or_default();
-    if !list.iter().any(|(s, _)| s == source) {
-        list.push((source.to_string(), binary));
+    let list = cache.entry(key_of(context, source)).or_default();
+    if !list
+        .iter()
+        .any(|e| e.context == context && e.source == source)
+    {
+        list.push(Entry {
+            context: context.to_string(),
+            source: source.to_string(),
+            binary,
+        });
     }
 }
 
 /// Compiles `source` (which defines `kernel`) for `arch` (e.g. `sm_90`) to a loadable binary
 /// (CUBIN: no further JIT compilation when the module is loaded), or returns the cached one.
 pub fn compile(source: &str, kernel: &str, arch: &str) -> Result<Binary> {
-    let key = cache_key(source, arch)?;
-    if let Some(b) = lookup_memory(key, source) {
+    let context = compilation_context(arch)?;
+    if let Some(b) = lookup_memory(&context, source) {
         return Ok(b);
     }
-    let context = compilation_context(arch)?;
-    let file = cache_file(key);
-    if let Some(f) = &file {
-        if let Some(b) = std::fs::read(f)
-            .ok()
-            .and_then(|bytes| decode_entry(&bytes, &context, source))
-        {
-            let b = std::sync::Arc::new(b);
-            remember(key, source, b.clone());
-            return Ok(b);
-        }
+    let dir = cache_dir();
+    if let Some(b) = dir
+        .as_deref()
+        .and_then(|d| disk_lookup(d, &context, source))
+    {
+        let b = std::sync::Arc::new(b);
+        remember(&context, source, b.clone());
+        return Ok(b);
     }
     let binary = std::sync::Arc::new(compile_uncached(source, kernel, arch)?);
-    if let Some(f) = &file {
+    if let Some(d) = &dir {
         // The cache is an optimisation: failing to write it is not an error.
-        let _ = write_atomically(f, &encode_entry(&context, source, &binary));
+        let _ = disk_store(d, &context, source, &binary);
     }
-    remember(key, source, binary.clone());
+    remember(&context, source, binary.clone());
     Ok(binary)
-}
-
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("tmp{}-{seq}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 /// Compiles without looking at any cache: the CUBIN for `arch`.
@@ -271,8 +279,8 @@ pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8
         }),
         Err(library::Failure::Rejected(log)) => {
             let path = std::env::temp_dir().join(format!(
-                "bigfuse-{kernel}-{:016x}.cu",
-                fnv1a(&[source.as_bytes()])
+                "bigfuse-{kernel}-{:032x}.cu",
+                fnv1a_128(source.as_bytes())
             ));
             let _ = std::fs::write(&path, source);
             Err(Error::Compile {
@@ -288,12 +296,10 @@ pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8
 mod tests {
     use super::*;
 
-    #[test]
-    fn hash_is_stable() {
-        // Pinned: a changed hash would silently orphan every cached PTX file.
-        assert_eq!(fnv1a(&[b"abc"]), fnv1a(&[b"abc"]));
-        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
-        assert_eq!(fnv1a(&[]), 0xcbf29ce484222325);
+    fn temp_dir(what: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("bigfuse-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
     }
 
     #[test]
@@ -302,7 +308,6 @@ mod tests {
         assert_eq!(decode_entry(&e, "ctx", "source"), Some(vec![1, 2, 3]));
         assert_eq!(decode_entry(&e, "ctx", "sourcE"), None);
         assert_eq!(decode_entry(&e, "other", "source"), None);
-        assert_eq!(decode_entry(&e[..e.len() - 1], "ctx", "source"), None);
         let mut longer = e.clone();
         longer.push(0);
         assert_eq!(decode_entry(&longer, "ctx", "source"), None);
@@ -311,5 +316,92 @@ mod tests {
             decode_entry(&encode_entry("ctx", "source", &[]), "ctx", "source"),
             None
         );
+        // Every truncation, and every flipped byte (the binary's among them), is refused.
+        for len in 0..e.len() {
+            assert_eq!(decode_entry(&e[..len], "ctx", "source"), None, "{len}");
+        }
+        for i in 0..e.len() {
+            let mut bad = e.clone();
+            bad[i] ^= 0x20;
+            assert_eq!(decode_entry(&bad, "ctx", "source"), None, "{i}");
+        }
+    }
+
+    #[test]
+    fn a_forged_colliding_entry_is_never_loaded() {
+        let dir = temp_dir("forged");
+        let ctx = "nvrtc 13.0; --gpu-architecture=sm_90";
+        disk_store(&dir, ctx, "source A", b"binary of A").unwrap();
+        assert_eq!(
+            disk_lookup(&dir, ctx, "source A").as_deref(),
+            Some(&b"binary of A"[..])
+        );
+        // Under A's name: a well-formed entry of another source, as a hash collision (or anyone
+        // who can write the directory) would leave there; then one of another architecture.
+        let file = cache_file(&dir, key_of(ctx, "source A"));
+        for (c, src) in [
+            (ctx, "source B"),
+            ("nvrtc 13.0; --gpu-architecture=sm_80", "source A"),
+        ] {
+            std::fs::write(&file, encode_entry(c, src, b"other binary")).unwrap();
+            assert_eq!(disk_lookup(&dir, ctx, "source A"), None, "{c} {src}");
+        }
+        // A truncated file is a miss too.
+        let whole = encode_entry(ctx, "source A", b"binary of A");
+        std::fs::write(&file, &whole[..whole.len() / 2]).unwrap();
+        assert_eq!(disk_lookup(&dir, ctx, "source A"), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn concurrent_writers_and_readers_see_whole_entries() {
+        // Threads stand in for processes: the cache shares nothing between writers but the
+        // directory, and each write is the same system calls in a thread as in a process (a
+        // create-new file of a unique name, then a rename); the names' process part is tested in
+        // store.rs.
+        let dir = temp_dir("concurrent");
+        let ctx = "ctx";
+        let sources: Vec<String> = (0..4).map(|i| format!("kernel {i}")).collect();
+        let binary = |s: &str, round: usize| -> Vec<u8> {
+            // Large enough that a torn write would show; every round writes the same bytes for a
+            // source, as recompiling does.
+            let _ = round;
+            s.bytes().cycle().take(256 << 10).collect()
+        };
+        std::thread::scope(|scope| {
+            for w in 0..4 {
+                let (dir, sources) = (&dir, &sources);
+                scope.spawn(move || {
+                    for round in 0..40 {
+                        let s = &sources[(w + round) % sources.len()];
+                        disk_store(dir, ctx, s, &binary(s, round)).unwrap();
+                    }
+                });
+            }
+            for _ in 0..4 {
+                let (dir, sources) = (&dir, &sources);
+                scope.spawn(move || {
+                    for round in 0..200 {
+                        let s = &sources[round % sources.len()];
+                        if let Some(b) = disk_lookup(dir, ctx, s) {
+                            assert_eq!(b, binary(s, 0), "a wrong or torn entry for {s}");
+                        }
+                    }
+                });
+            }
+        });
+        for s in &sources {
+            assert_eq!(disk_lookup(&dir, ctx, s), Some(binary(s, 0)));
+        }
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names.len(),
+            sources.len(),
+            "temporary files left: {names:?}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
