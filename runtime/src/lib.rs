@@ -12,7 +12,7 @@ pub mod device;
 pub mod error;
 pub mod kernel;
 pub mod nvrtc;
-pub mod store;
+mod store;
 
 #[cfg(feature = "cuda")]
 mod call;
