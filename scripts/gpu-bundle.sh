@@ -4,6 +4,9 @@
 #   gpu-bundle/run-tests [filter]    every GPU-capable test binary, with BIGFUSE_REQUIRE_GPU=1
 #   gpu-bundle/run-bench add ...     the benchmarks (see `gpu-bundle/run-bench --help`)
 #   gpu-bundle/examples/<name>       the examples
+# BIGFUSE_BUNDLE_NVRTC12=1 adds NVRTC 12 (the pip wheel's library, about 110 MB) in
+# gpu-bundle/nvrtc12/, to run the tests with it on the GPU machine's driver:
+#   BIGFUSE_NVRTC=$PWD/gpu-bundle/nvrtc12/libnvrtc.so.12 gpu-bundle/run-tests
 # The bench is built with its `gmp` feature (GMP on all host cores as the reference of `bench e2e`),
 # which compiles GMP from source and needs `m4` (apt-get install -y m4). BIGFUSE_BUNDLE_GMP=0 builds
 # it without GMP instead (its figures then read "not built").
@@ -52,6 +55,17 @@ for line in sys.stdin:
     cp "$exe" "$out/tests/$name"
   done
 strip "$out"/bench "$out"/tests/* "$out"/examples/* 2>/dev/null || true
+
+if [ "${BIGFUSE_BUNDLE_NVRTC12:-0}" = 1 ]; then
+  nvrtc12="${BIGFUSE_NVRTC12_DIR:-$PWD/target/nvrtc12}"
+  if [ ! -e "$nvrtc12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+      --target "$nvrtc12" nvidia-cuda-nvrtc-cu12==12.9.86
+  fi
+  mkdir -p "$out/nvrtc12"
+  # NVRTC finds its builtins library beside itself.
+  cp "$nvrtc12"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nvrtc12"/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.* "$out/nvrtc12/"
+fi
 
 cat > "$out/run-tests" <<'RUN'
 #!/usr/bin/env bash

@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # The whole test suite on any machine, GPU or not: formatting, lints, every test. Every generated
-# kernel is compiled by NVRTC; the NVRTC library is installed into target/nvrtc (from PyPI) when
-# it is missing. GPU tests run when a GPU is present and say they skipped otherwise; with
-# BIGFUSE_REQUIRE_GPU=1 a missing GPU fails them.
+# kernel is compiled by NVRTC 13, and every snapshot kernel once more by NVRTC 12 (bigfuse runs with
+# either); both libraries are installed from PyPI into target/ when they are missing. GPU tests run
+# when a GPU is present and say they skipped otherwise; with BIGFUSE_REQUIRE_GPU=1 a missing GPU
+# fails them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-nvrtc_dir="${BIGFUSE_NVRTC_DIR:-$PWD/target/nvrtc}"
-if [ ! -e "$nvrtc_dir/nvidia/cu13/lib/libnvrtc.so.13" ]; then
-  echo "installing the NVRTC library into $nvrtc_dir"
-  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-    --target "$nvrtc_dir" nvidia-cuda-nvrtc==13.0.88
-fi
-export LD_LIBRARY_PATH="$nvrtc_dir/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+install_nvrtc() { # DIR LIBRARY WHEEL
+  if [ ! -e "$1/$2" ]; then
+    echo "installing $3 into $1"
+    python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+      --target "${1%/nvidia/*}" "$3"
+  fi
+}
+nvrtc13="${BIGFUSE_NVRTC_DIR:-$PWD/target/nvrtc}/nvidia/cu13/lib"
+nvrtc12="${BIGFUSE_NVRTC12_DIR:-$PWD/target/nvrtc12}/nvidia/cuda_nvrtc/lib"
+install_nvrtc "$nvrtc13" libnvrtc.so.13 nvidia-cuda-nvrtc==13.0.88
+install_nvrtc "$nvrtc12" libnvrtc.so.12 nvidia-cuda-nvrtc-cu12==12.9.86
+# Both on the path: NVRTC 13 is preferred, unless a CUDA 12 driver needs NVRTC 12.
+export LD_LIBRARY_PATH="$nvrtc13:$nvrtc12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace "$@"
+echo "== the NVRTC of the run above, then every snapshot kernel with NVRTC 12"
+cargo test --quiet --test snapshots nvrtc_version -- --show-output
+BIGFUSE_NVRTC="$nvrtc12/libnvrtc.so.12" BIGFUSE_EXPECT_NVRTC=12 \
+  cargo test --quiet --test snapshots -- --show-output

@@ -16,6 +16,25 @@ fn snap(name: &str, kernel: &Kernel, bits: u64) {
     nvrtc_compiles(kernel, bits);
 }
 
+/// Says which NVRTC compiles the kernels (CI runs this file with NVRTC 13 and with NVRTC 12, and
+/// shows this test's output); with `BIGFUSE_EXPECT_NVRTC=<major>` another major version fails.
+#[test]
+fn nvrtc_version() {
+    let expected = std::env::var("BIGFUSE_EXPECT_NVRTC").ok();
+    match bigfuse::runtime::nvrtc::library() {
+        Ok(lib) => {
+            println!("kernels compiled by {}", lib.describe());
+            if let Some(major) = expected {
+                assert_eq!(lib.version().0.to_string(), major, "{}", lib.describe());
+            }
+        }
+        Err(e) => {
+            assert!(expected.is_none(), "BIGFUSE_EXPECT_NVRTC is set, but {e}");
+            println!("no NVRTC: {e}");
+        }
+    }
+}
+
 #[test]
 fn add_kernels() {
     for bits in [256, 3008, 4096, 131072] {

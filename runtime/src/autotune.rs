@@ -1,18 +1,22 @@
 //! Autotuning: time a few candidate schedules of a kernel on the GPU and keep the fastest, cached
 //! on disk so that the next process starts with it.
 //!
-//! The cache is a text file (`autotune.txt` in the PTX cache directory), one line per tuned
-//! (program, sizes, device): `key<TAB>hints`. The key hashes the program's IR text, the sizes,
-//! the device's name and architecture and the compiler's version, so an entry made by another
-//! version or for another program never matches (stale entries are simply never read). Lines that
-//! do not parse are ignored, and cached hints that no longer compile are re-tuned, not trusted.
+//! The cache is a text file (`autotune.txt` in the cache directory), one line per tuned
+//! (program, sizes, device): `hash<TAB>hints<TAB>key`. The key is the full text of what tuning
+//! depends on (the compiler's tuning version, the device's name and architecture, the sizes and
+//! the program's IR), escaped onto one line; the hash is its 128-bit hash. A line counts only when
+//! its key is exactly the one looked up, so a colliding or forged line is never used, and since
+//! the key comes last a truncated line never matches. Lines that do not parse are ignored, and
+//! cached hints that no longer compile are re-tuned, not trusted. Processes that tune at once
+//! each add their line under a lock (`store::update_locked`): none is lost, none is torn.
 
 use crate::error::Result;
 use crate::gpu::GpuDevice;
 use crate::kernel::Kernel;
-use crate::nvrtc::{cache_dir, fnv1a};
+use crate::nvrtc::cache_dir;
+use crate::store::{hash128, update_locked};
 use bigfuse_codegen::Hints;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bumped whenever code generation changes what a hint means.
@@ -81,51 +85,121 @@ fn cache_file() -> Option<PathBuf> {
     cache_dir().map(|d| d.join("autotune.txt"))
 }
 
-/// The cache key of a kernel at some sizes on some GPU.
+/// The cache key of a kernel at some sizes on some GPU: the full text of what tuning depends on.
 pub fn key(kernel: &Kernel, sizes: &[u64], gpu: &GpuDevice) -> String {
-    let program = bigfuse_core::print(kernel.func());
-    let sizes = format!("{sizes:?}");
     let t = gpu.target();
-    let device = format!("{} {}", t.name, t.sm());
     format!(
-        "{:016x}",
-        fnv1a(&[
-            program.as_bytes(),
-            sizes.as_bytes(),
-            device.as_bytes(),
-            TUNING_VERSION.as_bytes()
-        ])
+        "bigfuse tuning {TUNING_VERSION}\ndevice {} {}\nsizes {sizes:?}\n{}",
+        t.name,
+        t.sm(),
+        bigfuse_core::print(kernel.func())
     )
 }
 
-/// The cached hints for `key`, if a well-formed line holds them.
+/// `key` on one line: backslash, tab, newline and carriage return escaped.
+fn escape(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 16);
+    for c in key.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The inverse of [`escape`]; `None` for a text [`escape`] cannot have written.
+fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(match chars.next()? {
+                '\\' => '\\',
+                't' => '\t',
+                'n' => '\n',
+                'r' => '\r',
+                _ => return None,
+            }),
+            '\t' | '\n' | '\r' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+fn hash_field(key: &str) -> String {
+    format!("{:032x}", hash128(&[key.as_bytes()]))
+}
+
+/// A line's hints, when the line is well formed and made for exactly `key` (hashed `hash`).
+fn hints_of_line(line: &str, key: &str, hash: &str) -> Option<Hints> {
+    let mut fields = line.splitn(3, '\t');
+    let (h, hints, k) = (fields.next()?, fields.next()?, fields.next()?);
+    if h != hash || unescape(k)? != key {
+        return None;
+    }
+    parse_hints(hints)
+}
+
+/// Whether a line is a well-formed entry for exactly `key`.
+fn is_entry_of(line: &str, key: &str, hash: &str) -> bool {
+    hints_of_line(line, key, hash).is_some()
+}
+
+/// Whether a line is a well-formed entry (of any key).
+fn is_entry(line: &str) -> bool {
+    let mut fields = line.splitn(3, '\t');
+    match (fields.next(), fields.next(), fields.next()) {
+        (Some(h), Some(hints), Some(k)) => {
+            h.len() == 32
+                && h.bytes().all(|b| b.is_ascii_hexdigit())
+                && parse_hints(hints).is_some()
+                && unescape(k).is_some_and(|k| hash_field(&k) == h)
+        }
+        _ => false,
+    }
+}
+
+/// The cached hints for `key` (from [`key`]), if a well-formed line holds them.
 pub fn lookup(key: &str) -> Option<Hints> {
-    let text = std::fs::read_to_string(cache_file()?).ok()?;
-    text.lines()
-        .rev()
-        .filter_map(|l| l.split_once('\t'))
-        .filter(|(k, _)| *k == key)
-        .find_map(|(_, h)| parse_hints(h))
+    lookup_in(&cache_file()?, key)
 }
 
 /// Records `hints` for `key` (replacing an older line for it). Failing to write is not an error:
 /// the cache only saves time.
 pub fn store(key: &str, hints: &Hints) {
-    let Some(file) = cache_file() else { return };
-    let old = std::fs::read_to_string(&file).unwrap_or_default();
-    let mut lines: Vec<String> = old
-        .lines()
-        .filter(|l| l.split_once('\t').is_some_and(|(k, _)| k != key))
-        .map(str::to_string)
-        .collect();
-    lines.push(format!("{key}\t{}", format_hints(hints)));
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
+    if let Some(file) = cache_file() {
+        let _ = store_in(&file, key, hints);
     }
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, lines.join("\n") + "\n").is_ok() {
-        let _ = std::fs::rename(&tmp, &file);
-    }
+}
+
+/// [`lookup`] in the cache file `file`.
+pub(crate) fn lookup_in(file: &Path, key: &str) -> Option<Hints> {
+    let bytes = std::fs::read(file).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let hash = hash_field(key);
+    text.lines()
+        .rev()
+        .find_map(|l| hints_of_line(l, key, &hash))
+}
+
+/// [`store`] in the cache file `file`: under the file's lock, the lines of other keys are kept
+/// (malformed ones dropped) and this key's line replaced.
+pub(crate) fn store_in(file: &Path, key: &str, hints: &Hints) -> std::io::Result<()> {
+    let hash = hash_field(key);
+    let line = format!("{hash}\t{}\t{}", format_hints(hints), escape(key));
+    update_locked(file, |old| {
+        let mut lines: Vec<&str> = old
+            .lines()
+            .filter(|l| is_entry(l) && !is_entry_of(l, key, &hash))
+            .collect();
+        lines.push(&line);
+        lines.join("\n") + "\n"
+    })
 }
 
 /// Candidate schedules for a kernel: the default and the variations that measurements have shown
@@ -308,31 +382,163 @@ mod tests {
         }
     }
 
+    fn temp_dir(what: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("bigfuse-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn hints(q: u32, block: u32) -> Hints {
+        Hints {
+            q: Some(q),
+            block_threads: Some(block),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn keys_survive_escaping() {
+        for key in ["", "plain", "a\tb\nc\\d\re", "\\n", "tail\\"] {
+            assert_eq!(unescape(&escape(key)).as_deref(), Some(key));
+            assert!(!escape(key).contains(['\t', '\n', '\r']));
+        }
+        for bad in ["\\", "\\x", "a\tb"] {
+            assert_eq!(unescape(bad), None, "{bad:?}");
+        }
+    }
+
     #[test]
     fn the_cache_survives_and_ignores_corrupt_lines() {
-        let dir =
-            std::env::temp_dir().join(format!("bigfuse-autotune-test-{}", std::process::id()));
+        let dir = temp_dir("autotune-corrupt");
+        let file = dir.join("autotune.txt");
         std::fs::create_dir_all(&dir).unwrap();
-        // SAFETY: this test is the only one in this binary that touches the variable.
-        unsafe { std::env::set_var("BIGFUSE_CACHE_DIR", &dir) };
-        std::fs::write(dir.join("autotune.txt"), "garbage line\nabc\tq=zz\n\n").unwrap();
-        assert_eq!(lookup("abc"), None);
-        let h = Hints {
-            q: Some(8),
-            ..Default::default()
-        };
-        store("abc", &h);
-        store("def", &Hints::default());
-        assert_eq!(lookup("abc"), Some(h.clone()));
-        assert_eq!(lookup("def"), Some(Hints::default()));
-        let h2 = Hints {
-            q: Some(2),
-            ..Default::default()
-        };
-        store("abc", &h2);
-        assert_eq!(lookup("abc"), Some(h2));
-        let text = std::fs::read_to_string(dir.join("autotune.txt")).unwrap();
-        assert_eq!(text.lines().filter(|l| l.starts_with("abc\t")).count(), 1);
+        std::fs::write(&file, "garbage line\nabc\tq=zz\n\n\u{0}\u{1}\n").unwrap();
+        assert_eq!(lookup_in(&file, "abc"), None);
+        let h = hints(8, 256);
+        store_in(&file, "abc", &h).unwrap();
+        store_in(&file, "def\nwith lines", &Hints::default()).unwrap();
+        assert_eq!(lookup_in(&file, "abc"), Some(h.clone()));
+        assert_eq!(lookup_in(&file, "def\nwith lines"), Some(Hints::default()));
+        assert_eq!(lookup_in(&file, "def"), None);
+        let h2 = hints(2, 128);
+        store_in(&file, "abc", &h2).unwrap();
+        assert_eq!(lookup_in(&file, "abc"), Some(h2));
+        let text = std::fs::read_to_string(&file).unwrap();
+        // One line per key; the garbage is gone.
+        assert_eq!(text.lines().count(), 2, "{text}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_forged_colliding_line_is_never_used() {
+        let dir = temp_dir("autotune-forged");
+        let file = dir.join("autotune.txt");
+        store_in(&file, "the real key", &hints(4, 64)).unwrap();
+        // A line with the real key's hash but another key (as a collision, or a hand edit,
+        // would make), placed after the real one so that it would be found first.
+        let forged = format!(
+            "{}\t{}\t{}\n",
+            hash_field("the real key"),
+            format_hints(&hints(1, 1024)),
+            escape("another key")
+        );
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&forged);
+        std::fs::write(&file, &text).unwrap();
+        assert_eq!(lookup_in(&file, "the real key"), Some(hints(4, 64)));
+        assert_eq!(lookup_in(&file, "another key"), None);
+        // Storing again keeps neither the forged line (its hash is not its key's) nor the old one.
+        store_in(&file, "the real key", &hints(8, 32)).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert_eq!(lookup_in(&file, "the real key"), Some(hints(8, 32)));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_truncated_file_never_gives_other_hints() {
+        let dir = temp_dir("autotune-truncated");
+        let file = dir.join("autotune.txt");
+        let keys: Vec<String> = (0..4).map(|k| format!("key {k}\nof kernel {k}")).collect();
+        for (k, key) in keys.iter().enumerate() {
+            store_in(&file, key, &hints(k as u32 + 1, 32 << k)).unwrap();
+        }
+        let whole = std::fs::read(&file).unwrap();
+        for len in 0..=whole.len() {
+            std::fs::write(&file, &whole[..len]).unwrap();
+            for (k, key) in keys.iter().enumerate() {
+                if let Some(h) = lookup_in(&file, key) {
+                    assert_eq!(h, hints(k as u32 + 1, 32 << k), "cut at {len}");
+                }
+            }
+        }
+        // The whole file still gives every entry.
+        assert!(keys.iter().all(|k| lookup_in(&file, k).is_some()));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    const WRITER: &str = "BIGFUSE_TEST_AUTOTUNE_WRITER";
+    const ENTRIES: u32 = 150;
+
+    /// What writer `id` stores: ENTRIES keys, each with its own hints.
+    fn write_entries(file: &Path, id: u32) {
+        for k in 0..ENTRIES {
+            store_in(
+                file,
+                &format!("writer {id}\nkey {k}"),
+                &hints(id + 1, k + 1),
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn processes_and_threads_storing_at_once_lose_nothing() {
+        // In a child: be one of the writers.
+        if let Ok(spec) = std::env::var(WRITER) {
+            let (file, id) = spec.rsplit_once('|').unwrap();
+            write_entries(Path::new(file), id.parse().unwrap());
+            return;
+        }
+        let dir = temp_dir("autotune-concurrent");
+        let file = dir.join("autotune.txt");
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = std::env::current_exe().unwrap();
+        // Two processes, and two threads of this one, write at once.
+        let children: Vec<std::process::Child> = (0..2)
+            .map(|id| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "autotune::tests::processes_and_threads_storing_at_once_lose_nothing",
+                        "--test-threads=1",
+                    ])
+                    .env(WRITER, format!("{}|{id}", file.display()))
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for id in 2..4 {
+                let file = &file;
+                s.spawn(move || write_entries(file, id));
+            }
+        });
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().count(), 4 * ENTRIES as usize);
+        for id in 0..4 {
+            for k in 0..ENTRIES {
+                assert_eq!(
+                    lookup_in(&file, &format!("writer {id}\nkey {k}")),
+                    Some(hints(id + 1, k + 1)),
+                    "writer {id}, key {k}"
+                );
+            }
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 }

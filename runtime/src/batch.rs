@@ -4,13 +4,10 @@
 use crate::column::{Arg, Column, Out, Slot};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::gpu::{guarded, GpuDevice};
-use crate::memory::DeviceBuffer;
+use crate::gpu::GpuDevice;
+use crate::resident::Resident;
 use bigfuse_core::{Size, Type, Value};
-use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{result, CudaEvent};
 use num_bigint::BigUint;
-use std::sync::Arc;
 
 /// A batch of values of one type, one per instance, on a device: the arguments and results of
 /// kernels launched with `launch` (which returns without waiting for the GPU).
@@ -28,28 +25,19 @@ pub struct Batch {
 }
 
 enum Store {
-    Gpu {
-        gpu: Arc<GpuDevice>,
-        buf: DeviceBuffer,
-        /// Recorded after the work that computes the batch (none for uploaded batches).
-        ready: Option<Arc<CudaEvent>>,
-    },
+    Gpu(Resident),
     Host(Column),
 }
 
 impl std::fmt::Debug for Batch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let place = match &self.store {
-            Store::Gpu { gpu, .. } => format!("GPU {}", gpu.ordinal()),
+            Store::Gpu(r) => format!("GPU {}", r.ordinal()),
             Store::Host(_) => "host".to_string(),
         };
         write!(f, "Batch({} x {} on {place})", self.n, self.slot.ty)
     }
 }
-
-/// Bytes per piece of a transfer between host and device, each staged through pinned memory
-/// while the next one is converted.
-const PIECE_BYTES: usize = 8 << 20;
 
 impl Batch {
     /// Uploads host data as a batch of `ty` (sizes constant, e.g. `Type::array(Type::U32,
@@ -84,18 +72,11 @@ impl Batch {
                     slot,
                 })
             }
-            Device::Gpu(g) => {
-                let buf = upload(g, &slot, &arg, n)?;
-                Ok(Batch {
-                    slot,
-                    n,
-                    store: Store::Gpu {
-                        gpu: g.clone(),
-                        buf,
-                        ready: None,
-                    },
-                })
-            }
+            Device::Gpu(g) => Ok(Batch {
+                store: Store::Gpu(Resident::upload(g, &slot, &arg, n)?),
+                slot,
+                n,
+            }),
         }
     }
 
@@ -142,22 +123,22 @@ impl Batch {
 
     /// Whether the batch is on a GPU (else in host memory, for the CPU backend).
     pub fn is_on_gpu(&self) -> bool {
-        matches!(self.store, Store::Gpu { .. })
+        matches!(self.store, Store::Gpu(_))
     }
 
     /// Waits until the kernels computing this batch have finished (and reports their errors).
     pub fn wait(&self) -> Result<()> {
         match &self.store {
-            Store::Gpu { ready: Some(e), .. } => guarded("waiting for a batch", || e.synchronize()),
-            _ => Ok(()),
+            Store::Gpu(r) => r.wait(),
+            Store::Host(_) => Ok(()),
         }
     }
 
     /// Whether the kernels computing this batch have finished.
     pub fn is_ready(&self) -> bool {
         match &self.store {
-            Store::Gpu { ready: Some(e), .. } => e.is_complete(),
-            _ => true,
+            Store::Gpu(r) => r.is_ready(),
+            Store::Host(_) => true,
         }
     }
 
@@ -205,8 +186,8 @@ impl Batch {
         self.slot.check_out("batch", &out)?;
         match &self.store {
             Store::Host(col) => col.clone().write_to(&self.slot.ty, &mut out),
-            Store::Gpu { gpu, buf, .. } => {
-                let r = download(gpu, &self.slot, buf, self.n, &mut out);
+            Store::Gpu(resident) => {
+                let r = resident.read(&self.slot, self.n, &mut out);
                 if r.is_err() {
                     out.clear();
                 }
@@ -222,14 +203,13 @@ impl Batch {
     }
 
     /// The device address of the batch on `gpu`, or an error when it lives elsewhere.
-    pub(crate) fn device_ptr(&self, gpu: &GpuDevice) -> Result<CUdeviceptr> {
+    pub(crate) fn device_ptr(&self, gpu: &GpuDevice) -> Result<u64> {
         match &self.store {
-            Store::Gpu { buf, .. } if buf.belongs_to(gpu.context()) => Ok(buf.ptr()),
-            Store::Gpu { gpu: other, .. } => Err(Error::Argument {
+            Store::Gpu(r) => r.ptr_on(gpu).ok_or_else(|| Error::Argument {
                 kernel: String::new(),
                 message: format!(
                     "the batch lives on GPU {}, but the call runs on GPU {}: copy it with `Batch::copy_to`",
-                    other.ordinal(),
+                    r.ordinal(),
                     gpu.ordinal()
                 ),
             }),
@@ -257,32 +237,23 @@ impl Batch {
         match (dev, &self.store) {
             (Device::Gpu(g), _) => self.device_ptr(g).map(|_| ()),
             (Device::Cpu(_), Store::Host(_)) => Ok(()),
-            (Device::Cpu(_), Store::Gpu { gpu, .. }) => Err(Error::Argument {
+            (Device::Cpu(_), Store::Gpu(r)) => Err(Error::Argument {
                 kernel: String::new(),
                 message: format!(
                     "the batch lives on GPU {}, but the call runs on the CPU backend: copy it with `Batch::copy_to`",
-                    gpu.ordinal()
+                    r.ordinal()
                 ),
             }),
         }
     }
 
-    /// A batch of results just computed on the device.
-    pub(crate) fn on_gpu(
-        gpu: Arc<GpuDevice>,
-        slot: Slot,
-        n: usize,
-        buf: DeviceBuffer,
-        ready: Arc<CudaEvent>,
-    ) -> Batch {
+    /// A batch of results on the device (being computed there).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn on_gpu(slot: Slot, n: usize, resident: Resident) -> Batch {
         Batch {
             slot,
             n,
-            store: Store::Gpu {
-                gpu,
-                buf,
-                ready: Some(ready),
-            },
+            store: Store::Gpu(resident),
         }
     }
 
@@ -307,109 +278,4 @@ fn arg_value(arg: &Arg, slot: &Slot, i: usize) -> Value {
         Value::Array(mut v) if v.len() == 1 => v.pop().unwrap_or(Value::Bool(false)),
         other => other,
     }
-}
-
-/// Instances per piece of a transfer of `bytes` bytes per instance.
-fn piece(bytes: usize) -> usize {
-    (PIECE_BYTES / bytes.max(1)).max(1)
-}
-
-/// Converts and uploads `n` instances of `arg` into a new device buffer, piece by piece through
-/// two pinned buffers (one filled while the other copies), on the main stream.
-fn upload(gpu: &GpuDevice, slot: &Slot, arg: &Arg, n: usize) -> Result<DeviceBuffer> {
-    let bytes = slot.bytes();
-    let buf = gpu.alloc_bytes(n * bytes, "a batch")?;
-    if n == 0 || bytes == 0 {
-        return Ok(buf);
-    }
-    gpu.bind()?;
-    let per = piece(bytes);
-    let mut staging = [
-        gpu.pinned.alloc(per * bytes)?,
-        gpu.pinned.alloc(per * bytes)?,
-    ];
-    let events = [gpu.sync_event()?, gpu.sync_event()?];
-    let main = gpu.stream();
-    let outcome = (|| {
-        for (k, start) in (0..n).step_by(per).enumerate() {
-            let count = per.min(n - start);
-            let s = k % 2;
-            if k >= 2 {
-                guarded("waiting for an upload", || events[s].synchronize())?;
-            }
-            let staged = &mut staging[s].as_mut_bytes()[..count * bytes];
-            slot.write(arg, start, count, staged)?;
-            let dst = buf.ptr() + (start * bytes) as u64;
-            // SAFETY: the staging stays untouched until the event after the copy completes; the
-            // buffer holds `n` instances.
-            guarded("uploading a batch", || unsafe {
-                result::memcpy_htod_async(dst, &*staged, main.cu_stream())?;
-                result::event::record(events[s].cu_event(), main.cu_stream())
-            })?;
-        }
-        Ok(())
-    })();
-    let done = guarded("waiting for an upload", || {
-        events[0].synchronize()?;
-        events[1].synchronize()
-    });
-    gpu.recycle_events(events);
-    outcome.and(done)?;
-    Ok(buf)
-}
-
-/// Downloads `n` instances from `buf` into `out`, piece by piece (the next piece copies while
-/// this one is converted), after the work queued on the main stream.
-fn download(
-    gpu: &GpuDevice,
-    slot: &Slot,
-    buf: &DeviceBuffer,
-    n: usize,
-    out: &mut Out,
-) -> Result<()> {
-    slot.size_out(out, n);
-    let bytes = slot.bytes();
-    if n == 0 || bytes == 0 {
-        return Ok(());
-    }
-    gpu.bind()?;
-    let per = piece(bytes);
-    let mut staging = [
-        gpu.pinned.alloc(per * bytes)?,
-        gpu.pinned.alloc(per * bytes)?,
-    ];
-    let events = [gpu.sync_event()?, gpu.sync_event()?];
-    let main = gpu.stream();
-    let starts: Vec<usize> = (0..n).step_by(per).collect();
-    let enqueue = |k: usize, staged: &mut [u8], event: &CudaEvent| -> Result<()> {
-        let start = starts[k];
-        let count = per.min(n - start);
-        let src = buf.ptr() + (start * bytes) as u64;
-        // SAFETY: the staging is read only after the event; the buffer holds `n` instances.
-        guarded("downloading a batch", || unsafe {
-            result::memcpy_dtoh_async(&mut staged[..count * bytes], src, main.cu_stream())?;
-            result::event::record(event.cu_event(), main.cu_stream())
-        })
-    };
-    let outcome = (|| {
-        for k in 0..starts.len().min(2) {
-            enqueue(k, staging[k].as_mut_bytes(), &events[k])?;
-        }
-        for k in 0..starts.len() {
-            let s = k % 2;
-            guarded("waiting for a download", || events[s].synchronize())?;
-            let start = starts[k];
-            let count = per.min(n - start);
-            slot.read(&staging[s].as_bytes()[..count * bytes], start, count, out)?;
-            if k + 2 < starts.len() {
-                enqueue(k + 2, staging[s].as_mut_bytes(), &events[s])?;
-            }
-        }
-        Ok(())
-    })();
-    if outcome.is_err() {
-        let _ = gpu.synchronize();
-    }
-    gpu.recycle_events(events);
-    outcome
 }

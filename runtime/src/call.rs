@@ -13,12 +13,16 @@
 //! first upload, `up` and `down` wait for everything queued on `main` earlier, since pooled
 //! memory may still be in use there. When the call returns, all of its work is done.
 
+use crate::batch::Batch;
 use crate::column::{Arg, Out, Slot};
-use crate::error::Result;
+use crate::device::Device;
+use crate::error::{Error, Result};
 use crate::gpu::{align, guarded, GpuDevice, GpuProgram};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
+use crate::resident::Resident;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaEvent};
+use std::sync::Arc;
 
 /// Bytes of transfers per chunk the pipeline aims at (`BIGFUSE_PIPELINE_BYTES` overrides it):
 /// large enough that a copy runs at full PCIe speed, small enough that the pipeline fills fast.
@@ -158,10 +162,11 @@ struct Ring {
     chunk: Option<(usize, usize)>,
 }
 
-/// One pipelined call: `program` over `n` instances of `args`.
+/// One call of `program` over `n` instances of `args`: pipelined from host data to host results
+/// ([`Call::run`]), or launched on device batches ([`Call::launch`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Call<'a> {
-    pub gpu: &'a GpuDevice,
+    pub gpu: &'a Arc<GpuDevice>,
     pub program: &'a GpuProgram,
     pub params: &'a [Slot],
     pub results: &'a [Slot],
@@ -186,6 +191,70 @@ impl Call<'_> {
             let _ = self.gpu.synchronize();
         }
         outcome
+    }
+
+    /// Launches over device batches and returns the results as batches on the device, without
+    /// waiting for the GPU. Host arguments are uploaded first (`dev` is the call's device).
+    pub(crate) fn launch(self, dev: &Device) -> Result<Vec<Batch>> {
+        let Call {
+            gpu,
+            program,
+            params,
+            results,
+            args,
+            n,
+        } = self;
+        let uploaded: Vec<Option<Batch>> = params
+            .iter()
+            .zip(args)
+            .map(|(p, a)| match a {
+                Arg::Batch(_) => Ok(None),
+                a => Batch::new(dev, &p.ty, *a).map(Some),
+            })
+            .collect::<Result<_>>()?;
+        let ins: Vec<u64> = args
+            .iter()
+            .zip(&uploaded)
+            .map(|(a, u)| match (a, u) {
+                (Arg::Batch(b), _) => b.device_ptr(gpu),
+                (_, Some(b)) => b.device_ptr(gpu),
+                (_, None) => Err(Error::Argument {
+                    kernel: program.parts[0].compiled.kernel_name.clone(),
+                    message: "internal: a host argument was not uploaded".into(),
+                }),
+            })
+            .collect::<Result<_>>()?;
+        let outs = results
+            .iter()
+            .map(|r| gpu.alloc_bytes(n * r.bytes(), "a result batch"))
+            .collect::<Result<Vec<_>>>()?;
+        let out_ptrs: Vec<u64> = outs.iter().map(|b| b.ptr()).collect();
+        let temps = program.alloc_temps(gpu, n as u64)?;
+        gpu.bind()?;
+        // SAFETY: every buffer holds `n` instances of its layout (sizes above, batches checked by
+        // type); temporaries and uploaded arguments go back to the pool after the launch is
+        // queued, ordered on the main stream.
+        unsafe {
+            program.launch_raw(
+                gpu,
+                gpu.stream(),
+                n as u64,
+                &ins,
+                &out_ptrs,
+                crate::gpu::ptr_of(&temps),
+            )?
+        };
+        let ready = Arc::new(guarded("recording a batch's completion", || {
+            gpu.stream().record_event(None)
+        })?);
+        Ok(outs
+            .into_iter()
+            .zip(results)
+            .map(|(buf, r)| {
+                let resident = Resident::computed(gpu.clone(), buf, ready.clone());
+                Batch::on_gpu(r.clone(), n, resident)
+            })
+            .collect())
     }
 }
 

@@ -3,6 +3,10 @@
 //! columns ([`Column`]), and the conversions between them and the kernels' byte layout
 //! ([`bigfuse_codegen::layout`]).
 
+// The conversions to and from the kernels' byte layout feed the GPU's staging buffers only; a
+// build without the GPU backend keeps them (and their tests) rather than gating each one.
+#![cfg_attr(not(feature = "cuda"), allow(dead_code))]
+
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use bigfuse_codegen::{layout_of, BufferLayout};

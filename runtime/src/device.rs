@@ -4,6 +4,17 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
 use std::sync::Arc;
 
+/// What the compiled kernel takes from the chip, as the driver reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resources {
+    pub registers: u32,
+    pub shared_bytes: u32,
+    /// Local memory per thread: non-zero means spills (or an array the compiler could not keep in
+    /// registers).
+    pub local_bytes: u32,
+    pub max_threads: u32,
+}
+
 /// How the CPU backend runs a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuLevel {

@@ -41,18 +41,35 @@ pub enum Error {
     /// No usable GPU.
     #[error("no CUDA GPU available: {0}")]
     NoGpu(String),
+    /// This build has no GPU backend (the `cuda` feature is off).
+    #[error(
+        "this build of bigfuse has no GPU support: its `cuda` feature (on by default) is off, so it \
+         runs on the CPU backend only (Device::cpu(), or Device::auto()). Build with the `cuda` \
+         feature to use a GPU"
+    )]
+    NoCuda,
     /// The CUDA driver library is missing.
     #[error(
-        "the CUDA driver library (libcuda.so) could not be loaded: this machine has no NVIDIA driver. \
+        "the CUDA driver library (libcuda.so.1) could not be loaded: this machine has no NVIDIA driver. \
          Use Device::cpu() (or Device::auto(), which falls back to it)"
     )]
     NoDriver,
-    /// The NVRTC library is missing.
+    /// The CUDA driver is older than CUDA 12.0.
     #[error(
-        "the NVRTC library (libnvrtc.so.13) could not be loaded. Install it with \
-         `pip install --target DIR nvidia-cuda-nvrtc==13.0.88` and add DIR/nvidia/cu13/lib to LD_LIBRARY_PATH"
+        "the NVIDIA driver supports CUDA {major}.{minor}, and bigfuse needs CUDA 12.0 or newer: \
+         update the driver (R525 or newer for CUDA 12, R580 or newer for CUDA 13), or use \
+         Device::cpu() (Device::auto() falls back to it)"
     )]
-    NoNvrtc,
+    OldDriver { major: i32, minor: i32 },
+    /// No usable NVRTC library: none found, too old, or too new for the driver; says which.
+    #[error(
+        "no usable NVRTC library: {0}. bigfuse compiles kernels with NVRTC 12.0 or newer (CUDA 12 \
+         or 13). For a CUDA 13 driver (R580 or newer) install it with `pip install --target DIR \
+         nvidia-cuda-nvrtc==13.0.88` and add DIR/nvidia/cu13/lib to LD_LIBRARY_PATH; for a CUDA 12 \
+         driver (R525 or newer) with `pip install --target DIR nvidia-cuda-nvrtc-cu12` and add \
+         DIR/nvidia/cuda_nvrtc/lib; or set BIGFUSE_NVRTC to the library file"
+    )]
+    NoNvrtc(String),
     /// NVRTC rejected generated CUDA: a compiler bug, reported with the log and the source.
     #[error("NVRTC could not compile kernel `{kernel}` (the source is in {}):\n{log}", path.display())]
     Compile {
@@ -73,6 +90,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    #[cfg(feature = "cuda")]
     pub(crate) fn driver(during: impl Into<String>, e: impl std::fmt::Debug) -> Error {
         let message = format!("{e:?}");
         Error::Driver {

@@ -6,6 +6,7 @@
 //! themselves against `main` with events. All three are non-blocking streams, so nothing waits on
 //! the legacy default stream.
 
+pub use crate::device::Resources;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DevicePool, PinnedPool};
 use bigfuse_codegen::{BufferLayout, Compiled, Target};
@@ -22,6 +23,7 @@ pub struct GpuDevice {
     down: Arc<CudaStream>,
     target: Target,
     ordinal: usize,
+    driver: (i32, i32),
     pub(crate) memory: Arc<DevicePool>,
     pub(crate) pinned: Arc<PinnedPool>,
     events: Mutex<Vec<CudaEvent>>,
@@ -37,6 +39,21 @@ impl std::fmt::Debug for GpuDevice {
 pub fn driver_available() -> bool {
     // SAFETY: only tries to dlopen the library.
     std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// The CUDA version the driver supports, e.g. (12, 4), when there is a driver.
+pub fn driver_version() -> Option<(i32, i32)> {
+    if !driver_available() {
+        return None;
+    }
+    let mut v = 0;
+    // SAFETY: the library is present (checked above); the call writes one int and needs no
+    // cuInit.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        cudarc::driver::sys::cuDriverGetVersion(&mut v)
+    }))
+    .ok()?;
+    (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS && v > 0).then_some((v / 1000, v % 1000 / 10))
 }
 
 /// Runs a driver call, turning a panic of cudarc's dynamic loading into [`Error::NoDriver`] and
@@ -61,8 +78,12 @@ pub(crate) fn guarded<T>(
 impl GpuDevice {
     /// Opens GPU `ordinal`. Errors (never panics) when there is no driver or no such GPU.
     pub fn new(ordinal: usize) -> Result<GpuDevice> {
-        if !driver_available() {
+        let Some((major, minor)) = driver_version() else {
             return Err(Error::NoDriver);
+        };
+        // The bindings are those of the CUDA 12.0 driver API, which every later driver keeps.
+        if (major, minor) < (12, 0) {
+            return Err(Error::OldDriver { major, minor });
         }
         let count = guarded("counting GPUs", CudaContext::device_count).map_err(|e| match e {
             Error::Driver { message, .. } => {
@@ -116,8 +137,14 @@ impl GpuDevice {
             down,
             target,
             ordinal,
+            driver: (major, minor),
             events: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The CUDA version the driver supports, e.g. (13, 0).
+    pub fn driver_version(&self) -> (i32, i32) {
+        self.driver
     }
 
     pub fn target(&self) -> &Target {
@@ -276,6 +303,19 @@ impl GpuDevice {
     /// Compiles (or takes from the cache) and loads a kernel.
     pub fn load(&self, compiled: Compiled) -> Result<GpuKernel> {
         let arch = self.target.sm();
+        let nvrtc = crate::nvrtc::library()?;
+        if nvrtc.version().0 > self.driver.0 {
+            // Minor versions are compatible within a major version; CUBIN of a newer major is not.
+            return Err(Error::NoNvrtc(format!(
+                "{} makes code for CUDA {} drivers, but this machine's driver supports CUDA {}.{}: \
+                 update the driver, or use NVRTC {} (see below)",
+                nvrtc.describe(),
+                nvrtc.version().0,
+                self.driver.0,
+                self.driver.1,
+                self.driver.0
+            )));
+        }
         let binary = crate::nvrtc::compile(&compiled.source, &compiled.kernel_name, &arch)?;
         let module = match self.load_binary(&binary) {
             Ok(m) => m,
@@ -352,17 +392,6 @@ impl GpuDevice {
         let image = cudarc::nvrtc::Ptx::from_binary(binary.to_vec());
         guarded("loading a compiled module", || self.ctx.load_module(image))
     }
-}
-
-/// What the compiled kernel takes from the chip, as the driver reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Resources {
-    pub registers: u32,
-    pub shared_bytes: u32,
-    /// Local memory per thread: non-zero means spills (or an array the compiler could not keep in
-    /// registers).
-    pub local_bytes: u32,
-    pub max_threads: u32,
 }
 
 /// A kernel loaded on a GPU.

@@ -247,55 +247,15 @@ impl Kernel {
             Device::Gpu(g) => {
                 let program = self.prepare_with(g, sizes, hints)?;
                 check_layouts(&self.func.name, &spec, &program)?;
-                // Host arguments become batches first (uploaded and waited for).
-                let uploaded: Vec<Option<Batch>> = spec
-                    .params
-                    .iter()
-                    .zip(args)
-                    .map(|(p, a)| match a {
-                        Arg::Batch(_) => Ok(None),
-                        a => Batch::new(dev, &p.ty, *a).map(Some),
-                    })
-                    .collect::<Result<_>>()?;
-                let ins: Vec<u64> = args
-                    .iter()
-                    .zip(&uploaded)
-                    .map(|(a, u)| match (a, u) {
-                        (_, Some(b)) => b.device_ptr(g),
-                        (Arg::Batch(b), None) => b.device_ptr(g),
-                        _ => unreachable!("host arguments were uploaded"),
-                    })
-                    .collect::<Result<_>>()?;
-                let outs = spec
-                    .results
-                    .iter()
-                    .map(|r| g.alloc_bytes(n * r.bytes(), "a result batch"))
-                    .collect::<Result<Vec<_>>>()?;
-                let out_ptrs: Vec<u64> = outs.iter().map(|b| b.ptr()).collect();
-                let temps = program.alloc_temps(g, n as u64)?;
-                g.bind()?;
-                // SAFETY: every buffer holds `n` instances of its layout (sizes above, batches
-                // checked by type); temporaries and uploaded arguments go back to the pool after
-                // the launch is queued, ordered on the main stream.
-                unsafe {
-                    program.launch_raw(
-                        g,
-                        g.stream(),
-                        n as u64,
-                        &ins,
-                        &out_ptrs,
-                        crate::gpu::ptr_of(&temps),
-                    )?
-                };
-                let ready = Arc::new(crate::gpu::guarded(
-                    "recording a batch's completion",
-                    || g.stream().record_event(None),
-                )?);
-                Ok(outs
-                    .into_iter()
-                    .zip(&spec.results)
-                    .map(|(buf, r)| Batch::on_gpu(g.clone(), r.clone(), n, buf, ready.clone()))
-                    .collect())
+                crate::call::Call {
+                    gpu: g,
+                    program: &program,
+                    params: &spec.params,
+                    results: &spec.results,
+                    args,
+                    n,
+                }
+                .launch(dev)
             }
         }
     }

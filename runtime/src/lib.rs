@@ -1,17 +1,34 @@
 //! bigfuse-runtime: compiles generated kernels with NVRTC (cached by hash of source, options and
 //! device), moves batches of big integers to and from the GPU in a coalesced layout, launches; and a
 //! CPU backend that runs the same programs through the evaluator, in parallel, when there is no GPU.
+//!
+//! The GPU backend is the `cuda` feature (on by default). Without it the crate depends on no CUDA
+//! crate and runs on the CPU backend; its GPU types remain, uninhabited (see `nocuda.rs`).
 
 pub mod autotune;
 pub mod batch;
-mod call;
 pub mod column;
 pub mod device;
 pub mod error;
-pub mod gpu;
 pub mod kernel;
-pub mod memory;
 pub mod nvrtc;
+mod store;
+
+#[cfg(feature = "cuda")]
+mod call;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+#[cfg(feature = "cuda")]
+pub mod memory;
+#[cfg(feature = "cuda")]
+mod resident;
+
+#[cfg(not(feature = "cuda"))]
+mod nocuda;
+#[cfg(not(feature = "cuda"))]
+use nocuda::{call, resident};
+#[cfg(not(feature = "cuda"))]
+pub use nocuda::{gpu, memory};
 
 pub use autotune::Tuned;
 pub use batch::Batch;
