@@ -78,7 +78,7 @@ pub struct PolyMul {
 impl PolyMul {
     /// For polynomials of `n` coefficients (at most 4096) below 2^bits (a multiple of 64).
     pub fn new(n: u64, bits: u64) -> Result<PolyMul> {
-        if bits == 0 || bits % 64 != 0 || n == 0 {
+        if bits == 0 || !bits.is_multiple_of(64) || n == 0 {
             return Err(crate::Error::Argument {
                 kernel: "poly_mul".into(),
                 message: format!(

@@ -130,7 +130,7 @@ fn as_big(limbs: &[u64], bits: u64) -> Vec<BigUint> {
 }
 
 fn child_measure(op: Op, bits: u64, n: usize, calls: usize) -> bigfuse::Result<ChildReport> {
-    if bits == 0 || bits % 64 != 0 || n == 0 {
+    if bits == 0 || !bits.is_multiple_of(64) || n == 0 {
         return Err(bigfuse::Error::Argument {
             kernel: op.name().into(),
             message: format!("jit-child: {bits} bits x {n} instances"),

@@ -98,7 +98,9 @@ pub fn chunkable_len(f: &Func) -> Option<u64> {
 
 /// The largest divisor of `n` in `MIN_CHUNK_LEN..=limit`, if any.
 pub fn chunk_len_for(n: u64, limit: u64) -> Option<u64> {
-    (MIN_CHUNK_LEN..=limit.min(n)).rev().find(|l| n % l == 0)
+    (MIN_CHUNK_LEN..=limit.min(n))
+        .rev()
+        .find(|l| n.is_multiple_of(*l))
 }
 
 /// Paths of `Extract` indices to every scalar leaf of `t`, left to right (one empty path for a

@@ -69,7 +69,7 @@ impl MulShape {
     pub fn slice_of_rank(&self, r: u64) -> u64 {
         if !self.wide {
             r
-        } else if r % 2 == 0 {
+        } else if r.is_multiple_of(2) {
             r / 2
         } else {
             self.slices - 1 - r / 2
@@ -124,7 +124,7 @@ pub fn square_full_blocks(g: u64) -> u64 {
 
 /// The partial blocks of slice `g`: `(r, 2r - g)`.
 pub fn square_partial_blocks(g: u64) -> Vec<(u64, i64)> {
-    if g % 2 == 0 {
+    if g.is_multiple_of(2) {
         vec![(g / 2, 0)]
     } else {
         vec![((g - 1) / 2, -1), (g.div_ceil(2), 1)]

@@ -95,7 +95,7 @@ pub fn plan(n: u64, p: u64) -> CgResult<PolyPlan> {
             1u64 << (MAX_LOG_M - 1)
         )));
     }
-    if p < 3 || p % 2 == 0 {
+    if p < 3 || p.is_multiple_of(2) {
         return Err(CodegenError::Unsupported(format!(
             "poly_mul modulo {p}: the modulus must be an odd prime"
         )));

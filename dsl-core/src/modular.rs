@@ -46,7 +46,7 @@ pub fn is_prime(n: u64) -> bool {
     }
     const BASES: [u64; 12] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
     for b in BASES {
-        if n % b == 0 {
+        if n.is_multiple_of(b) {
             return n == b;
         }
     }
@@ -70,7 +70,7 @@ pub fn is_prime(n: u64) -> bool {
 
 /// Why `p` cannot be the modulus of `Zp<P>`, if it cannot.
 pub fn check_modulus(p: u64) -> Result<(), String> {
-    if p < 3 || p % 2 == 0 {
+    if p < 3 || p.is_multiple_of(2) {
         return Err(format!(
             "Zp<P> needs an odd prime modulus (Montgomery products need P odd), and {p} is not one"
         ));

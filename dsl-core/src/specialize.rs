@@ -16,7 +16,7 @@ pub fn check_bits(bits: u64) -> IrResult<()> {
             "{bits} bits is wider than the largest supported width, {MAX_BITS}"
         )));
     }
-    if bits == 0 || bits % 64 != 0 {
+    if bits == 0 || !bits.is_multiple_of(64) {
         return Err(IrError::Size(format!(
             "{bits} bits is not a positive multiple of 64 (U<BITS> is made of 64-bit limbs): round up to {}",
             bits.div_ceil(64).max(1) * 64

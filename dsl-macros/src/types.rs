@@ -98,7 +98,7 @@ fn width_literal(lit: &syn::LitInt) -> syn::Result<u64> {
     let bits: u64 = lit.base10_parse().map_err(|_| {
         syn::Error::new(lit.span(), "the width of U<..> must be a positive integer")
     })?;
-    if bits == 0 || bits % 64 != 0 {
+    if bits == 0 || !bits.is_multiple_of(64) {
         return Err(syn::Error::new(
             lit.span(),
             format!(

@@ -90,7 +90,7 @@ impl Emitter<'_> {
         self.line("__syncthreads();");
 
         // A square (the same array twice) of even slice width: cross products once, then doubled.
-        let square = a == b && !s.wide && s.width % 2 == 0;
+        let square = a == b && !s.wide && s.width.is_multiple_of(2);
         self.slices(&s, square);
 
         // Everyone has read the operands: L and O take their place.
