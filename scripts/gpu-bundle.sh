@@ -4,9 +4,10 @@
 #   gpu-bundle/run-tests [filter]    every GPU-capable test binary, with BIGFUSE_REQUIRE_GPU=1
 #   gpu-bundle/run-bench add ...     the benchmarks (see `gpu-bundle/run-bench --help`)
 #   gpu-bundle/examples/<name>       the examples
-# BIGFUSE_BUNDLE_NVRTC12=1 adds NVRTC 12 (the pip wheel's library, about 110 MB) in
-# gpu-bundle/nvrtc12/, to run the tests with it on the GPU machine's driver:
-#   BIGFUSE_NVRTC=$PWD/gpu-bundle/nvrtc12/libnvrtc.so.12 gpu-bundle/run-tests
+# BIGFUSE_BUNDLE_NVRTC12=1 adds NVRTC 12 (the pip wheel's library, 113 MB, xz-compressed to about
+# 32 MB so that it fits a 64 MiB transfer with the tests) in gpu-bundle/nvrtc12/, to run the tests
+# with it on the GPU machine's driver:
+#   gpu-bundle/run-tests-nvrtc12 [filter]     (unpacks it into /tmp, then runs the tests with it)
 # The bench is built with its `gmp` feature (GMP on all host cores as the reference of `bench e2e`),
 # which compiles GMP from source and needs `m4` (apt-get install -y m4). BIGFUSE_BUNDLE_GMP=0 builds
 # it without GMP instead (its figures then read "not built").
@@ -64,7 +65,24 @@ if [ "${BIGFUSE_BUNDLE_NVRTC12:-0}" = 1 ]; then
   fi
   mkdir -p "$out/nvrtc12"
   # NVRTC finds its builtins library beside itself.
-  cp "$nvrtc12"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nvrtc12"/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.* "$out/nvrtc12/"
+  for f in "$nvrtc12"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$nvrtc12"/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.*; do
+    xz -T0 -6 -c "$f" > "$out/nvrtc12/$(basename "$f").xz"
+  done
+  cat > "$out/run-tests-nvrtc12" <<'RUN'
+#!/usr/bin/env bash
+# Runs the tests with the bundled NVRTC 12 (and nothing else: BIGFUSE_NVRTC names the one library
+# to load) on this machine's driver, with a kernel cache of its own.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+lib=/tmp/bigfuse-nvrtc12
+mkdir -p "$lib"
+for f in "$here"/nvrtc12/*.xz; do
+  [ -e "$lib/$(basename "$f" .xz)" ] || xz -dc "$f" > "$lib/$(basename "$f" .xz)"
+done
+export BIGFUSE_NVRTC="$lib/libnvrtc.so.12" BIGFUSE_EXPECT_NVRTC=12 BIGFUSE_CACHE_DIR=/tmp/bigfuse-cache-nvrtc12
+exec "$here/run-tests" "$@"
+RUN
+  chmod +x "$out/run-tests-nvrtc12"
 fi
 
 cat > "$out/run-tests" <<'RUN'
