@@ -78,12 +78,15 @@ pub(crate) fn guarded<T>(
 impl GpuDevice {
     /// Opens GPU `ordinal`. Errors (never panics) when there is no driver or no such GPU.
     pub fn new(ordinal: usize) -> Result<GpuDevice> {
-        let Some((major, minor)) = driver_version() else {
+        let Some(driver) = driver_version() else {
             return Err(Error::NoDriver);
         };
         // The bindings are those of the CUDA 12.0 driver API, which every later driver keeps.
-        if (major, minor) < (12, 0) {
-            return Err(Error::OldDriver { major, minor });
+        if driver < (12, 0) {
+            return Err(Error::OldDriver {
+                major: driver.0,
+                minor: driver.1,
+            });
         }
         let count = guarded("counting GPUs", CudaContext::device_count).map_err(|e| match e {
             Error::Driver { message, .. } => {
@@ -137,7 +140,7 @@ impl GpuDevice {
             down,
             target,
             ordinal,
-            driver: (major, minor),
+            driver,
             events: Mutex::new(Vec::new()),
         })
     }
