@@ -26,3 +26,10 @@ echo "== the NVRTC of the run above, then every snapshot kernel with NVRTC 12"
 cargo test --quiet --test snapshots nvrtc_version -- --show-output
 BIGFUSE_NVRTC="$nvrtc12/libnvrtc.so.12" BIGFUSE_EXPECT_NVRTC=12 \
   cargo test --quiet --test snapshots -- --show-output
+echo "== without the cuda feature: no CUDA crate in the tree, everything on the CPU backend"
+if cargo tree --no-default-features -e normal -p bigfuse | grep -q cudarc; then
+  echo "cudarc is in the tree without the cuda feature" >&2
+  exit 1
+fi
+cargo clippy --quiet --no-default-features -p bigfuse-runtime -p bigfuse --all-targets -- -D warnings
+cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --test backends --test errors --test batches --test arrays
