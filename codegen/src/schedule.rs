@@ -27,6 +27,82 @@ pub struct Hints {
     pub chunk_len: Option<u64>,
 }
 
+/// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-`, `-` for no hint.
+impl Hints {
+    /// The keys of the text form, in the order it is written.
+    pub const KEYS: [&'static str; 6] = ["q", "block", "width", "minb", "ntt", "chunk"];
+
+    /// Sets the hint `key` to `value` (a number, or `-` for none).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let num = || -> Result<Option<u64>, String> {
+            match value {
+                "-" => Ok(None),
+                v => v
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| format!("`{key}={v}`: {v} is not a number")),
+            }
+        };
+        let small = || -> Result<Option<u32>, String> {
+            num()?
+                .map(|n| u32::try_from(n).map_err(|_| format!("`{key}={value}`: too large")))
+                .transpose()
+        };
+        match key {
+            "q" => self.q = small()?,
+            "block" => self.block_threads = small()?,
+            "width" => self.mul_width = small()?,
+            "minb" => self.min_blocks = small()?,
+            "ntt" => self.ntt_from_bits = num()?,
+            "chunk" => self.chunk_len = num()?,
+            other => {
+                return Err(format!(
+                    "unknown schedule key `{other}` ({})",
+                    Hints::KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// These hints with the `key=value` pairs of `text` (comma-separated) applied; also returns
+    /// how many pairs there were.
+    pub fn with(mut self, text: &str) -> Result<(Hints, usize), String> {
+        let mut count = 0;
+        for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}`: write key=value"))?;
+            self.set(k.trim(), v.trim())?;
+            count += 1;
+        }
+        Ok((self, count))
+    }
+}
+
+impl std::fmt::Display for Hints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn v<T: std::fmt::Display>(x: &Option<T>) -> String {
+            x.as_ref().map_or("-".to_string(), |x| x.to_string())
+        }
+        let values = [
+            v(&self.q),
+            v(&self.block_threads),
+            v(&self.mul_width),
+            v(&self.min_blocks),
+            v(&self.ntt_from_bits),
+            v(&self.chunk_len),
+        ];
+        let pairs: Vec<String> = Hints::KEYS
+            .iter()
+            .zip(values)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        f.write_str(&pairs.join(","))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schedule {
     /// Threads per instance (a power of two; 1 ..= 1024).
@@ -309,7 +385,30 @@ pub fn schedule(
 
 #[cfg(test)]
 mod tests {
-    use super::choose_q;
+    use super::{choose_q, Hints};
+
+    #[test]
+    fn hints_read_back_what_they_write() {
+        let h = Hints {
+            q: Some(4),
+            min_blocks: Some(1),
+            ntt_from_bits: Some(1 << 15),
+            ..Hints::default()
+        };
+        let text = h.to_string();
+        assert_eq!(text, "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-");
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 6)));
+        // Overrides apply on top of a base; `-` clears.
+        let (g, n) = h.clone().with("block=256,q=-").unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(
+            (g.q, g.block_threads, g.min_blocks),
+            (None, Some(256), Some(1))
+        );
+        for bad in ["q", "q=x", "q=99999999999", "speed=3"] {
+            assert!(Hints::default().with(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cost_model_follows_the_measurements() {

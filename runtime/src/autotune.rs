@@ -32,53 +32,17 @@ pub struct Tuned {
     pub timings: Vec<(String, f64)>,
 }
 
-/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-`.
+/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-`
+/// (the text form of [`Hints`], defined with it).
 pub fn format_hints(h: &Hints) -> String {
-    fn f<T: std::fmt::Display>(v: &Option<T>) -> String {
-        v.as_ref().map_or("-".to_string(), |x| x.to_string())
-    }
-    format!(
-        "q={},block={},width={},minb={},ntt={},chunk={}",
-        f(&h.q),
-        f(&h.block_threads),
-        f(&h.mul_width),
-        f(&h.min_blocks),
-        f(&h.ntt_from_bits),
-        f(&h.chunk_len)
-    )
+    h.to_string()
 }
 
 /// Parses what [`format_hints`] writes (entries written before `chunk` existed too); `None` for
 /// anything else.
 pub fn parse_hints(text: &str) -> Option<Hints> {
-    let mut h = Hints::default();
-    let mut seen = 0;
-    for part in text.trim().split(',') {
-        let (k, v) = part.split_once('=')?;
-        let num = |v: &str| -> Option<Option<u64>> {
-            if v == "-" {
-                Some(None)
-            } else {
-                v.parse::<u64>().ok().map(Some)
-            }
-        };
-        let small = |v: &str| -> Option<Option<u32>> {
-            num(v)?
-                .map(|x| u32::try_from(x).ok())
-                .map_or(Some(None), |x| x.map(Some))
-        };
-        match k {
-            "q" => h.q = small(v)?,
-            "block" => h.block_threads = small(v)?,
-            "width" => h.mul_width = small(v)?,
-            "minb" => h.min_blocks = small(v)?,
-            "ntt" => h.ntt_from_bits = num(v)?,
-            "chunk" => h.chunk_len = num(v)?,
-            _ => return None,
-        }
-        seen += 1;
-    }
-    (seen == 5 || seen == 6).then_some(h)
+    let (h, keys) = Hints::default().with(text).ok()?;
+    (keys == 5 || keys == 6).then_some(h)
 }
 
 fn cache_file() -> Option<PathBuf> {
