@@ -172,7 +172,7 @@ fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<Va
     )?)
 }
 
-pub fn extract(ty: Type, i: u32) -> Func {
+fn extract(ty: Type, i: u32) -> Func {
     let mut b = Builder::lambda();
     let t = b.param("t", ty);
     let r = b.extract(t, i).unwrap();

@@ -116,6 +116,23 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Every binary operation: what the text form reads back and what tests cover.
+    pub const ALL: [BinOp; 13] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::MulHi,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Eq,
+        BinOp::Ne,
+    ];
+
     pub fn is_comparison(self) -> bool {
         matches!(self, BinOp::Lt | BinOp::Le | BinOp::Eq | BinOp::Ne)
     }

@@ -907,7 +907,7 @@ fn operation(
                 }
             }
         }
-        other => match BINARY.iter().find(|b| b.mnemonic() == other) {
+        other => match BinOp::ALL.iter().find(|b| b.mnemonic() == other) {
             Some(b) => {
                 let (x, y) = two(c, scope, other)?;
                 Op::Binary(*b, x, y)
@@ -920,22 +920,6 @@ fn operation(
     };
     Ok((op, m.to_string(), inline))
 }
-
-const BINARY: [BinOp; 13] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::MulHi,
-    BinOp::And,
-    BinOp::Or,
-    BinOp::Xor,
-    BinOp::Shl,
-    BinOp::Shr,
-    BinOp::Lt,
-    BinOp::Le,
-    BinOp::Eq,
-    BinOp::Ne,
-];
 
 #[cfg(test)]
 mod tests {

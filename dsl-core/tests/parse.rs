@@ -87,21 +87,7 @@ fn scalar_operations() {
         Literal::Tuple(vec![]),
     ]));
     let mut outs = vec![nested];
-    for op in [
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::MulHi,
-        BinOp::And,
-        BinOp::Or,
-        BinOp::Xor,
-        BinOp::Shl,
-        BinOp::Shr,
-        BinOp::Lt,
-        BinOp::Le,
-        BinOp::Eq,
-        BinOp::Ne,
-    ] {
+    for op in BinOp::ALL {
         outs.push(b.binary(op, y, max).unwrap());
         outs.push(b.binary(op, x, seven).unwrap());
     }
