@@ -18,6 +18,7 @@ pub mod fuse;
 pub mod isel;
 pub mod layout;
 pub mod lower;
+pub mod lower_bits;
 pub mod modular;
 pub mod mul;
 pub mod ntt;

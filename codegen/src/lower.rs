@@ -5,6 +5,8 @@
 //! - `a < b`, `a <= b` = map (per-limb less/equal flags) ; reduce with the lexicographic operator
 //! - `a == b` = map (limb equality) ; reduce with `and`
 //! - `select(c, a, b)` on big integers = map with the condition broadcast
+//! - `!`, `&`, `|`, `^`, shifts, rotations, bit counts, bit tests and changes of width: see
+//!   [`crate::lower_bits`]
 //! - `a * b`, `mul_wide(a, b)` = limb_mul (operands staged in shared memory; slices of the product
 //!   accumulated in registers; combined with the addition's carry machinery)
 //!
@@ -12,9 +14,12 @@
 //! operator, so later passes only ever see unsegmented scans.
 
 use crate::error::{CgResult, CodegenError};
+use crate::lower_bits as bits;
 use bigfuse_core::ops::{self, Intrinsic};
 use bigfuse_core::rewrite::Rewritten;
-use bigfuse_core::{rewrite, BinOp, Builder, CmpOp, Func, Literal, MulAlgo, Op, Type, ValueId};
+use bigfuse_core::{
+    rewrite, BinOp, Builder, CmpOp, Func, Literal, MulAlgo, Op, Type, UnOp, ValueId,
+};
 
 /// Products of operands at least this wide (bits) use the NTT; narrower ones the classical method.
 /// Measured on an H200 (bench/RESULTS.md, 2026-11-21): classical 1-Mul reaches 44156 Gu32ops/s at
@@ -88,6 +93,18 @@ pub fn lower_limbs(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
                     };
                     b.map(f, &[idx])?
                 }
+                Op::Cast(x) if matches!(func.ty(*x), Type::Big(_)) => {
+                    let from = limbs_of(func.ty(*x));
+                    match &node.ty {
+                        Type::Big(_) => bits::resize(b, m(*x), from, limbs_of(&node.ty))?,
+                        to => bits::low(b, m(*x), from, to)?,
+                    }
+                }
+                Op::BigUnary(UnOp::Not, x) => bits::not(b, m(*x))?,
+                Op::BigUnary(u, x) => bits::count(b, *u, m(*x), limbs_of(func.ty(*x)))?,
+                Op::BigBitwise(op, x, y) => bits::bitwise(b, *op, m(*x), m(*y))?,
+                Op::BigShift(op, x, k) => bits::shift(b, *op, m(*x), m(*k), limbs_of(&node.ty))?,
+                Op::BigBit(x, i) => bits::bit(b, m(*x), m(*i), limbs_of(func.ty(*x)))?,
                 // An integer zero-extended into a big integer: its limbs.
                 Op::Cast(x) if matches!(node.ty, Type::Big(_)) => {
                     let Type::Big(bits) = &node.ty else {
@@ -160,6 +177,14 @@ pub fn lower_limbs(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
             })
         },
     )
+}
+
+/// Limbs of a big-integer type (of a concrete program).
+fn limbs_of(t: &Type) -> u64 {
+    match t {
+        Type::Big(bits) => bits.as_const().unwrap_or(0) / 64,
+        _ => 0,
+    }
 }
 
 fn add_or_sub(b: &mut Builder, x: ValueId, y: ValueId, sub: bool) -> CgResult<ValueId> {

@@ -50,6 +50,15 @@ fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) ->
     if let Some(product) = sel.product(id) {
         return Some(product.staging_bytes(sched));
     }
+    if let Op::Gather { src, .. } = &node.op {
+        // Any thread may read any element: the instance's whole array is staged.
+        let len = match func.ty(*src) {
+            Type::Array(_, n) => n.as_const().unwrap_or(0),
+            _ => 0,
+        };
+        let words = sched.threads_per_instance * sched.q_of(len);
+        return Some(sched.instances_per_block * words * 8);
+    }
     if sched.threads_per_instance <= 32 {
         return None; // warp shuffles and ballots need no shared memory
     }

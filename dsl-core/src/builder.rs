@@ -2,7 +2,7 @@
 //! passes use it too, so every node they make is type-checked when it is made.
 
 use crate::error::{IrError, IrResult};
-use crate::ir::{BinOp, CmpOp, Func, Literal, Node, Op, Param, UnOp, ValueId};
+use crate::ir::{BinOp, CmpOp, Func, Literal, Node, Op, Param, ShiftOp, UnOp, ValueId};
 use crate::typeck::{check_cast, infer};
 use crate::types::{Size, Type};
 use crate::validate::validate;
@@ -241,16 +241,177 @@ impl Builder {
         }
     }
 
+    fn bitwise(&mut self, op: BinOp, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigBitwise(op, a, b))
+        } else {
+            self.binary(op, a, b)
+        }
+    }
+
+    /// `a & b` on bools, integers and big integers.
     pub fn and(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
-        self.binary(BinOp::And, a, b)
+        self.bitwise(BinOp::And, a, b)
     }
 
+    /// `a | b` on bools, integers and big integers.
     pub fn or(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
-        self.binary(BinOp::Or, a, b)
+        self.bitwise(BinOp::Or, a, b)
     }
 
+    /// `a ^ b` on bools, integers and big integers.
     pub fn xor(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
-        self.binary(BinOp::Xor, a, b)
+        self.bitwise(BinOp::Xor, a, b)
+    }
+
+    /// A shift or rotation by `k`. On a big integer `k` is a u32 (a u64 amount is narrowed,
+    /// saturating, so that huge amounts still shift everything out); shifts by `bits` or more
+    /// give 0 and rotations take `k` modulo `bits`. On an integer the amount is taken modulo its
+    /// width, as in the IR's `shl`/`shr`.
+    pub fn shift(&mut self, op: ShiftOp, a: ValueId, k: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) {
+            let k = self.amount_u32(k)?;
+            return self.push(Op::BigShift(op, a, k));
+        }
+        let t = self.ty(a).clone();
+        let k = if *self.ty(k) == t {
+            k
+        } else {
+            self.cast(k, t.clone())?
+        };
+        let width = match t {
+            Type::U32 => 32,
+            _ => 64,
+        };
+        match op {
+            ShiftOp::Shl => self.binary(BinOp::Shl, a, k),
+            ShiftOp::Shr => self.binary(BinOp::Shr, a, k),
+            ShiftOp::Rotl | ShiftOp::Rotr => {
+                // The IR's shifts take amounts modulo the width, so w - k needs no masking.
+                let w = self.int(&t, width)?;
+                let back = self.binary(BinOp::Sub, w, k)?;
+                let (l, r) = if op == ShiftOp::Rotl {
+                    (k, back)
+                } else {
+                    (back, k)
+                };
+                let hi = self.binary(BinOp::Shl, a, l)?;
+                let lo = self.binary(BinOp::Shr, a, r)?;
+                // A zero amount shifts `a` by the width, i.e. by 0 modulo the width: `a | a`.
+                self.binary(BinOp::Or, hi, lo)
+            }
+        }
+    }
+
+    fn int(&mut self, t: &Type, v: u64) -> IrResult<ValueId> {
+        Ok(match t {
+            Type::U32 => self.u32(v as u32),
+            _ => self.u64(v),
+        })
+    }
+
+    /// A shift amount or bit index as u32: u64 amounts saturate (all of them are past any width).
+    fn amount_u32(&mut self, k: ValueId) -> IrResult<ValueId> {
+        match self.ty(k) {
+            Type::U64 => {
+                let max = self.u64(u32::MAX as u64);
+                let big = self.binary(BinOp::Lt, max, k)?;
+                let low = self.cast(k, Type::U32)?;
+                let sat = self.u32(u32::MAX);
+                self.select(big, sat, low)
+            }
+            _ => Ok(k),
+        }
+    }
+
+    /// `a << k`: see [`Builder::shift`].
+    pub fn shl(&mut self, a: ValueId, k: ValueId) -> IrResult<ValueId> {
+        self.shift(ShiftOp::Shl, a, k)
+    }
+
+    /// `a >> k`: see [`Builder::shift`].
+    pub fn shr(&mut self, a: ValueId, k: ValueId) -> IrResult<ValueId> {
+        self.shift(ShiftOp::Shr, a, k)
+    }
+
+    /// A bit count (leading zeros, trailing zeros, ones) of an integer or big integer, as u32;
+    /// the width for 0 where zeros are counted. `Not` is [`Builder::not`].
+    pub fn count(&mut self, op: UnOp, a: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) {
+            self.push(Op::BigUnary(op, a))
+        } else {
+            self.push(Op::Unary(op, a))
+        }
+    }
+
+    /// Bit `i` of `a` (an integer or big integer) as a bool; false past the width.
+    pub fn bit(&mut self, a: ValueId, i: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) {
+            let i = self.amount_u32(i)?;
+            return self.push(Op::BigBit(a, i));
+        }
+        let t = self.ty(a).clone();
+        let width = if t == Type::U32 { 32 } else { 64 };
+        let i = if *self.ty(i) == t {
+            i
+        } else {
+            self.cast(i, t.clone())?
+        };
+        let w = self.int(&t, width)?;
+        let inside = self.binary(BinOp::Lt, i, w)?;
+        let shifted = self.binary(BinOp::Shr, a, i)?;
+        let one = self.int(&t, 1)?;
+        let low = self.binary(BinOp::And, shifted, one)?;
+        let zero = self.int(&t, 0)?;
+        let set = self.binary(BinOp::Ne, low, zero)?;
+        self.binary(BinOp::And, inside, set)
+    }
+
+    /// The big integer of type `ty` (a `U<..>`) whose low `len` bits are set (all of them when
+    /// `len >= bits`).
+    pub fn mask(&mut self, ty: &Type, len: ValueId) -> IrResult<ValueId> {
+        let Type::Big(bits) = ty else {
+            return Err(IrError::Type {
+                func: self.func.name.clone(),
+                message: format!("a mask is a U<..>, not {ty}"),
+            });
+        };
+        let zero = self.constant(Literal::Big(vec![], *bits));
+        let ones = self.not(zero)?;
+        let high = self.shl(ones, len)?;
+        self.not(high)
+    }
+
+    /// Bits `lo .. lo + len` of the big integer `a`, at the bottom of a value of its width.
+    pub fn extract_bits(&mut self, a: ValueId, lo: ValueId, len: ValueId) -> IrResult<ValueId> {
+        let t = self.ty(a).clone();
+        let down = self.shr(a, lo)?;
+        let m = self.mask(&t, len)?;
+        self.and(down, m)
+    }
+
+    /// `a` with bits `lo .. lo + len` replaced by the low `len` bits of `field` (both big integers
+    /// of one width); bits past the width are dropped.
+    pub fn insert_bits(
+        &mut self,
+        a: ValueId,
+        field: ValueId,
+        lo: ValueId,
+        len: ValueId,
+    ) -> IrResult<ValueId> {
+        let t = self.ty(a).clone();
+        let m = self.mask(&t, len)?;
+        let hole = self.shl(m, lo)?;
+        let keep = self.not(hole)?;
+        let kept = self.and(a, keep)?;
+        let f = self.and(field, m)?;
+        let f = self.shl(f, lo)?;
+        self.or(kept, f)
+    }
+
+    /// `src[idx[k]]` for each k (0 past the end) over `[u64; n]` and `[u64; m]` indices.
+    pub fn gather(&mut self, src: ValueId, idx: ValueId) -> IrResult<ValueId> {
+        self.push(Op::Gather { src, idx })
     }
 
     /// `x^e` for `x: Zp<P>`, `e: u64`.
@@ -275,8 +436,13 @@ impl Builder {
         self.push(Op::PolyMul { a, b, modulus })
     }
 
+    /// `!a`: logical on bools, bitwise on integers and big integers.
     pub fn not(&mut self, a: ValueId) -> IrResult<ValueId> {
-        self.push(Op::Unary(UnOp::Not, a))
+        if self.is_big(a) {
+            self.push(Op::BigUnary(UnOp::Not, a))
+        } else {
+            self.push(Op::Unary(UnOp::Not, a))
+        }
     }
 
     pub fn select(&mut self, c: ValueId, a: ValueId, b: ValueId) -> IrResult<ValueId> {

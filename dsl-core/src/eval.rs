@@ -4,7 +4,7 @@
 //! primitives over limbs) alike, so a test can show that a pass preserves meaning without a GPU.
 
 use crate::error::{IrError, IrResult};
-use crate::ir::{BinOp, CmpOp, Func, Op, UnOp};
+use crate::ir::{BinOp, CmpOp, Func, Op, ShiftOp, UnOp};
 use crate::modular;
 use crate::types::Type;
 use crate::value::Value;
@@ -153,6 +153,8 @@ fn int_op(op: BinOp, x: u64, y: u64, width: u32, wrap: impl Fn(u64) -> Value) ->
         BinOp::Sub => wrap(x.wrapping_sub(y) & mask),
         BinOp::Mul => wrap(x.wrapping_mul(y) & mask),
         BinOp::MulHi => wrap((((x as u128) * (y as u128)) >> width) as u64 & mask),
+        BinOp::Div => wrap(x.checked_div(y).unwrap_or(mask)),
+        BinOp::Rem => wrap(x.checked_rem(y).unwrap_or(x)),
         BinOp::And => wrap(x & y),
         BinOp::Or => wrap(x | y),
         BinOp::Xor => wrap(x ^ y),
@@ -179,6 +181,74 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             Value::U64(x) => Value::U64(!x),
             _ => return fail("! on a non-scalar"),
         },
+        Op::Unary(u, a) => Value::U32(match (u, v(*a)) {
+            (UnOp::LeadingZeros, Value::U32(x)) => x.leading_zeros(),
+            (UnOp::LeadingZeros, Value::U64(x)) => x.leading_zeros(),
+            (UnOp::TrailingZeros, Value::U32(x)) => x.trailing_zeros(),
+            (UnOp::TrailingZeros, Value::U64(x)) => x.trailing_zeros(),
+            (UnOp::CountOnes, Value::U32(x)) => x.count_ones(),
+            (UnOp::CountOnes, Value::U64(x)) => x.count_ones(),
+            _ => return fail(format!("{} on a non-integer", u.mnemonic())),
+        }),
+        Op::BigUnary(u, a) => {
+            let bits = bits_of(func.ty(*a))?;
+            let x = big(v(*a))?;
+            match u {
+                UnOp::Not => Value::Big(x ^ ((BigUint::one() << bits) - 1u8)),
+                UnOp::LeadingZeros => Value::U32((bits - x.bits()) as u32),
+                UnOp::TrailingZeros => Value::U32(x.trailing_zeros().unwrap_or(bits) as u32),
+                UnOp::CountOnes => Value::U32(x.count_ones() as u32),
+            }
+        }
+        Op::BigBitwise(b, x, y) => {
+            let (x, y) = (big(v(*x))?, big(v(*y))?);
+            Value::Big(match b {
+                BinOp::And => x & y,
+                BinOp::Or => x | y,
+                BinOp::Xor => x ^ y,
+                _ => return fail(format!("big.{} is not bitwise", b.mnemonic())),
+            })
+        }
+        Op::BigShift(s, x, amount) => {
+            let bits = bits_of(ty)?;
+            let x = big(v(*x))?;
+            let k = scalar_int(v(*amount))?;
+            let m = BigUint::one() << bits;
+            Value::Big(match s {
+                ShiftOp::Shl if k >= bits => BigUint::ZERO,
+                ShiftOp::Shl => (x << k) % m,
+                ShiftOp::Shr => x >> k,
+                ShiftOp::Rotl | ShiftOp::Rotr => {
+                    let k = k % bits;
+                    let k = if *s == ShiftOp::Rotl {
+                        k
+                    } else {
+                        (bits - k) % bits
+                    };
+                    ((x << k) | (x >> (bits - k))) % m
+                }
+            })
+        }
+        Op::BigBit(x, i) => {
+            let bits = bits_of(func.ty(*x))?;
+            let i = scalar_int(v(*i))?;
+            Value::Bool(i < bits && big(v(*x))?.bit(i))
+        }
+        Op::Gather { src, idx } => {
+            let src = array(v(*src))?;
+            let picked = array(v(*idx))?
+                .iter()
+                .map(|i| {
+                    let i = scalar_int(i)?;
+                    Ok(usize::try_from(i)
+                        .ok()
+                        .and_then(|i| src.get(i))
+                        .cloned()
+                        .unwrap_or(Value::U64(0)))
+                })
+                .collect::<IrResult<Vec<Value>>>()?;
+            Value::Array(picked)
+        }
         Op::Binary(b, x, y) => match func.ty(*x) {
             Type::Zp(p) => zp_binary(*b, scalar_int(v(*x))?, scalar_int(v(*y))?, modulus(p)?)?,
             _ => eval_binary(*b, v(*x), v(*y))?,
@@ -211,6 +281,16 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 out.iter_mut().for_each(|c| *c = mont.redc(*c as u128));
             }
             Value::Array(out.into_iter().map(Value::U64).collect())
+        }
+        Op::Cast(a) if matches!(v(*a), Value::Big(_)) => {
+            let x = big(v(*a))?;
+            let low = x.iter_u64_digits().next().unwrap_or(0);
+            match ty {
+                Type::U32 => Value::U32(low as u32),
+                Type::U64 => Value::U64(low),
+                Type::Big(_) => Value::Big(x % (BigUint::one() << bits_of(ty)?)),
+                _ => return fail("cast of a big integer to a non-integer"),
+            }
         }
         Op::Cast(a) => {
             let x = scalar_int(v(*a))?;

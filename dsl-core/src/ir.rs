@@ -90,6 +90,62 @@ impl std::fmt::Display for Literal {
 pub enum UnOp {
     /// Logical not on bool, bitwise not on integers.
     Not,
+    /// The number of zero bits above the highest set bit, as u32 (the width for 0).
+    LeadingZeros,
+    /// The number of zero bits below the lowest set bit, as u32 (the width for 0).
+    TrailingZeros,
+    /// The number of set bits, as u32.
+    CountOnes,
+}
+
+impl UnOp {
+    /// Every unary operation: what the text form reads back and what tests cover.
+    pub const ALL: [UnOp; 4] = [
+        UnOp::Not,
+        UnOp::LeadingZeros,
+        UnOp::TrailingZeros,
+        UnOp::CountOnes,
+    ];
+
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            UnOp::Not => "not",
+            UnOp::LeadingZeros => "clz",
+            UnOp::TrailingZeros => "ctz",
+            UnOp::CountOnes => "popc",
+        }
+    }
+
+    /// True for the bit counts, whose result is a u32 whatever the operand's width.
+    pub fn is_count(self) -> bool {
+        !matches!(self, UnOp::Not)
+    }
+}
+
+/// How a big integer's bits move by a run-time amount (a u32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShiftOp {
+    /// Towards the high end, modulo 2^bits: amounts of `bits` or more give 0.
+    Shl,
+    /// Towards the low end: amounts of `bits` or more give 0.
+    Shr,
+    /// Rotation towards the high end by the amount modulo `bits`.
+    Rotl,
+    /// Rotation towards the low end by the amount modulo `bits`.
+    Rotr,
+}
+
+impl ShiftOp {
+    pub const ALL: [ShiftOp; 4] = [ShiftOp::Shl, ShiftOp::Shr, ShiftOp::Rotl, ShiftOp::Rotr];
+
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            ShiftOp::Shl => "shl",
+            ShiftOp::Shr => "shr",
+            ShiftOp::Rotl => "rotl",
+            ShiftOp::Rotr => "rotr",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -102,6 +158,10 @@ pub enum BinOp {
     Mul,
     /// High word of the product.
     MulHi,
+    /// Quotient, rounded down; `x / 0` is all ones (the width's maximum), never a trap.
+    Div,
+    /// Remainder; `x % 0` is `x`, so that `(x / y) * y + x % y == x` still holds modulo 2^width.
+    Rem,
     And,
     Or,
     Xor,
@@ -117,11 +177,13 @@ pub enum BinOp {
 
 impl BinOp {
     /// Every binary operation: what the text form reads back and what tests cover.
-    pub const ALL: [BinOp; 13] = [
+    pub const ALL: [BinOp; 15] = [
         BinOp::Add,
         BinOp::Sub,
         BinOp::Mul,
         BinOp::MulHi,
+        BinOp::Div,
+        BinOp::Rem,
         BinOp::And,
         BinOp::Or,
         BinOp::Xor,
@@ -143,6 +205,8 @@ impl BinOp {
             BinOp::Sub => "sub",
             BinOp::Mul => "mul",
             BinOp::MulHi => "mulhi",
+            BinOp::Div => "div",
+            BinOp::Rem => "rem",
             BinOp::And => "and",
             BinOp::Or => "or",
             BinOp::Xor => "xor",
@@ -190,7 +254,8 @@ pub enum Op {
     Const(Literal),
     Unary(UnOp, ValueId),
     Binary(BinOp, ValueId, ValueId),
-    /// Integer/bool conversion: bool -> 0/1, zero-extension, truncation.
+    /// Integer/bool conversion: bool -> 0/1, zero-extension, truncation; between big integers of
+    /// any widths and from a big integer to u32/u64, the value modulo the target's 2^width.
     Cast(ValueId),
     /// `cond ? a : b` for values of any one type; `cond` is a bool.
     Select(ValueId, ValueId, ValueId),
@@ -220,12 +285,28 @@ pub enum Op {
     /// The full product of two `U<n>`, a `U<2n>`.
     BigMulWide(ValueId, ValueId),
 
+    /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
+    BigUnary(UnOp, ValueId),
+    /// `&`, `|` or `^` of two big integers of one width.
+    BigBitwise(BinOp, ValueId, ValueId),
+    /// A shift or rotation of a big integer by a u32 amount (see [`ShiftOp`]).
+    BigShift(ShiftOp, ValueId, ValueId),
+    /// Bit `i` (a u32) of a big integer: false for `i >= bits`.
+    BigBit(ValueId, ValueId),
+
     /// The little-endian 64-bit limbs of a big integer.
     Limbs(ValueId),
     /// The big integer whose little-endian 64-bit limbs these are.
     FromLimbs(ValueId),
     /// `[0, 1, .., len-1]` as u64.
     Iota(Size),
+    /// `src[idx[k]]` for each k, 0 where `idx[k]` is past the end: `src` is `[u64; n]`, `idx`
+    /// `[u64; m]`, the result `[u64; m]`. Elements move between threads, so `src` is staged in
+    /// shared memory.
+    Gather {
+        src: ValueId,
+        idx: ValueId,
+    },
     /// The product of two limb arrays of one length, as `out_len` limbs (modulo 2^(64*out_len)).
     /// Every output limb reads every input limb, so its operands are staged in shared memory.
     LimbMul {
@@ -268,6 +349,7 @@ impl Op {
             | Op::Extract(a, _)
             | Op::Limbs(a)
             | Op::FromLimbs(a)
+            | Op::BigUnary(_, a)
             | Op::ZpInv(a) => {
                 vec![*a]
             }
@@ -278,6 +360,10 @@ impl Op {
             | Op::BigCmp(_, a, b)
             | Op::BigMul(a, b)
             | Op::BigMulWide(a, b)
+            | Op::BigBitwise(_, a, b)
+            | Op::BigShift(_, a, b)
+            | Op::BigBit(a, b)
+            | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
             Op::Select(c, a, b) => vec![*c, *a, *b],
@@ -301,6 +387,7 @@ impl Op {
             | Op::Extract(a, _)
             | Op::Limbs(a)
             | Op::FromLimbs(a)
+            | Op::BigUnary(_, a)
             | Op::ZpInv(a) => *a = f(*a),
             Op::Binary(_, a, b)
             | Op::ZpPow(a, b)
@@ -309,6 +396,10 @@ impl Op {
             | Op::BigCmp(_, a, b)
             | Op::BigMul(a, b)
             | Op::BigMulWide(a, b)
+            | Op::BigBitwise(_, a, b)
+            | Op::BigShift(_, a, b)
+            | Op::BigBit(a, b)
+            | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => {
                 *a = f(*a);
@@ -340,6 +431,10 @@ impl Op {
                 | Op::BigCmp(..)
                 | Op::BigMul(..)
                 | Op::BigMulWide(..)
+                | Op::BigUnary(..)
+                | Op::BigBitwise(..)
+                | Op::BigShift(..)
+                | Op::BigBit(..)
                 | Op::ZpPow(..)
                 | Op::ZpInv(..)
         )
@@ -409,7 +504,8 @@ impl Func {
         self.nodes.iter().all(|n| {
             !n.op.is_high_level()
                 && !n.ty.mentions_zp()
-                && !matches!(n.op, Op::Select(_, a, _) if matches!(self.ty(a), Type::Big(_)))
+                && !matches!(n.op, Op::Select(_, a, _) | Op::Cast(a) if matches!(self.ty(a), Type::Big(_)))
+                && !(matches!(n.op, Op::Cast(_)) && matches!(n.ty, Type::Big(_)))
                 && n.op.lambdas().iter().all(|l| l.is_lowered())
         })
     }

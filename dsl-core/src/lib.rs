@@ -26,7 +26,7 @@ pub mod value;
 pub use builder::Builder;
 pub use error::{IrError, IrResult};
 pub use eval::{apply_lambda, eval};
-pub use ir::{BinOp, CmpOp, Func, Literal, MulAlgo, Node, Op, Param, UnOp, ValueId};
+pub use ir::{BinOp, CmpOp, Func, Literal, MulAlgo, Node, Op, Param, ShiftOp, UnOp, ValueId};
 pub use parse::{parse, ParseError};
 pub use print::{node_text, print};
 pub use rewrite::{rewrite, Mapped, Rewritten};

@@ -35,7 +35,7 @@
 //! [`validate`](crate::validate()) is left to the caller.
 
 use crate::error::IrError;
-use crate::ir::{BinOp, CmpOp, Func, Literal, MulAlgo, Node, Op, Param, UnOp, ValueId};
+use crate::ir::{BinOp, CmpOp, Func, Literal, MulAlgo, Node, Op, Param, ShiftOp, UnOp, ValueId};
 use crate::ops::Intrinsic;
 use crate::typeck::{check_cast, infer};
 use crate::types::{Size, Type};
@@ -793,7 +793,6 @@ fn operation(
             }
         }
         "const" => Op::Const(c.literal(names)?),
-        "not" => Op::Unary(UnOp::Not, v(c)?),
         "cast" => Op::Cast(v(c)?),
         "zp.pow" => {
             let (x, e) = two(c, scope, m)?;
@@ -907,16 +906,43 @@ fn operation(
                 }
             }
         }
-        other => match BinOp::ALL.iter().find(|b| b.mnemonic() == other) {
-            Some(b) => {
-                let (x, y) = two(c, scope, other)?;
-                Op::Binary(*b, x, y)
+        "gather" => {
+            let (src, idx) = two(c, scope, m)?;
+            Op::Gather { src, idx }
+        }
+        "big.bit" => {
+            let (x, i) = two(c, scope, m)?;
+            Op::BigBit(x, i)
+        }
+        other => {
+            let (big, name) = match other.strip_prefix("big.") {
+                Some(rest) => (true, rest),
+                None => (false, other),
+            };
+            let unary = UnOp::ALL.into_iter().find(|u| u.mnemonic() == name);
+            let shift = ShiftOp::ALL.into_iter().find(|s| s.mnemonic() == name);
+            let binary = BinOp::ALL.into_iter().find(|b| b.mnemonic() == name);
+            match (big, unary, shift, binary) {
+                (false, Some(u), _, _) => Op::Unary(u, v(c)?),
+                (true, Some(u), _, _) => Op::BigUnary(u, v(c)?),
+                (true, None, Some(s), _) => {
+                    let (x, k) = two(c, scope, other)?;
+                    Op::BigShift(s, x, k)
+                }
+                (true, None, None, Some(b @ (BinOp::And | BinOp::Or | BinOp::Xor))) => {
+                    let (x, y) = two(c, scope, other)?;
+                    Op::BigBitwise(b, x, y)
+                }
+                (false, None, _, Some(b)) => {
+                    let (x, y) = two(c, scope, other)?;
+                    Op::Binary(b, x, y)
+                }
+                _ if other.is_empty() => {
+                    return Err(c.err(format!("expected an operation, found {}", c.found())))
+                }
+                _ => return Err(c.err(format!("unknown operation `{other}`"))),
             }
-            None if other.is_empty() => {
-                return Err(c.err(format!("expected an operation, found {}", c.found())))
-            }
-            None => return Err(c.err(format!("unknown operation `{other}`"))),
-        },
+        }
     };
     Ok((op, m.to_string(), inline))
 }

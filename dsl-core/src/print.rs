@@ -1,7 +1,7 @@
 //! A readable text form of the IR, used by `explain` and by snapshot tests; [`crate::parse()`]
 //! reads it back.
 
-use crate::ir::{Func, Op, UnOp};
+use crate::ir::{Func, Op};
 use crate::ops::Intrinsic;
 use std::fmt::Write;
 
@@ -79,7 +79,7 @@ fn op_text(func: &Func, op: &Op) -> String {
             }
         }
         Op::Const(l) => format!("const {l}"),
-        Op::Unary(UnOp::Not, a) => format!("not {a}"),
+        Op::Unary(u, a) => format!("{} {a}", u.mnemonic()),
         Op::Binary(b, x, y) => format!("{} {x}, {y}", b.mnemonic()),
         Op::Cast(a) => format!("cast {a}"),
         Op::ZpPow(a, e) => format!("zp.pow {a}, {e}"),
@@ -95,6 +95,11 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::BigCmp(c, a, b) => format!("big.{} {a}, {b}", c.mnemonic()),
         Op::BigMul(a, b) => format!("big.mul {a}, {b}"),
         Op::BigMulWide(a, b) => format!("big.mul_wide {a}, {b}"),
+        Op::BigUnary(u, a) => format!("big.{} {a}", u.mnemonic()),
+        Op::BigBitwise(o, a, b) => format!("big.{} {a}, {b}", o.mnemonic()),
+        Op::BigShift(o, a, k) => format!("big.{} {a}, {k}", o.mnemonic()),
+        Op::BigBit(a, i) => format!("big.bit {a}, {i}"),
+        Op::Gather { src, idx } => format!("gather {src}, {idx}"),
         Op::LimbMul {
             a,
             b,

@@ -42,6 +42,74 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             }
             t.clone()
         }
+        Op::Unary(u, a) => {
+            let t = ty(*a);
+            if !t.is_integer() {
+                return Err(err(
+                    func,
+                    format!("`{}` needs a u32 or u64, not {}", u.mnemonic(), show(t)),
+                ));
+            }
+            Type::U32
+        }
+        Op::BigUnary(u, a) => match ty(*a) {
+            t @ Type::Big(_) if *u == UnOp::Not => t.clone(),
+            Type::Big(_) => Type::U32,
+            other => {
+                return Err(err(
+                    func,
+                    format!("big.{} needs a U<..>, not {}", u.mnemonic(), show(other)),
+                ))
+            }
+        },
+        Op::BigBitwise(b, x, y) => {
+            if !matches!(b, BinOp::And | BinOp::Or | BinOp::Xor) {
+                return Err(err(
+                    func,
+                    format!(
+                        "`{}` is not a bitwise operation (big.and, big.or, big.xor)",
+                        b.mnemonic()
+                    ),
+                ));
+            }
+            match (ty(*x), ty(*y)) {
+                (t @ Type::Big(sa), Type::Big(sb)) if sa == sb => t.clone(),
+                (tx, ty_) => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "big.{} needs two U<..> of one size, not {} and {}",
+                            b.mnemonic(),
+                            show(tx),
+                            show(ty_)
+                        ),
+                    ))
+                }
+            }
+        }
+        Op::BigShift(s, x, amount) => {
+            big_and_u32(func, ty(*x), ty(*amount), s.mnemonic())?;
+            ty(*x).clone()
+        }
+        Op::BigBit(x, i) => {
+            big_and_u32(func, ty(*x), ty(*i), "bit")?;
+            Type::Bool
+        }
+        Op::Gather { src, idx } => match (ty(*src), ty(*idx)) {
+            (Type::Array(e, _), Type::Array(i, m)) if **e == Type::U64 && **i == Type::U64 => {
+                Type::array(Type::U64, *m)
+            }
+            (ts, ti) => {
+                return Err(err(
+                    func,
+                    format!(
+                        "gather needs a [u64; n] and indices [u64; m], not {} and {}",
+                        show(ts),
+                        show(ti)
+                    ),
+                ))
+            }
+        },
         Op::Binary(b, x, y) => {
             let (tx, ty_) = (ty(*x), ty(*y));
             if tx != ty_ {
@@ -374,14 +442,30 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
     })
 }
 
+fn big_and_u32(func: &Func, tx: &Type, ta: &Type, what: &str) -> IrResult<()> {
+    match (tx, ta) {
+        (Type::Big(_), Type::U32) => Ok(()),
+        _ => Err(err(
+            func,
+            format!(
+                "big.{what} needs a U<..> and a u32, not {} and {}",
+                tx.display(&func.size_params),
+                ta.display(&func.size_params)
+            ),
+        )),
+    }
+}
+
 /// Checks a cast node: scalar to integer.
 pub fn check_cast(func: &Func, from: &Type, to: &Type) -> IrResult<()> {
     let ok = match (from, to) {
         // A residue converts to its integer value, which needs all 64 bits.
         (Type::Zp(_), to) => *to == Type::U64,
         (from, Type::Zp(_)) => from.is_scalar(),
-        // Zero extension of an integer into a big integer.
-        (from, Type::Big(_)) => from.is_integer(),
+        // Zero extension of an integer into a big integer, or a big integer to another width.
+        (from, Type::Big(_)) => from.is_integer() || matches!(from, Type::Big(_)),
+        // The low bits of a big integer.
+        (Type::Big(_), to) => *to == Type::U32 || *to == Type::U64,
         (from, to) => from.is_scalar() && to.is_integer(),
     };
     if ok {
@@ -390,7 +474,7 @@ pub fn check_cast(func: &Func, from: &Type, to: &Type) -> IrResult<()> {
         Err(err(
             func,
             format!(
-                "cannot convert {} to {} (casts go from bool/u32/u64 to u32/u64/Zp<P>, and from Zp<P> to u64)",
+                "cannot convert {} to {} (casts go from bool/u32/u64 to u32/u64/Zp<P>/U<..>, from Zp<P> to u64, and from U<..> to u32/u64/U<..>)",
                 from.display(&func.size_params),
                 to.display(&func.size_params)
             ),

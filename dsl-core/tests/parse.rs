@@ -3,8 +3,8 @@
 //! its line, never a panic.
 
 use bigfuse_core::{
-    eval, ops, parse, print, specialize, validate, BinOp, Builder, Func, Literal, MulAlgo, Size,
-    Type, Value, ValueId,
+    eval, ops, parse, print, specialize, validate, BinOp, Builder, Func, Literal, MulAlgo, ShiftOp,
+    Size, Type, UnOp, Value, ValueId,
 };
 use num_bigint::BigUint;
 use proptest::prelude::*;
@@ -70,6 +70,40 @@ fn lambda(params: &[(&str, Type)], body: impl FnOnce(&mut Builder, &[ValueId]) -
     let ps: Vec<ValueId> = params.iter().map(|(n, t)| l.param(n, t.clone())).collect();
     let r = body(&mut l, &ps);
     l.finish(&[r]).unwrap()
+}
+
+#[test]
+fn bit_operations_on_big_integers() {
+    let mut b = Builder::new("bits", &["BITS"]);
+    let ty = Type::Big(Size::param(0));
+    let x = b.param("x", ty.clone());
+    let y = b.param("y", ty.clone());
+    let k = b.param("k", Type::U32);
+    let w = b.param("w", Type::U64);
+    let mut outs = vec![b.not(x).unwrap()];
+    outs.push(b.and(x, y).unwrap());
+    outs.push(b.or(x, y).unwrap());
+    outs.push(b.xor(x, y).unwrap());
+    for op in ShiftOp::ALL {
+        outs.push(b.shift(op, x, k).unwrap());
+    }
+    for op in UnOp::ALL.into_iter().filter(|u| u.is_count()) {
+        outs.push(b.count(op, x).unwrap());
+        outs.push(b.count(op, w).unwrap());
+        outs.push(b.count(op, k).unwrap());
+    }
+    outs.push(b.bit(x, k).unwrap());
+    outs.push(b.cast(x, Type::Big(Size::lit(128))).unwrap());
+    outs.push(b.cast(x, Type::U64).unwrap());
+    outs.push(b.cast(x, Type::U32).unwrap());
+    round_trip(&b.finish(&outs).unwrap(), &[192]);
+
+    let mut b = Builder::new("gather", &[]);
+    let x = b.param("x", Type::Big(Size::lit(256)));
+    let l = b.limbs(x).unwrap();
+    let n = b.iota(Size::lit(6)).unwrap();
+    let g = b.gather(l, n).unwrap();
+    round_trip(&b.finish(&[g]).unwrap(), &[]);
 }
 
 #[test]
@@ -340,10 +374,10 @@ fn an_ill_typed_operation_is_reported() {
         "`add` needs operands of one type, not u64 and u32"
     );
     let e = error(&with_body(
-        "  %2 = cast %0 : U<64>\n  %3 = cast %2 : u64\n  return %3\n",
+        "  %2 = cast %0 : U<64>\n  %3 = cast %2 : bool\n  return %3\n",
     ));
     assert_eq!(e.line, 5);
-    assert!(e.message.starts_with("cannot convert U<64> to u64"), "{e}");
+    assert!(e.message.starts_with("cannot convert U<64> to bool"), "{e}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Global and shared memory as the kernel sees them: parameters read and results written in the
 //! layout that `crate::layout` defines (instance after instance; each thread its Q consecutive
 //! elements, 16-byte accesses where alignment allows), and the slots of the shared staging buffers
-//! that `crate::place` gives scans and reductions for crossing warps.
+//! that `crate::place` gives scans, reductions and gathers for crossing threads.
 
 use super::{scalar::ctype, Emitter, Val};
 use crate::layout::Unit;
@@ -217,5 +217,37 @@ impl Emitter<'_> {
         } else {
             format!("({})({raw})", ctype(t))
         }
+    }
+}
+
+impl Emitter<'_> {
+    /// `src[idx[k]]` (0 past the end): every thread stages its elements of `src` in the instance's
+    /// slots of the node's shared buffer, the block synchronises, then each thread reads the
+    /// elements its indices name, wherever they came from.
+    pub(super) fn gather(&mut self, id: ValueId, comment: &str, src: ValueId, idx: ValueId) -> Val {
+        let (src_leaves, qs, src_len) = self.array_parts(src);
+        let (idx_leaves, qi, len) = self.array_parts(idx);
+        let words = self.sched.threads_per_instance * qs;
+        let st = self.staging(id, "u64");
+        self.line(format!("// {comment}"));
+        let leaves = self.declare_array(id, qi);
+        self.open("{");
+        self.line(format!("u64* st = {st} + slot * {words}u;"));
+        self.line("#pragma unroll");
+        self.line(format!(
+            "for (int q = 0; q < {qs}; ++q) st[t * {qs}u + q] = {}[q];",
+            src_leaves[0]
+        ));
+        self.line("__syncthreads();");
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {qi}; ++q) {{"));
+        self.line(format!("const u64 j = {}[q];", idx_leaves[0]));
+        self.line(format!(
+            "{}[q] = j < {src_len}ull ? st[j] : 0ull;",
+            leaves[0]
+        ));
+        self.close("}");
+        self.close("}");
+        Val::Array { leaves, q: qi, len }
     }
 }

@@ -31,7 +31,7 @@ use crate::error::{CgResult, CodegenError};
 use crate::isel::{Product, Selection};
 use crate::place::Placement;
 use crate::schedule::Schedule;
-use bigfuse_core::{Func, Op, Type, UnOp, ValueId};
+use bigfuse_core::{Func, Op, Type, ValueId};
 use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
 
 pub use crate::layout::{layout_of, BufferLayout};
@@ -111,8 +111,9 @@ impl<'a> Emitter<'a> {
         let val = match &node.op {
             Op::Param(i) => self.load_param(id, *i, &comment),
             Op::Const(l) => Val::Scalar(literal(l)),
-            Op::Unary(UnOp::Not, a) => {
-                self.scalar_op(id, &comment, |s| vec![unary_expr(&ty, &s[0][0])], &[*a])?
+            Op::Unary(u, a) => {
+                let t = self.func.ty(*a).clone();
+                self.scalar_op(id, &comment, |s| vec![unary_expr(*u, &t, &s[0][0])], &[*a])?
             }
             Op::Binary(op, a, b) => {
                 let t = self.func.ty(*a).clone();
@@ -224,11 +225,16 @@ impl<'a> Emitter<'a> {
                 Some(Product::Poly(plan)) => self.poly_mul(id, plan, &comment),
                 None => unreachable!("instruction selection plans every product"),
             },
+            Op::Gather { src, idx } => self.gather(id, &comment, *src, *idx),
             Op::BigAdd(..)
             | Op::BigSub(..)
             | Op::BigCmp(..)
             | Op::BigMul(..)
             | Op::BigMulWide(..)
+            | Op::BigUnary(..)
+            | Op::BigBitwise(..)
+            | Op::BigShift(..)
+            | Op::BigBit(..)
             | Op::ZpPow(..)
             | Op::ZpInv(..) => {
                 return Err(CodegenError::Unsupported(

@@ -40,10 +40,16 @@ pub(super) fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
     start..start + ts[i as usize].leaf_count()
 }
 
-pub(super) fn unary_expr(t: &Type, a: &str) -> String {
-    match t {
-        Type::Bool => format!("(!{a})"),
-        t => format!("(({})~{a})", ctype(t)),
+/// `op` on `a`, an operand of type `t`. Counts of zeros give the width for 0, as `__clz` does
+/// (trailing zeros count the leading zeros of the bit-reversed word for that reason).
+pub(super) fn unary_expr(op: UnOp, t: &Type, a: &str) -> String {
+    let ll = if *t == Type::U32 { "" } else { "ll" };
+    match (op, t) {
+        (UnOp::Not, Type::Bool) => format!("(!{a})"),
+        (UnOp::Not, t) => format!("(({})~{a})", ctype(t)),
+        (UnOp::LeadingZeros, _) => format!("((u32)__clz{ll}({a}))"),
+        (UnOp::TrailingZeros, _) => format!("((u32)__clz{ll}(__brev{ll}({a})))"),
+        (UnOp::CountOnes, _) => format!("((u32)__popc{ll}({a}))"),
     }
 }
 
@@ -59,6 +65,9 @@ pub(super) fn binary_expr(op: BinOp, t: &Type, a: &str, b: &str) -> String {
         (BinOp::Mul, _) => format!("(({c})({a} * {b}))"),
         (BinOp::MulHi, Type::U32) => format!("__umulhi({a}, {b})"),
         (BinOp::MulHi, _) => format!("__umul64hi({a}, {b})"),
+        // The IR defines division by zero (all ones, remainder x) instead of leaving it to the GPU.
+        (BinOp::Div, _) => format!("(({b}) ? (({c})({a} / {b})) : (({c})~({c})0))"),
+        (BinOp::Rem, _) => format!("(({b}) ? (({c})({a} % {b})) : ({a}))"),
         (BinOp::And, _) => format!("({a} & {b})"),
         (BinOp::Or, _) => format!("({a} | {b})"),
         (BinOp::Xor, _) => format!("({a} ^ {b})"),
@@ -98,8 +107,8 @@ impl Emitter<'_> {
             let new = match &node.op {
                 Op::Param(i) => args[*i as usize].clone(),
                 Op::Const(l) => literal(l),
-                Op::Unary(UnOp::Not, a) => {
-                    let e = unary_expr(&node.ty, &arg(*a)[0]);
+                Op::Unary(u, a) => {
+                    let e = unary_expr(*u, f.ty(*a), &arg(*a)[0]);
                     self.bind(&leaves, vec![e])
                 }
                 Op::Binary(op, a, b) => {

@@ -72,6 +72,8 @@ pub fn analyse(func: &Func, params: Option<&[Masks]>) -> Vec<Masks> {
             Op::Const(l) => literal_masks(l),
             Op::Cast(a) => vec![m(*a).first().copied().unwrap_or(u64::MAX) & w],
             Op::Unary(UnOp::Not, _) => vec![w],
+            // Counts of a u64's bits are at most 64.
+            Op::Unary(..) => vec![0x7f],
             Op::Binary(op, a, b) if ty.is_scalar() => {
                 let (x, y) = (
                     m(*a).first().copied().unwrap_or(u64::MAX),

@@ -24,7 +24,7 @@ enum Term {
     /// A variable chosen by the caller (`key`), of a scalar type.
     Var(u64, Type),
     Const(Literal),
-    Not(TermId),
+    Un(UnOp, TermId),
     Bin(BinOp, TermId, TermId),
     Cast(Type, TermId),
     Select(TermId, TermId, TermId),
@@ -117,8 +117,8 @@ impl Canon {
                         self.intern(Term::Const(l), ty)
                     })
                     .collect(),
-                Op::Unary(UnOp::Not, a) => {
-                    vec![self.intern(Term::Not(one(*a, &vals)), node.ty.clone())]
+                Op::Unary(u, a) => {
+                    vec![self.intern(Term::Un(*u, one(*a, &vals)), node.ty.clone())]
                 }
                 Op::Binary(op, a, b) => {
                     let (mut x, mut y) = (one(*a, &vals), one(*b, &vals));
