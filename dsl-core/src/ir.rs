@@ -504,10 +504,19 @@ impl Func {
         self.nodes.iter().all(|n| {
             !n.op.is_high_level()
                 && !n.ty.mentions_zp()
-                && !matches!(n.op, Op::Select(_, a, _) | Op::Cast(a) if matches!(self.ty(a), Type::Big(_)))
-                && !(matches!(n.op, Op::Cast(_)) && matches!(n.ty, Type::Big(_)))
+                && !self.is_big_select_or_cast(n)
                 && n.op.lambdas().iter().all(|l| l.is_lowered())
         })
+    }
+
+    /// A select between big integers, or a cast from or to one: lowering removes them all.
+    fn is_big_select_or_cast(&self, n: &Node) -> bool {
+        let big = |t: &Type| matches!(t, Type::Big(_));
+        match n.op {
+            Op::Select(_, a, _) => big(self.ty(a)),
+            Op::Cast(a) => big(self.ty(a)) || big(&n.ty),
+            _ => false,
+        }
     }
 
     /// Number of uses of each node (outputs count as uses).
