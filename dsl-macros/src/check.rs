@@ -5,11 +5,20 @@
 use crate::types::{length, parse_type, KType, Width};
 use std::collections::HashMap;
 
-const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `a.mul_wide(b)`, comparisons, \
-                         `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>` (scalars), `as u32` / `as u64` / `as Zp<P>`, parentheses, \
-                         `if`/`else` (which selects between two values), tuples, and on arrays `.map(f)`, `.zip(ys)`, \
+const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `/` and `%` (u32, u64), `a.mul_wide(b)`, \
+                         comparisons, `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>`, `as u32` / `as u64` / `as U<..>` / \
+                         `as Zp<P>`, parentheses, `if`/`else` (which selects between two values), tuples; on U<..>, u32 \
+                         and u64 `.rotate_left(k)`, `.rotate_right(k)`, `.leading_zeros()`, `.trailing_zeros()`, \
+                         `.count_ones()`, `.bit(i)`, and on U<..> `.extract_bits(lo, len)`, `.insert_bits(field, lo, len)`, \
+                         `U::<BITS>::mask(len)`, `U::ZERO`, `U::ONE`, `U::MAX`; on arrays `.map(f)`, `.zip(ys)`, \
                          `.unzip()`, `.scan_inclusive(op, e)`, `.scan_exclusive(op, e)`, `.reduce(op, e)` and `iota(N)`; \
                          on Zp<P> `.pow(e)`, `.inv()`, `.value()`, `Zp::from(x)`, `Zp::ZERO`, `Zp::ONE`";
+
+/// The methods of U<..> and of u32/u64, for error messages.
+const BIG_METHODS: &str = "mul_wide, rotate_left, rotate_right, leading_zeros, trailing_zeros, \
+                           count_ones, bit, extract_bits and insert_bits";
+const INT_METHODS: &str =
+    "rotate_left, rotate_right, leading_zeros, trailing_zeros, count_ones and bit";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BOp {
@@ -27,6 +36,26 @@ pub enum BOp {
     Xor,
     Shl,
     Shr,
+    /// On u32 and u64 only (x / 0 is all ones and x % 0 is x, as the IR defines them).
+    Div,
+    Rem,
+}
+
+/// How a shift or rotation moves bits (`<<`, `>>`, `rotate_left`, `rotate_right`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shift {
+    Left,
+    Right,
+    RotateLeft,
+    RotateRight,
+}
+
+/// A bit count: `leading_zeros`, `trailing_zeros`, `count_ones` (a u32, as in Rust).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    LeadingZeros,
+    TrailingZeros,
+    CountOnes,
 }
 
 #[derive(Clone, Debug)]
@@ -59,6 +88,19 @@ pub enum Inst {
     Const(Lit),
     Binary(BOp, usize, usize),
     Not(usize),
+    /// A shift or rotation of a U<..> by a u32 amount, or a rotation of a u32/u64 (scalar `<<` and
+    /// `>>` stay `Binary`).
+    Shift(Shift, usize, usize),
+    /// A bit count of a U<..>, u32 or u64: a u32.
+    Count(Count, usize),
+    /// Bit `i` (a u32) of a U<..>, u32 or u64: false past the width.
+    Bit(usize, usize),
+    /// The U<..> of the instruction's type whose low `len` bits (a u32) are set.
+    Mask(usize),
+    /// `x.extract_bits(lo, len)`.
+    ExtractBits(usize, usize, usize),
+    /// `x.insert_bits(field, lo, len)`.
+    InsertBits(usize, usize, usize, usize),
     Select(usize, usize, usize),
     Cast(usize),
     MulWide(usize, usize),
@@ -728,11 +770,8 @@ impl Checker {
                 syn::UnOp::Not(_) => {
                     let v = self.expr(&u.expr, expected)?;
                     let t = self.ty(v);
-                    if matches!(t, KType::Big(_)) {
-                        return err(u, "`!` (bitwise not) on U<..> is not supported yet");
-                    }
-                    if !matches!(t, KType::Bool | KType::U32 | KType::U64) {
-                        return err(u, format!("`!` applies to bool, u32 and u64, not {}", self.show(&t)));
+                    if !matches!(t, KType::Bool | KType::U32 | KType::U64 | KType::Big(_)) {
+                        return err(u, format!("`!` applies to bool, u32, u64 and U<..>, not {}", self.show(&t)));
                     }
                     Ok(self.push(Inst::Not(v), t))
                 }
@@ -751,12 +790,19 @@ impl Checker {
                 let ok = match (&from, &to) {
                     (KType::Zp(_), KType::U64) => true,
                     (KType::Zp(_), _) => false,
+                    // Between widths (truncating or zero-extending), or the low bits of a U<..>.
+                    (KType::Big(_), t) => t.is_int() || matches!(t, KType::Big(_)),
                     // Zero extension of an integer.
                     (f, KType::Big(_)) => f.is_int(),
                     (f, _) => f.is_scalar(),
                 };
                 if !ok {
-                    let hint = if matches!(from, KType::Zp(_)) { " (a residue converts to u64 with `.value()` or `as u64`)" } else { "" };
+                    let hint = match (&from, &to) {
+                        (KType::Zp(_), _) => " (a residue converts to u64 with `.value()` or `as u64`)",
+                        (KType::Big(_), KType::Zp(_)) => " (a U<..> converts to u32, u64 or another U<..>; `(x as u64) as Zp<P>` reduces its low 64 bits)",
+                        (KType::Bool, KType::Big(_)) => " (convert the bool to an integer first: `(b as u64) as U<..>`)",
+                        _ => "",
+                    };
                     return err(c, format!("cannot convert {} to {} with `as`{hint}", self.show(&from), self.show(&to)));
                 }
                 Ok(self.push(Inst::Cast(v), to))
@@ -846,6 +892,16 @@ impl Checker {
                     ),
                 ),
             },
+            ["U", "MAX"] => match expected {
+                Some(KType::Big(w)) => {
+                    let zero = self.push(Inst::Const(Lit::Big(0, *w)), KType::Big(*w));
+                    Ok(self.push(Inst::Not(zero), KType::Big(*w)))
+                }
+                _ => err(
+                    p,
+                    "the width of `U::MAX` is unknown here: use it where a U<BITS> is expected",
+                ),
+            },
             ["u64", "MAX"] => Ok(self.push(Inst::Const(Lit::U64(u64::MAX)), KType::U64)),
             ["u32", "MAX"] => Ok(self.push(Inst::Const(Lit::U32(u32::MAX)), KType::U32)),
             _ => err(
@@ -902,7 +958,113 @@ impl Checker {
                 }
                 Ok(self.push(Inst::Cast(x), KType::Zp(w)))
             }
+            ["U", "mask"] => {
+                let w = match (&fp.path.segments[0].arguments, expected) {
+                    (syn::PathArguments::AngleBracketed(a), _) => {
+                        let ty: syn::Type = syn::parse_quote!(U #a);
+                        match self.declared(&ty)? {
+                            KType::Big(w) => w,
+                            _ => unreachable!("parsed as U"),
+                        }
+                    }
+                    (_, Some(KType::Big(w))) => *w,
+                    _ => return err(c, "the width of `U::mask` is unknown here: write `U::<BITS>::mask(len)` or use it where a U<BITS> is expected"),
+                };
+                if c.args.len() != 1 {
+                    return err(c, "`U::<BITS>::mask(len)` takes the number of low bits to set, a u32");
+                }
+                let len = self.amount(&c.args[0], "the length of a mask")?;
+                Ok(self.push(Inst::Mask(len), KType::Big(w)))
+            }
             _ => err(c, format!("function calls are not supported in a kernel (a `#[bigfuse::op]` function is passed by name to map, scan or reduce). {SUPPORTED}")),
+        }
+    }
+
+    /// A shift or rotation amount, bit index or bit-field position or length: a u32 (an integer
+    /// literal is one), as in Rust's `rotate_left` and `checked_shl`.
+    fn amount(&mut self, e: &syn::Expr, what: &str) -> syn::Result<usize> {
+        let v = self.expr(e, Some(&KType::U32))?;
+        match self.ty(v) {
+            KType::U32 => Ok(v),
+            t @ (KType::U64 | KType::Big(_)) => err(
+                e,
+                format!(
+                    "{what} is a u32, not {}: convert it with `as u32`",
+                    self.show(&t)
+                ),
+            ),
+            t => err(e, format!("{what} is a u32, not {}", self.show(&t))),
+        }
+    }
+
+    /// `x << k` and `x >> k`: on U<..> by a u32 amount (shifts by the width or more give 0); on
+    /// u32 and u64 by an amount of the value's type, as before.
+    fn shift(
+        &mut self,
+        b: &syn::ExprBinary,
+        op: BOp,
+        expected: Option<&KType>,
+    ) -> syn::Result<usize> {
+        let text = op_text(&b.op);
+        // A bare literal shifted is a U<..> where one is expected; otherwise it takes the
+        // amount's type (as for every other scalar operator).
+        let literal_value = is_untyped_literal(&b.left) && !is_untyped_literal(&b.right);
+        let (l, r) = if literal_value && !matches!(expected, Some(KType::Big(_))) {
+            let r = self.expr(&b.right, expected)?;
+            let tr = self.ty(r);
+            (self.expr(&b.left, Some(&tr))?, Some(r))
+        } else {
+            (self.expr(&b.left, expected)?, None)
+        };
+        let lt = self.ty(l);
+        match &lt {
+            KType::Big(_) => {
+                if let Some(r) = r {
+                    // Only reached when the amount was checked first: a U<..> amount.
+                    return err(
+                        &b.right,
+                        format!(
+                            "`{text}` shifts by a u32, not by {}: convert the amount with `as u32`",
+                            self.show(&self.ty(r))
+                        ),
+                    );
+                }
+                let k = self.amount(
+                    &b.right,
+                    &format!("the amount of `{text}` on {}", self.show(&lt)),
+                )?;
+                let op = if op == BOp::Shl {
+                    Shift::Left
+                } else {
+                    Shift::Right
+                };
+                Ok(self.push(Inst::Shift(op, l, k), lt))
+            }
+            KType::U32 | KType::U64 => {
+                let r = match r {
+                    Some(r) => r,
+                    None => self.expr(&b.right, Some(&lt))?,
+                };
+                let rt = self.ty(r);
+                if rt != lt {
+                    return err(
+                        b,
+                        format!(
+                            "`{text}` needs operands of one type, but the left is {} and the right is {}",
+                            self.show(&lt),
+                            self.show(&rt)
+                        ),
+                    );
+                }
+                Ok(self.push(Inst::Binary(op, l, r), lt))
+            }
+            other => err(
+                b,
+                format!(
+                    "`{text}` applies to U<..>, u32 and u64, not {}",
+                    self.show(other)
+                ),
+            ),
         }
     }
 
@@ -1004,7 +1166,53 @@ impl Checker {
         }
         let x = self.expr(&m.receiver, None)?;
         let tx = self.ty(x);
+        let bits = matches!(tx, KType::Big(_) | KType::U32 | KType::U64);
         match (&tx, name.as_str()) {
+            (_, "rotate_left" | "rotate_right") if bits => {
+                nargs(1, &format!("x.{name}(k) takes the amount, a u32"))?;
+                let k = self.amount(&m.args[0], "the amount of a rotation")?;
+                let op = if name == "rotate_left" { Shift::RotateLeft } else { Shift::RotateRight };
+                Ok(self.push(Inst::Shift(op, x, k), tx))
+            }
+            (_, "leading_zeros" | "trailing_zeros" | "count_ones") if bits => {
+                nargs(0, &format!("x.{name}() takes no arguments"))?;
+                let op = match name.as_str() {
+                    "leading_zeros" => Count::LeadingZeros,
+                    "trailing_zeros" => Count::TrailingZeros,
+                    _ => Count::CountOnes,
+                };
+                Ok(self.push(Inst::Count(op, x), KType::U32))
+            }
+            (_, "bit") if bits => {
+                nargs(1, "x.bit(i) takes the bit's index, a u32")?;
+                let i = self.amount(&m.args[0], "a bit index")?;
+                Ok(self.push(Inst::Bit(x, i), KType::Bool))
+            }
+            (KType::Big(_), "extract_bits") => {
+                nargs(2, "x.extract_bits(lo, len) takes the lowest bit's index and the field's length, both u32")?;
+                let lo = self.amount(&m.args[0], "the position of a bit field")?;
+                let len = self.amount(&m.args[1], "the length of a bit field")?;
+                Ok(self.push(Inst::ExtractBits(x, lo, len), tx))
+            }
+            (KType::Big(_), "insert_bits") => {
+                nargs(3, "x.insert_bits(field, lo, len) takes the field (of x's type), the lowest bit's index and the field's length (u32)")?;
+                let field = self.expect(&m.args[0], &tx, "the field")?;
+                let lo = self.amount(&m.args[1], "the position of a bit field")?;
+                let len = self.amount(&m.args[2], "the length of a bit field")?;
+                Ok(self.push(Inst::InsertBits(x, field, lo, len), tx))
+            }
+            (KType::U32 | KType::U64, "extract_bits" | "insert_bits") => err(
+                &m.method,
+                format!("`{name}` applies to U<..>: on {} write shifts and masks, e.g. `(x >> lo) & ((1 << len) - 1)`", self.show(&tx)),
+            ),
+            (_, "rotate_left" | "rotate_right" | "leading_zeros" | "trailing_zeros" | "count_ones" | "bit" | "extract_bits" | "insert_bits") => {
+                let hint = match tx {
+                    KType::Bool => " (convert a bool with `as u32`)",
+                    KType::Zp(_) => " (a residue's value is `x.value()`, a u64)",
+                    _ => "",
+                };
+                err(m, format!("`{name}` applies to U<..>, u32 and u64, not {}{hint}", self.show(&tx)))
+            }
             (KType::Zp(_), "pow") => {
                 nargs(1, "x.pow(e) takes the exponent, a u64")?;
                 let e = self.expect(&m.args[0], &KType::U64, "the exponent")?;
@@ -1073,6 +1281,10 @@ impl Checker {
             }
             (KType::Array(..), other) => err(&m.method, format!("arrays have no method `{other}`: they have map, zip, unzip, scan_inclusive, scan_exclusive, reduce and (on Zp<P> coefficients) poly_mul")),
             (KType::Zp(_), other) => err(&m.method, format!("Zp<P> has no method `{other}`: it has pow, inv and value")),
+            (_, other) if bits => {
+                let has = if matches!(tx, KType::Big(_)) { BIG_METHODS } else { INT_METHODS };
+                err(&m.method, format!("{} has no method `{other}`: it has {has}", self.show(&tx)))
+            }
             _ => err(
                 &m.method,
                 format!("method calls (`.{}()`) are not supported on {}. {SUPPORTED}", m.method, self.show(&tx)),
@@ -1232,11 +1444,10 @@ impl Checker {
             S::And(_) | S::BitAnd(_) => BOp::And,
             S::Or(_) | S::BitOr(_) => BOp::Or,
             S::BitXor(_) => BOp::Xor,
-            S::Shl(_) => BOp::Shl,
-            S::Shr(_) => BOp::Shr,
-            S::Div(_) | S::Rem(_) => {
-                return err(b.op, "division and remainder are not supported in a kernel")
-            }
+            S::Shl(_) => return self.shift(b, BOp::Shl, expected),
+            S::Shr(_) => return self.shift(b, BOp::Shr, expected),
+            S::Div(_) => BOp::Div,
+            S::Rem(_) => BOp::Rem,
             _ => {
                 return err(
                     b.op,
@@ -1270,10 +1481,15 @@ impl Checker {
         };
         let (lt, rt) = (self.ty(l), self.ty(r));
         if lt != rt {
+            let hint = if matches!((&lt, &rt), (KType::Big(_), KType::Big(_))) {
+                " (convert one with `as U<..>`, which truncates or zero-extends)"
+            } else {
+                ""
+            };
             return err(
                 b,
                 format!(
-                    "`{}` needs operands of one type, but the left is {} and the right is {}",
+                    "`{}` needs operands of one type, but the left is {} and the right is {}{hint}",
                     op_text(&b.op),
                     self.show(&lt),
                     self.show(&rt)
@@ -1304,16 +1520,26 @@ impl Checker {
             }
             BOp::Add | BOp::Sub if big || zp || lt.is_int() => lt,
             BOp::Mul if big || zp => lt,
-            BOp::Mul | BOp::Shl | BOp::Shr if lt.is_int() => lt,
+            BOp::Mul | BOp::Div | BOp::Rem if lt.is_int() => lt,
+            BOp::Div | BOp::Rem if big => return err(
+                b.op,
+                format!(
+                    "division and remainder are not supported yet on {} (they are on u32 and u64)",
+                    self.show(&lt)
+                ),
+            ),
+            BOp::Div | BOp::Rem if zp => {
+                return err(
+                    b.op,
+                    "residues have no `/` or `%`: multiply by the inverse, `x * y.inv()`",
+                )
+            }
             BOp::Eq | BOp::Ne => KType::Bool,
             BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge if lt != KType::Bool && !zp => KType::Bool,
             BOp::Lt | BOp::Le | BOp::Gt | BOp::Ge if zp => {
                 return err(b, "residues have no order: compare `x.value()` instead")
             }
-            BOp::And | BOp::Or | BOp::Xor if !big && !zp => lt,
-            BOp::And | BOp::Or | BOp::Xor => {
-                return err(b.op, "bitwise operations on U<..> are not supported yet")
-            }
+            BOp::And | BOp::Or | BOp::Xor if !zp => lt,
             _ => {
                 return err(
                     b,

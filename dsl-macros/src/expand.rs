@@ -1,6 +1,6 @@
 //! Expansion: the checked kernel becomes a module with IR-building code and typed entry points.
 
-use crate::check::{BOp, Checked, CheckedOp, Inst, Lit, OpRef};
+use crate::check::{BOp, Checked, CheckedOp, Count, Inst, Lit, OpRef, Shift};
 use crate::types::{KType, Width};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -152,7 +152,45 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                     BOp::Xor => quote!(b.xor(#a, #c)?),
                     BOp::Shl => quote!(b.binary(__ir::BinOp::Shl, #a, #c)?),
                     BOp::Shr => quote!(b.binary(__ir::BinOp::Shr, #a, #c)?),
+                    BOp::Div => quote!(b.binary(__ir::BinOp::Div, #a, #c)?),
+                    BOp::Rem => quote!(b.binary(__ir::BinOp::Rem, #a, #c)?),
                 }
+            }
+            Inst::Shift(op, a, k) => {
+                let (a, k) = (id(a), id(k));
+                let op = match op {
+                    Shift::Left => quote!(__ir::ShiftOp::Shl),
+                    Shift::Right => quote!(__ir::ShiftOp::Shr),
+                    Shift::RotateLeft => quote!(__ir::ShiftOp::Rotl),
+                    Shift::RotateRight => quote!(__ir::ShiftOp::Rotr),
+                };
+                quote!(b.shift(#op, #a, #k)?)
+            }
+            Inst::Count(op, a) => {
+                let a = id(a);
+                let op = match op {
+                    Count::LeadingZeros => quote!(__ir::UnOp::LeadingZeros),
+                    Count::TrailingZeros => quote!(__ir::UnOp::TrailingZeros),
+                    Count::CountOnes => quote!(__ir::UnOp::CountOnes),
+                };
+                quote!(b.count(#op, #a)?)
+            }
+            Inst::Bit(a, i) => {
+                let (a, i) = (id(a), id(i));
+                quote!(b.bit(#a, #i)?)
+            }
+            Inst::Mask(len) => {
+                let len = id(len);
+                let t = ir_type(ty, m);
+                quote!(b.mask(&#t, #len)?)
+            }
+            Inst::ExtractBits(a, lo, len) => {
+                let (a, lo, len) = (id(a), id(lo), id(len));
+                quote!(b.extract_bits(#a, #lo, #len)?)
+            }
+            Inst::InsertBits(a, f, lo, len) => {
+                let (a, f, lo, len) = (id(a), id(f), id(lo), id(len));
+                quote!(b.insert_bits(#a, #f, #lo, #len)?)
             }
             Inst::Not(a) => {
                 let a = id(a);

@@ -15,6 +15,32 @@ fn fixed_width(a: U<256>, b: U<256>) -> U<256> {
     a + b
 }
 
+/// Bit operations on U<..> (whole values and array elements) and on u32/u64.
+#[bigfuse::kernel]
+fn bits(
+    a: U<BITS>,
+    b: U<BITS>,
+    k: u32,
+    x: u64,
+    xs: [U<BITS>; N],
+) -> (U<BITS>, u32, bool, U<{ 2 * BITS }>, u64, [U<BITS>; N], u64) {
+    let mixed = ((a << 3) ^ b) + (a >> k) * (!b & U::MAX | a);
+    let rot = a.rotate_left(k) | b.rotate_right(65);
+    let field = a.extract_bits(k, 8).insert_bits(U::ONE, 0, 1) ^ U::<BITS>::mask(k);
+    let m: U<BITS> = U::mask(4);
+    let counts = a.leading_zeros() + b.trailing_zeros() + (rot & m).count_ones();
+    let ys = xs.map(|e| (e >> 1 | e << k).rotate_left(2) ^ (e as U<128>) as U<BITS>);
+    (
+        mixed ^ field,
+        counts,
+        a.bit(k) || b.bit(0),
+        a as U<{ 2 * BITS }>,
+        (a as u64) / (x % 7 + 1) + (b as u32) as u64 + x.count_ones() as u64,
+        ys,
+        x.rotate_right(k) / x,
+    )
+}
+
 fn main() {
     let dev = bigfuse::Device::cpu();
     let one = vec![bigfuse::BigUint::from(1u8)];
@@ -25,4 +51,12 @@ fn main() {
     assert!(c[0]);
     assert_eq!(k[0], ((1u64 << 3) ^ 0 | (7 & 1)) * 2);
     assert_eq!(s[0], (!2u32).wrapping_mul(3).wrapping_add(1));
+    let (_, counts, bit, wide, low, ys, q) =
+        bits::run(&dev, 128, 1, &one, &one, &[0u32], &[0u64], &one).unwrap();
+    assert_eq!(counts[0], 127 + 0 + 1);
+    assert!(bit[0]);
+    assert_eq!(wide[0], bigfuse::BigUint::from(1u8));
+    assert_eq!(low[0], 1 + 1 + 0);
+    assert_eq!(ys[0], bigfuse::BigUint::from(4u8 ^ 1));
+    assert_eq!(q[0], u64::MAX); // 0 / 0
 }

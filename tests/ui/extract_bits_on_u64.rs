@@ -1,0 +1,6 @@
+#[bigfuse::kernel]
+fn f(x: u64, lo: u32) -> u64 {
+    x.extract_bits(lo, 8)
+}
+
+fn main() {}
