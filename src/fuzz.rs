@@ -2,7 +2,9 @@
 //! reference evaluator on programs nobody wrote by hand (`tests/fuzz.rs` on the CPU in every test
 //! run, `bench fuzz` on the GPU).
 
-use crate::ir::{BinOp, Builder, Func, IrResult, Literal, Size, Type, Value, ValueId};
+use crate::ir::{
+    BinOp, Builder, Func, IrResult, Literal, ShiftOp, Size, Type, UnOp, Value, ValueId,
+};
 use num_bigint::BigUint;
 
 /// A small deterministic generator (xorshift64*), so that a failing seed reproduces anywhere.
@@ -44,9 +46,33 @@ pub const BITS: &[u64] = &[
     64, 128, 192, 256, 320, 512, 1024, 2048, 3008, 4096, 8192, 16384, 65536,
 ];
 
-/// A random DAG of additions, subtractions, products, comparisons, selects and scalar operations
-/// over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to three results.
-/// `products` allows multiplications (slower to compile at large sizes).
+/// A shift amount or bit index worth trying at `bits` bits: 0, 1, limb edges, the width and its
+/// neighbours, u32::MAX, or a random position.
+fn amount(r: &mut Rng, bits: u64) -> u32 {
+    let w = bits as u32;
+    match r.below(12) {
+        0 => 0,
+        1 => 1,
+        2 => 63,
+        3 => 64,
+        4 => 65,
+        5 => w - 1,
+        6 => w,
+        7 => w + 1,
+        8 => u32::MAX,
+        9 => r.below(2 * bits) as u32,
+        _ => r.below(bits) as u32,
+    }
+}
+
+const SHIFTS: [ShiftOp; 4] = ShiftOp::ALL;
+const COUNTS: [UnOp; 3] = [UnOp::LeadingZeros, UnOp::TrailingZeros, UnOp::CountOnes];
+
+/// A random DAG of additions, subtractions, products, comparisons, selects, bit operations
+/// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
+/// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
+/// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
+/// results. `products` allows multiplications (slower to compile at large sizes).
 pub fn program(seed: u64, products: bool) -> IrResult<Program> {
     let mut r = Rng::new(seed);
     let bits = BITS[r.below(BITS.len() as u64) as usize];
@@ -58,10 +84,12 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
         .collect();
     let mut words: Vec<ValueId> = vec![b.param("k", Type::U64)];
     let mut flags: Vec<ValueId> = vec![b.param("f", Type::Bool)];
+    // u32 values: shift amounts, bit positions, counts.
+    let mut amounts: Vec<ValueId> = (0..2).map(|_| b.u32(amount(&mut r, bits))).collect();
     let steps = 3 + r.below(10);
     for _ in 0..steps {
         let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
-        match r.below(12) {
+        match r.below(20) {
             0..=2 => {
                 let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
                 let v = b.add(x, y)?;
@@ -103,7 +131,7 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 };
                 flags.push(v);
             }
-            _ => {
+            11 => {
                 let (x, c) = (pick(&mut r, &words), pick(&mut r, &flags));
                 let c = b.cast(c, Type::U64)?;
                 let v = match r.below(3) {
@@ -113,15 +141,113 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 };
                 words.push(v);
             }
+            12 => {
+                let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
+                let v = match r.below(4) {
+                    0 => b.and(x, y)?,
+                    1 => b.or(x, y)?,
+                    2 => b.xor(x, y)?,
+                    _ => b.not(x)?,
+                };
+                bigs.push(v);
+            }
+            13 | 14 => {
+                let (x, k) = (pick(&mut r, &bigs), pick(&mut r, &amounts));
+                let op = SHIFTS[r.below(4) as usize];
+                bigs.push(b.shift(op, x, k)?);
+            }
+            15 => {
+                let x = pick(&mut r, &bigs);
+                let c = b.count(COUNTS[r.below(3) as usize], x)?;
+                amounts.push(c);
+                if r.chance(50) {
+                    let w = b.cast(c, Type::U64)?;
+                    words.push(w);
+                }
+            }
+            16 => {
+                let (x, i) = (pick(&mut r, &bigs), pick(&mut r, &amounts));
+                flags.push(b.bit(x, i)?);
+            }
+            17 => {
+                // To another width, an operation there, and back: truncation and zero extension.
+                let x = pick(&mut r, &bigs);
+                let other = match r.below(4) {
+                    0 => Size::scaled(2, 0),
+                    1 => Size::lit(64),
+                    2 => Size::lit(128),
+                    _ => Size::lit(192),
+                };
+                let y = b.cast(x, Type::Big(other))?;
+                let y = match r.below(3) {
+                    0 => b.not(y)?,
+                    1 => {
+                        let k = pick(&mut r, &amounts);
+                        b.shift(SHIFTS[r.below(4) as usize], y, k)?
+                    }
+                    _ => b.add(y, y)?,
+                };
+                bigs.push(b.cast(y, big.clone())?);
+            }
+            18 => {
+                let x = pick(&mut r, &bigs);
+                let (lo, len) = (pick(&mut r, &amounts), pick(&mut r, &amounts));
+                let v = match r.below(5) {
+                    0 => b.extract_bits(x, lo, len)?,
+                    1 => {
+                        let y = pick(&mut r, &bigs);
+                        b.insert_bits(x, y, lo, len)?
+                    }
+                    2 => b.mask(&big, len)?,
+                    3 => {
+                        let w = b.cast(x, Type::U64)?;
+                        words.push(w);
+                        continue;
+                    }
+                    _ => {
+                        let w = b.cast(x, Type::U32)?;
+                        amounts.push(w);
+                        continue;
+                    }
+                };
+                bigs.push(v);
+            }
+            _ => {
+                // Scalar division and remainder (by zero too: a flag as u64 is 0 or 1), and
+                // amounts computed from words.
+                let (x, y) = (pick(&mut r, &words), pick(&mut r, &words));
+                let y = if r.chance(30) {
+                    let c = pick(&mut r, &flags);
+                    b.cast(c, Type::U64)?
+                } else {
+                    y
+                };
+                let op = if r.chance(50) { BinOp::Div } else { BinOp::Rem };
+                if r.chance(50) {
+                    words.push(b.binary(op, x, y)?);
+                } else {
+                    // An amount near the width: (x as u32) % (2 * bits + 3), or a quotient.
+                    let x = b.cast(x, Type::U32)?;
+                    let d = b.u32(if op == BinOp::Rem {
+                        2 * bits as u32 + 3
+                    } else {
+                        1 << 24
+                    });
+                    amounts.push(b.binary(op, x, d)?);
+                }
+            }
         }
     }
-    // Results: the last big value, and sometimes a flag and a word.
+    // Results: the last big value, and sometimes a flag, a word and an amount.
     let mut outs = vec![*bigs.last().unwrap()];
     if r.chance(50) {
         outs.push(*flags.last().unwrap());
     }
     if r.chance(30) {
         outs.push(*words.last().unwrap());
+    }
+    if r.chance(30) && amounts.len() > 2 {
+        outs.push(*amounts.last().unwrap());
     }
     if r.chance(30) && bigs.len() > 3 {
         outs.push(bigs[bigs.len() / 2]);
@@ -145,6 +271,25 @@ pub fn inputs(p: &Program, n: usize) -> Vec<Vec<Value>> {
                 Type::Bool => Value::Bool(r.chance(50)),
                 Type::U64 => Value::U64(r.next_u64()),
                 // Array programs: `bits` is the length N.
+                Type::Array(ref e, _) if matches!(**e, Type::Big(_)) => {
+                    let Type::Big(w) = &**e else { unreachable!() };
+                    let limbs = w.as_const().unwrap_or(64) / 64;
+                    Value::Array(
+                        (0..p.bits)
+                            .map(|_| {
+                                let ls: Vec<u64> = (0..limbs)
+                                    .map(|_| match r.below(5) {
+                                        0 => u64::MAX,
+                                        1 => 0,
+                                        2 => r.below(4),
+                                        _ => r.next_u64(),
+                                    })
+                                    .collect();
+                                Value::Big(crate::runtime::big_from_limbs(&ls))
+                            })
+                            .collect(),
+                    )
+                }
                 Type::Array(..) => Value::Array(
                     (0..p.bits)
                         .map(|_| {
@@ -189,6 +334,18 @@ pub fn as_columns(cols: &[Vec<Value>]) -> Vec<ArgColumn> {
             Some(Value::U64(_)) => {
                 ArgColumn::U64(c.iter().map(|v| v.as_u64().unwrap_or(0)).collect())
             }
+            // Arrays of big integers: flat, instance after instance.
+            Some(Value::Array(xs)) if matches!(xs.first(), Some(Value::Big(_))) => ArgColumn::Big(
+                c.iter()
+                    .flat_map(|v| match v {
+                        Value::Array(xs) => xs
+                            .iter()
+                            .map(|x| x.as_big().cloned().unwrap_or_default())
+                            .collect(),
+                        _ => Vec::new(),
+                    })
+                    .collect(),
+            ),
             // Arrays: flat, instance after instance.
             Some(Value::Array(_)) => ArgColumn::U64(
                 c.iter()
@@ -280,7 +437,19 @@ fn elementwise(r: &mut Rng) -> IrResult<Func> {
     let x = l.param("x", Type::U64);
     let y = l.param("y", Type::U64);
     let k = l.param("k", Type::U64);
-    let v = match r.below(9) {
+    let v = match r.below(14) {
+        // Division and remainder (elements are often 0: x / 0 is all ones, x % 0 is x).
+        9 => l.binary(BinOp::Div, x, y)?,
+        10 => l.binary(BinOp::Rem, x, y)?,
+        11 => {
+            let c = l.count(COUNTS[r.below(3) as usize], x)?;
+            l.cast(c, Type::U64)?
+        }
+        12 => l.shift(SHIFTS[r.below(4) as usize], x, y)?,
+        13 => {
+            let set = l.bit(x, k)?;
+            l.select(set, y, x)?
+        }
         0 => l.add(x, y)?,
         1 => l.sub(x, y)?,
         2 => l.binary(BinOp::Mul, x, y)?,
@@ -300,9 +469,110 @@ fn elementwise(r: &mut Rng) -> IrResult<Func> {
     l.finish(&[v])
 }
 
+/// Widths of the big-integer elements of array programs (each computed by one thread).
+pub const ELEMENT_BITS: &[u64] = &[64, 128, 192, 320];
+
+/// A random closure over big integers of type `big` (two elements and the broadcast `k: u64`):
+/// arithmetic, bit operations, shifts by amounts from `k`, counts, tests, changes of width.
+fn big_elementwise(r: &mut Rng, big: &Type, bits: u64, out_big: bool) -> IrResult<Func> {
+    let mut l = Builder::lambda();
+    let mut vals = vec![l.param("x", big.clone()), l.param("y", big.clone())];
+    let k = l.param("k", Type::U64);
+    let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
+    // Amounts: a constant worth trying, and k reduced near the width.
+    let c = l.u32(amount(r, bits));
+    let kk = l.cast(k, Type::U32)?;
+    let d = l.u32(2 * bits as u32 + 1);
+    let near = l.binary(BinOp::Rem, kk, d)?;
+    let amounts = [c, near];
+    for _ in 0..1 + r.below(4) {
+        let (x, y) = (pick(r, &vals), pick(r, &vals));
+        let v = match r.below(10) {
+            0 => l.add(x, y)?,
+            1 => l.sub(x, y)?,
+            2 => l.mul(x, y)?,
+            3 => l.xor(x, y)?,
+            4 => {
+                let (a, o) = (l.and(x, y)?, l.or(x, y)?);
+                let n = l.not(a)?;
+                l.and(n, o)?
+            }
+            5 | 6 => {
+                let a = amounts[r.below(2) as usize];
+                l.shift(SHIFTS[r.below(4) as usize], x, a)?
+            }
+            7 => {
+                let c = l.count(COUNTS[r.below(3) as usize], x)?;
+                let c = l.cast(c, big.clone())?;
+                l.add(c, y)?
+            }
+            8 => {
+                let a = amounts[r.below(2) as usize];
+                let set = l.bit(x, a)?;
+                l.select(set, x, y)?
+            }
+            _ => {
+                let a = amounts[r.below(2) as usize];
+                match r.below(4) {
+                    0 => {
+                        let w = l.cast(x, Type::Big(Size::lit(2 * bits)))?;
+                        let w = l.shift(ShiftOp::Shl, w, a)?;
+                        let w = l.add(w, w)?;
+                        l.cast(w, big.clone())?
+                    }
+                    1 => l.extract_bits(x, a, amounts[1])?,
+                    2 => l.insert_bits(x, y, a, amounts[0])?,
+                    _ => l.mask(big, a)?,
+                }
+            }
+        };
+        vals.push(v);
+    }
+    let last = *vals.last().unwrap();
+    let v = if out_big {
+        last
+    } else {
+        match r.below(4) {
+            0 => l.cast(last, Type::U64)?,
+            1 => {
+                let c = l.count(COUNTS[r.below(3) as usize], last)?;
+                l.cast(c, Type::U64)?
+            }
+            2 => {
+                let set = l.bit(last, amounts[1])?;
+                l.cast(set, Type::U64)?
+            }
+            _ => {
+                let x = l.cast(last, Type::U32)?;
+                l.cast(x, Type::U64)?
+            }
+        }
+    };
+    l.finish(&[v])
+}
+
+/// An associative operator on big integers of type `big`, with its identity.
+fn big_associative(r: &mut Rng, big: &Type, bits: u64) -> IrResult<(Func, Literal)> {
+    let mut l = Builder::lambda();
+    let a = l.param("a", big.clone());
+    let c = l.param("b", big.clone());
+    let Type::Big(size) = big else {
+        unreachable!("a big-integer type")
+    };
+    let (v, init) = match r.below(4) {
+        0 => (l.add(a, c)?, vec![]),
+        1 => (l.xor(a, c)?, vec![]),
+        2 => (l.or(a, c)?, vec![]),
+        _ => (l.and(a, c)?, vec![u64::MAX; (bits / 64) as usize]),
+    };
+    Ok((l.finish(&[v])?, Literal::Big(init, *size)))
+}
+
 /// A random array program over `[u64; N]`: element-wise maps (with a broadcast scalar), scans and
 /// reductions with associative operators, and user-written carry scans (the operator of
-/// `ops::carry` spelled differently), with one to three results. `bits` of the returned program
+/// `ops::carry` spelled differently), with one to three results; some also take arrays of big
+/// integers (`[U<W>; N]`, W a literal width) mapped with bit operations, arithmetic and changes of
+/// width, reduced, and turned into u64 arrays that the rest uses. `bits` of the returned program
 /// is N.
 pub fn array_program(seed: u64) -> IrResult<Program> {
     let mut r = Rng::new(seed ^ 0x5eed_a77a);
@@ -314,10 +584,48 @@ pub fn array_program(seed: u64) -> IrResult<Program> {
         .map(|i| b.param(&format!("xs{i}"), arr.clone()))
         .collect();
     let mut scalars: Vec<ValueId> = vec![b.param("k", Type::U64)];
+    // Arrays of big integers, in a third of the programs.
+    let elem_bits = ELEMENT_BITS[r.below(ELEMENT_BITS.len() as u64) as usize];
+    let big = Type::Big(Size::lit(elem_bits));
+    let mut bigs: Vec<ValueId> = if r.chance(35) {
+        let t = Type::array(big.clone(), Size::param(0));
+        (0..2)
+            .map(|i| b.param(&format!("zs{i}"), t.clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut big_results: Vec<ValueId> = Vec::new();
     let steps = 2 + r.below(6);
     for _ in 0..steps {
         let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
-        match r.below(10) {
+        let step = r.below(if bigs.is_empty() { 10 } else { 14 });
+        match step {
+            10..=13 => {
+                let (x, y, k) = (
+                    pick(&mut r, &bigs),
+                    pick(&mut r, &bigs),
+                    pick(&mut r, &scalars),
+                );
+                match step {
+                    10 | 11 => {
+                        let f = big_elementwise(&mut r, &big, elem_bits, true)?;
+                        bigs.push(b.map(f, &[x, y, k])?);
+                    }
+                    12 => {
+                        let f = big_elementwise(&mut r, &big, elem_bits, false)?;
+                        arrays.push(b.map(f, &[x, y, k])?);
+                    }
+                    _ => {
+                        let (op, init) = big_associative(&mut r, &big, elem_bits)?;
+                        big_results.push(b.reduce(op, init, x)?);
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        match step {
             0..=3 => {
                 let (x, y, k) = (
                     pick(&mut r, &arrays),
@@ -398,6 +706,12 @@ pub fn array_program(seed: u64) -> IrResult<Program> {
     // Sometimes a reduction-only program (the chunked path for long arrays).
     if r.chance(25) && scalars.len() > 1 {
         outs = vec![*scalars.last().unwrap()];
+    }
+    if let Some(z) = big_results.last() {
+        outs.push(*z);
+    }
+    if bigs.len() > 2 && r.chance(60) {
+        outs.push(*bigs.last().unwrap());
     }
     Ok(Program {
         seed,
