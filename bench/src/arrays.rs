@@ -2,6 +2,7 @@
 //! to the built-in addition it spells out (same operands, same run), and `dot` modulo a prime in
 //! modular multiplications per second; each figure next to a same-run device-to-device copy.
 
+use crate::json::{self, fixed};
 use crate::kernels::{add1, ref_add1};
 use crate::measure::{copy_gbs, results, time_program, Bench, Measured};
 use crate::tables::{add_gbs, cell, detail};
@@ -10,6 +11,7 @@ use bigfuse::runtime::GpuDevice;
 use bigfuse::{BigUint, Hints};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
+use serde::Serialize;
 use std::fmt::Write as _;
 
 /// NumBits of the addition table: 2^9 .. 2^18, as the paper's (and `bench add`'s).
@@ -171,40 +173,54 @@ fn useradd_verdict(rows: &[AddRow]) -> String {
     )
 }
 
-fn num(x: f64, digits: usize) -> String {
-    if x.is_nan() {
-        "null".into()
-    } else {
-        format!("{x:.digits$}")
-    }
+fn regs(m: &Result<Measured, String>) -> Option<u32> {
+    m.as_ref().ok().map(|m| m.registers)
 }
 
-fn regs(m: &Result<Measured, String>) -> String {
-    m.as_ref()
-        .map_or("null".into(), |m| m.registers.to_string())
+/// The JSON of `bench useradd`.
+#[derive(Serialize)]
+struct UseraddJson<'a> {
+    bench: &'static str,
+    gpu: &'a str,
+    runs: usize,
+    target_ratio: f64,
+    /// The schedule hints both kernels ran with (their text form).
+    hints: &'a Hints,
+    rows: Vec<UseraddRowJson>,
 }
 
-pub fn useradd_json(gpu: &str, runs: usize, rows: &[AddRow]) -> String {
-    let mut s = format!(
-        "{{\"bench\": \"useradd\", \"gpu\": \"{gpu}\", \"runs\": {runs}, \"target_ratio\": {TARGET_RATIO}, \"rows\": ["
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let _ = write!(
-            s,
-            "{}\n  {{\"num_bits\": {}, \"limbs\": {}, \"copy_gbs\": {:.1}, \"builtin_gbs\": {}, \"user_gbs\": {}, \"ratio\": {}, \"regs\": [{}, {}]}}",
-            if i > 0 { "," } else { "" },
-            1u64 << r.log,
-            (1u64 << r.log) / 64,
-            r.copy_gbs,
-            num(r.builtin_gbs(), 1),
-            num(r.user_gbs(), 1),
-            num(r.ratio(), 4),
-            regs(&r.builtin),
-            regs(&r.user)
-        );
-    }
-    s.push_str("\n]}\n");
-    s
+#[derive(Serialize)]
+struct UseraddRowJson {
+    num_bits: u64,
+    limbs: u64,
+    copy_gbs: Option<f64>,
+    builtin_gbs: Option<f64>,
+    user_gbs: Option<f64>,
+    ratio: Option<f64>,
+    /// Built-in, user's.
+    regs: [Option<u32>; 2],
+}
+
+pub fn useradd_json(gpu: &str, runs: usize, hints: &Hints, rows: &[AddRow]) -> String {
+    json::pretty(&UseraddJson {
+        bench: "useradd",
+        gpu,
+        runs,
+        target_ratio: TARGET_RATIO,
+        hints,
+        rows: rows
+            .iter()
+            .map(|r| UseraddRowJson {
+                num_bits: 1u64 << r.log,
+                limbs: (1u64 << r.log) / 64,
+                copy_gbs: fixed(r.copy_gbs, 1),
+                builtin_gbs: fixed(r.builtin_gbs(), 1),
+                user_gbs: fixed(r.user_gbs(), 1),
+                ratio: fixed(r.ratio(), 4),
+                regs: [regs(&r.builtin), regs(&r.user)],
+            })
+            .collect(),
+    })
 }
 
 /// The failures among rows (a wrong result included) as one error, after the table is out.
@@ -427,33 +443,59 @@ pub fn dot_table(gpu: &str, runs: usize, rows: &[DotRow]) -> String {
     s
 }
 
-pub fn dot_json(gpu: &str, runs: usize, rows: &[DotRow]) -> String {
-    let mut s = format!(
-        "{{\"bench\": \"dot\", \"gpu\": \"{gpu}\", \"runs\": {runs}, \"elements\": {}, \"rows\": [",
-        1u64 << DOT_TOTAL_LOG
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let _ = write!(
-            s,
-            "{}\n  {{\"prime\": {}, \"n\": {}, \"batch\": {}, \"copy_gbs\": {:.1}, \"gmodmul_s\": {}, \"gbs\": {}, \"parts\": {}, \"regs\": {}}}",
-            if i > 0 { "," } else { "" },
-            r.prime,
-            1u64 << r.log,
-            r.batch(),
-            r.copy_gbs,
-            num(r.gmodmul(), 2),
-            num(r.gbs(), 1),
-            r.dot.as_ref().map_or("null".into(), |m| m.parts.to_string()),
-            regs(&r.dot)
-        );
-    }
-    s.push_str("\n]}\n");
-    s
+/// The JSON of `bench dot`.
+#[derive(Serialize)]
+struct DotJson<'a> {
+    bench: &'static str,
+    gpu: &'a str,
+    runs: usize,
+    /// N x batch of every row.
+    elements: u64,
+    /// The schedule hints of every row (their text form).
+    hints: &'a Hints,
+    rows: Vec<DotRowJson>,
+}
+
+#[derive(Serialize)]
+struct DotRowJson {
+    prime: u64,
+    n: u64,
+    batch: u64,
+    copy_gbs: Option<f64>,
+    gmodmul_s: Option<f64>,
+    gbs: Option<f64>,
+    /// Kernels in the plan.
+    parts: Option<usize>,
+    regs: Option<u32>,
+}
+
+pub fn dot_json(gpu: &str, runs: usize, hints: &Hints, rows: &[DotRow]) -> String {
+    json::pretty(&DotJson {
+        bench: "dot",
+        gpu,
+        runs,
+        elements: 1u64 << DOT_TOTAL_LOG,
+        hints,
+        rows: rows
+            .iter()
+            .map(|r| DotRowJson {
+                prime: r.prime,
+                n: 1u64 << r.log,
+                batch: r.batch(),
+                copy_gbs: fixed(r.copy_gbs, 1),
+                gmodmul_s: fixed(r.gmodmul(), 2),
+                gbs: fixed(r.gbs(), 1),
+                parts: r.dot.as_ref().ok().map(|m| m.parts),
+                regs: regs(&r.dot),
+            })
+            .collect(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::tests::{gpu_reads_back, same_shape, AWKWARD_GPU};
     use bigfuse::Target;
 
     /// What the GPU runs is planned without one: every benchmarked size plans, with the layouts
@@ -538,8 +580,99 @@ mod tests {
         assert!(v.contains("TARGET NOT MET (at 2^10)"), "{v}");
         let table = useradd_table("test", 3, &rows);
         assert!(table.contains("| 0.952x | yes |"), "{table}");
-        let json = useradd_json("test", 3, &rows);
+        let json = useradd_json("test", 3, &Hints::default(), &rows);
         assert!(json.contains("\"user_gbs\": null"), "{json}");
         assert!(failures("useradd", rows.iter().map(|r| (r.log.to_string(), &r.user))).is_err());
+    }
+
+    fn measured(ms: f64, registers: u32, parts: usize) -> Measured {
+        Measured {
+            ms,
+            registers,
+            local_bytes: 0,
+            q: 1,
+            threads_per_instance: 1,
+            shared_bytes: 0,
+            algo: "-".into(),
+            parts,
+        }
+    }
+
+    #[test]
+    fn useradd_json_is_escaped_and_shaped_as_before() {
+        let rows = vec![
+            AddRow {
+                log: 9,
+                copy_gbs: 4117.06,
+                builtin: Ok(measured(1.0, 20, 1)),
+                user: Ok(measured(1.0 / 0.99704, 21, 1)),
+            },
+            AddRow {
+                log: 10,
+                copy_gbs: 4097.5,
+                builtin: Ok(measured(1.0, 20, 1)),
+                user: Err("wrong \"result\"".into()),
+            },
+        ];
+        let hints = Hints {
+            block_threads: Some(128),
+            ..Hints::default()
+        };
+        let v = gpu_reads_back(&useradd_json(AWKWARD_GPU, 20, &hints, &rows), "/gpu");
+        assert_eq!(v["bench"], "useradd");
+        assert_eq!(v["target_ratio"], TARGET_RATIO);
+        assert_eq!(v["hints"], "q=-,block=128,width=-,minb=-,ntt=-,chunk=-");
+        assert_eq!(
+            serde_json::from_value::<Hints>(v["hints"].clone()).unwrap(),
+            hints
+        );
+        assert_eq!(v["rows"][0]["limbs"], 8);
+        assert_eq!(v["rows"][0]["copy_gbs"], 4117.1);
+        assert_eq!(v["rows"][0]["ratio"], 0.997);
+        assert_eq!(v["rows"][0]["regs"], serde_json::json!([20, 21]));
+        assert!(v["rows"][1]["user_gbs"].is_null());
+        assert!(v["rows"][1]["ratio"].is_null());
+        assert_eq!(v["rows"][1]["regs"], serde_json::json!([20, null]));
+        same_shape(
+            &v,
+            include_str!("../results/useradd-h200-2026-11-22.json"),
+            &[("", &["hints"]), ("/rows/0", &[])],
+        );
+    }
+
+    #[test]
+    fn dot_json_is_escaped_and_shaped_as_before() {
+        let p = DOT_PRIMES[0];
+        let rows = vec![
+            DotRow {
+                prime: p,
+                log: 10,
+                copy_gbs: 4120.6,
+                dot: Ok(measured(0.3, 56, 2)),
+            },
+            DotRow {
+                prime: p,
+                log: 12,
+                copy_gbs: 4129.3,
+                dot: Err("failed".into()),
+            },
+        ];
+        let v = gpu_reads_back(&dot_json(AWKWARD_GPU, 20, &Hints::default(), &rows), "/gpu");
+        assert_eq!(v["elements"], 1u64 << DOT_TOTAL_LOG);
+        assert_eq!(v["hints"], Hints::default().to_string());
+        // The largest prime below 2^64 stays exact.
+        assert_eq!(v["rows"][0]["prime"].as_u64(), Some(p));
+        assert_eq!(v["rows"][0]["batch"], 1 << (DOT_TOTAL_LOG - 10));
+        assert_eq!(v["rows"][0]["gmodmul_s"], 223.7);
+        assert_eq!(v["rows"][0]["parts"], 2);
+        assert_eq!(v["rows"][0]["regs"], 56);
+        for missing in ["gmodmul_s", "gbs", "parts", "regs"] {
+            assert!(v["rows"][1][missing].is_null(), "{missing}");
+        }
+        same_shape(
+            &v,
+            include_str!("../results/dot-h200-2026-11-22.json"),
+            &[("", &["hints"]), ("/rows/0", &[])],
+        );
     }
 }

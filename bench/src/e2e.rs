@@ -97,8 +97,18 @@ fn call_hints(kernel: &Kernel, gpu: &GpuDevice, bits: u64) -> bigfuse::Result<Hi
 }
 
 pub(crate) fn program(op: Op, gpu: &GpuDevice, bits: u64) -> bigfuse::Result<Arc<GpuProgram>> {
+    Ok(program_and_hints(op, gpu, bits)?.0)
+}
+
+/// [`program`] and the hints it was compiled with.
+fn program_and_hints(
+    op: Op,
+    gpu: &GpuDevice,
+    bits: u64,
+) -> bigfuse::Result<(Arc<GpuProgram>, Hints)> {
     let kernel = op.kernel()?;
-    kernel.prepare_with(gpu, &[bits], &call_hints(kernel, gpu, bits)?)
+    let hints = call_hints(kernel, gpu, bits)?;
+    Ok((kernel.prepare_with(gpu, &[bits], &hints)?, hints))
 }
 
 pub fn run(o: &Options) -> Result<Report, String> {
@@ -220,7 +230,8 @@ fn measure_op(
     runs: usize,
 ) -> bigfuse::Result<()> {
     let (bits, n) = (inp.bits, inp.n);
-    let program = program(op, gpu, bits)?;
+    let (program, hints) = program_and_hints(op, gpu, bits)?;
+    row.hints = Some(hints);
     let reference = op.reference();
     let what = |path: &str| format!("{} {path}", op.name());
     let mut limbs_out: Vec<u64> = Vec::new();

@@ -3,6 +3,7 @@
 
 use crate::bars::{number, Bar};
 use crate::ops::{Op, ALL};
+use bigfuse::Hints;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -150,6 +151,9 @@ pub struct Row {
     pub gmp_metric: Option<f64>,
     /// The kernel's schedule and resources.
     pub kernel: String,
+    /// The schedule hints of the calls (tuned with `BIGFUSE_AUTOTUNE=1`, else the environment's),
+    /// in their text form; `null` where the kernel did not compile.
+    pub hints: Option<Hints>,
     pub error: Option<String>,
 }
 
@@ -242,9 +246,7 @@ pub struct Report {
 
 impl Report {
     pub fn json(&self) -> String {
-        // Serializing plain numbers, strings and options cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-            + "\n"
+        crate::json::pretty(self)
     }
 
     /// Every missing figure, as `what: why`.
@@ -566,8 +568,14 @@ mod tests {
         let mut failed = Row::new(Op::Poly, 32768, 1 << 12, false);
         failed.error = Some("instance 3 at 32768 bits differs from \"num-bigint\"".into());
         failed.finish(Op::Poly);
+        let mut tuned = row(Op::Mul, 4096, 1 << 16);
+        tuned.hints = Some(Hints {
+            q: Some(4),
+            min_blocks: Some(1),
+            ..Hints::default()
+        });
         let rows = vec![
-            row(Op::Mul, 4096, 1 << 16),
+            tuned,
             row(Op::Poly, 4096, 1 << 16),
             row(Op::Mul, 32768, 1 << 12),
             failed,
@@ -585,7 +593,7 @@ mod tests {
         let chains = vec![chain];
         Report {
             bench: "e2e",
-            gpu: "Test \"GPU\"".into(),
+            gpu: crate::json::tests::AWKWARD_GPU.into(),
             host_threads: 16,
             runs: 10,
             total_log: 28,
@@ -661,9 +669,26 @@ mod tests {
                 }
             }
         }
-        let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
-        assert_eq!(v["gpu"], "Test \"GPU\"");
+        let v = crate::json::tests::gpu_reads_back(&r.json(), "/gpu");
         assert_eq!(v["rows"][0]["op"], "mul");
+        // Hints in their serde form (the text form), read back by the one parser.
+        assert_eq!(
+            v["rows"][0]["hints"],
+            "q=4,block=-,width=-,minb=1,ntt=-,chunk=-"
+        );
+        let hints: Hints = serde_json::from_value(v["rows"][0]["hints"].clone()).unwrap();
+        assert_eq!(Some(hints), r.rows[0].hints);
+        assert!(v["rows"][3]["hints"].is_null());
+        crate::json::tests::same_shape(
+            &v,
+            include_str!("../results/e2e-h100-2026-11-23-final-bars.json"),
+            &[
+                ("", &[]),
+                ("/rows/0", &["hints"]),
+                ("/chains/0", &[]),
+                ("/bars/0", &[]),
+            ],
+        );
         assert_eq!(v["rows"][0]["floor_ms"], 5.0);
         assert!(v["rows"][3]["a_ms"].is_null());
         assert!(v["rows"][3]["error"]

@@ -361,8 +361,7 @@ pub struct Report {
 
 impl Report {
     pub fn json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-            + "\n"
+        crate::json::pretty(self)
     }
 
     pub fn failures(&self) -> Vec<String> {
@@ -630,7 +629,8 @@ mod tests {
 
     fn child(first: f64, per_call: bool) -> ChildReport {
         ChildReport {
-            gpu: "H".into(),
+            // A newline in the name must not break the one-line figures.
+            gpu: crate::json::tests::AWKWARD_GPU.into(),
             open_ms: 300.0,
             first_ms: first,
             n: 4,
@@ -674,7 +674,7 @@ mod tests {
         rows[0].cache_files = 3;
         Report {
             bench: "jit",
-            gpu: "H".into(),
+            gpu: crate::json::tests::AWKWARD_GPU.into(),
             n: 4,
             warm_processes: 3,
             calls: 200,
@@ -717,7 +717,12 @@ mod tests {
             t.contains("- poly 262144 bits: cold: the child process failed"),
             "{t}"
         );
-        let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        let v = crate::json::tests::gpu_reads_back(&r.json(), "/gpu");
+        crate::json::tests::same_shape(
+            &v,
+            include_str!("../results/jit-h100-2026-11-23.json"),
+            &[("", &[]), ("/rows/0", &[]), ("/bars/0", &[])],
+        );
         assert_eq!(v["rows"][0]["run_into_overhead_us"], 16.0);
         assert!(v["rows"][2]["cold_first_ms"].is_null());
         assert_eq!(r.failures().len(), 1);

@@ -28,6 +28,7 @@ mod e2e;
 mod e2e_report;
 mod gmp;
 mod jit;
+mod json;
 mod kernels;
 mod measure;
 mod ops;
@@ -227,7 +228,14 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", tables::add_table(&gpu, c.runs, &rows, &vs));
             write(
                 &c.json,
-                &tables::json("add", &gpu, c.runs, &rows, &vs, ("add1_gbs", "add6_gbs")),
+                &json::pretty(&tables::json(
+                    "add",
+                    &gpu,
+                    c.runs,
+                    &rows,
+                    &vs,
+                    ("add1_gbs", "add6_gbs"),
+                )),
             )
         }
         Cmd::Mul { common: c, no_poly } => {
@@ -239,14 +247,14 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", tables::mul_table(&gpu, c.runs, &rows, &vs));
             write(
                 &c.json,
-                &tables::json(
+                &json::pretty(&tables::json(
                     "mul",
                     &gpu,
                     c.runs,
                     &rows,
                     &vs,
                     ("mul1_gu32ops", "poly_gu32ops"),
-                ),
+                )),
             )
         }
         Cmd::Paper { runs, json, plots } => {
@@ -259,19 +267,17 @@ fn run(cli: Cli) -> Result<(), String> {
             let mul = tables::mul(&mut bench, 9, 18, &vs, true).map_err(s)?;
             println!("{}", tables::add_table(&gpu, runs, &add, &vs));
             println!("{}", tables::mul_table(&gpu, runs, &mul, &vs));
-            let text = format!(
-                "{{\"add\": {}, \"mul\": {}}}\n",
-                tables::json("add", &gpu, runs, &add, &vs, ("add1_gbs", "add6_gbs")).trim_end(),
-                tables::json(
+            let text = json::pretty(&tables::PaperJson {
+                add: tables::json("add", &gpu, runs, &add, &vs, ("add1_gbs", "add6_gbs")),
+                mul: tables::json(
                     "mul",
                     &gpu,
                     runs,
                     &mul,
                     &vs,
-                    ("mul1_gu32ops", "poly_gu32ops")
-                )
-                .trim_end()
-            );
+                    ("mul1_gu32ops", "poly_gu32ops"),
+                ),
+            });
             write(&json, &text)?;
             match plot::paper(&plots, &add, &mul, &gpu) {
                 Ok(files) => files
@@ -285,9 +291,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut bench = Bench::new(runs).map_err(s)?;
             let gpu = bench.gpu.target().name.clone();
             eprintln!("bench useradd on {gpu}");
-            let rows = arrays::useradd(&mut bench, &variant::default().hints).map_err(s)?;
+            let hints = variant::default().hints;
+            let rows = arrays::useradd(&mut bench, &hints).map_err(s)?;
             println!("{}", arrays::useradd_table(&gpu, runs, &rows));
-            write(&json, &arrays::useradd_json(&gpu, runs, &rows))?;
+            write(&json, &arrays::useradd_json(&gpu, runs, &hints, &rows))?;
             // A wrong or failed figure fails the command, once the table shows the rest.
             arrays::failures(
                 "useradd",
@@ -304,9 +311,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
             let name = gpu.target().name.clone();
             eprintln!("bench dot on {name}");
-            let rows = arrays::dot(&gpu, runs, &primes, &variant::default().hints).map_err(s)?;
+            let hints = variant::default().hints;
+            let rows = arrays::dot(&gpu, runs, &primes, &hints).map_err(s)?;
             println!("{}", arrays::dot_table(&name, runs, &rows));
-            write(&json, &arrays::dot_json(&name, runs, &rows))?;
+            write(&json, &arrays::dot_json(&name, runs, &hints, &rows))?;
             arrays::failures(
                 "dot",
                 rows.iter()

@@ -2,12 +2,14 @@
 //! Emeliyanenko's metric, the whole GPU pipeline timed (residues, the products modulo each prime,
 //! Chinese remaindering), results checked against a schoolbook num-bigint product first.
 
+use crate::json::fixed;
 use crate::measure::{copy_gbs, median_ms};
 use bigfuse::poly::{schoolbook, PolyMul};
 use bigfuse::runtime::GpuDevice;
 use bigfuse::BigUint;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
+use serde::Serialize;
 use std::fmt::Write;
 
 /// Coefficients per input in one timed call (batch = 2^COEFF_LOG / N): 2^20 coefficients of up to
@@ -170,24 +172,79 @@ pub fn table(gpu: &str, runs: usize, rows: &[PolyRow]) -> String {
     s
 }
 
+/// The JSON of `bench poly`.
+#[derive(Serialize)]
+struct PolyJson<'a> {
+    gpu: &'a str,
+    runs: usize,
+    rows: Vec<PolyRowJson>,
+}
+
+#[derive(Serialize)]
+struct PolyRowJson {
+    log_n: u32,
+    bits: u64,
+    primes: usize,
+    batch: u64,
+    ms: Option<f64>,
+    gmul_per_s: Option<f64>,
+    copy_gbs: Option<f64>,
+}
+
 pub fn json(gpu: &str, runs: usize, rows: &[PolyRow]) -> String {
-    let items: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            format!(
-                "{{\"log_n\": {}, \"bits\": {}, \"primes\": {}, \"batch\": {}, \"ms\": {}, \"gmul_per_s\": {}, \"copy_gbs\": {:.1}}}",
-                r.log_n,
-                r.bits,
-                r.primes,
-                r.batch(),
-                r.ms.as_ref().map_or("null".into(), |m| format!("{m:.4}")),
-                if r.gmul().is_nan() { "null".into() } else { format!("{:.2}", r.gmul()) },
-                r.copy_gbs
-            )
-        })
-        .collect();
-    format!(
-        "{{\"gpu\": \"{gpu}\", \"runs\": {runs}, \"rows\": [\n  {}\n]}}\n",
-        items.join(",\n  ")
-    )
+    crate::json::pretty(&PolyJson {
+        gpu,
+        runs,
+        rows: rows
+            .iter()
+            .map(|r| PolyRowJson {
+                log_n: r.log_n,
+                bits: r.bits,
+                primes: r.primes,
+                batch: r.batch(),
+                ms: r.ms.as_ref().ok().and_then(|ms| fixed(*ms, 4)),
+                gmul_per_s: fixed(r.gmul(), 2),
+                copy_gbs: fixed(r.copy_gbs, 1),
+            })
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::tests::{gpu_reads_back, same_shape, AWKWARD_GPU};
+
+    #[test]
+    fn json_is_escaped_and_shaped_as_before() {
+        let rows = vec![
+            PolyRow {
+                log_n: 8,
+                bits: 64,
+                primes: 3,
+                copy_gbs: 4128.84,
+                ms: Ok(0.444_149),
+            },
+            PolyRow {
+                log_n: 9,
+                bits: 64,
+                primes: 3,
+                copy_gbs: 4151.2,
+                ms: Err("too big".into()),
+            },
+        ];
+        let v = gpu_reads_back(&json(AWKWARD_GPU, 10, &rows), "/gpu");
+        let row = &v["rows"][0];
+        assert_eq!(row["batch"], 4096);
+        assert_eq!(row["ms"], 0.4441);
+        assert_eq!(row["gmul_per_s"], (rows[0].gmul() * 100.0).round() / 100.0);
+        assert_eq!(row["copy_gbs"], 4128.8);
+        assert!(v["rows"][1]["ms"].is_null());
+        assert!(v["rows"][1]["gmul_per_s"].is_null());
+        same_shape(
+            &v,
+            include_str!("../results/poly-h200-2026-11-22.json"),
+            &[("", &[]), ("/rows/0", &[])],
+        );
+    }
 }

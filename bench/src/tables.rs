@@ -2,10 +2,12 @@
 //! Gu32ops/s), each figure next to the same-run copy bandwidth and the anchors.
 
 use crate::anchors;
+use crate::json::fixed;
 use crate::kernels::*;
 use crate::measure::{Bench, Measured, Reference, TOTAL_LOG};
 use crate::variant::Variant;
-use bigfuse::Kernel;
+use bigfuse::{Hints, Kernel};
+use serde::Serialize;
 use std::fmt::Write as _;
 
 /// One size: the copy, then per variant the two kernels' figures (NaN where a variant failed).
@@ -239,54 +241,188 @@ pub fn mul_table(gpu: &str, runs: usize, rows: &[Row], variants: &[Variant]) -> 
     s
 }
 
-/// JSON of rows (first variant's details included).
-pub fn json(
-    kind: &str,
-    gpu: &str,
+/// The JSON of a table (`bench add`, `bench mul`): per size the copy and per variant its two
+/// figures under `names`, both kernels' registers and the hints it ran with.
+#[derive(Serialize)]
+pub struct TableJson<'a> {
+    bench: &'a str,
+    gpu: &'a str,
+    runs: usize,
+    rows: Vec<RowJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct RowJson<'a> {
+    num_bits: u64,
+    copy_gbs: Option<f64>,
+    variants: Vec<VariantJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct VariantJson<'a> {
+    /// As given on the command line (`default` for none).
+    variant: &'a str,
+    #[serde(flatten)]
+    figures: Figures<'a>,
+    regs: [Option<u32>; 2],
+    /// All of them, the environment's `BIGFUSE_*` included (their text form).
+    hints: &'a Hints,
+}
+
+/// Two figures under their names (`add1_gbs`, `add6_gbs`): entries of the variant's object.
+struct Figures<'a>([(&'a str, Option<f64>); 2]);
+
+impl Serialize for Figures<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(name, x)| (name, x)))
+    }
+}
+
+/// `bench paper`: both tables.
+#[derive(Serialize)]
+pub struct PaperJson<'a> {
+    pub add: TableJson<'a>,
+    pub mul: TableJson<'a>,
+}
+
+/// The JSON of rows (registers from each variant's details).
+pub fn json<'a>(
+    kind: &'a str,
+    gpu: &'a str,
     runs: usize,
     rows: &[Row],
-    variants: &[Variant],
-    names: (&str, &str),
-) -> String {
-    let mut s =
-        format!("{{\"bench\": \"{kind}\", \"gpu\": \"{gpu}\", \"runs\": {runs}, \"rows\": [");
-    for (i, r) in rows.iter().enumerate() {
-        let vs: Vec<String> = variants
+    variants: &'a [Variant],
+    names: (&'a str, &'a str),
+) -> TableJson<'a> {
+    let regs = |d: &Option<Measured>| d.as_ref().map(|m| m.registers);
+    TableJson {
+        bench: kind,
+        gpu,
+        runs,
+        rows: rows
             .iter()
-            .zip(&r.figures)
-            .map(|(v, (a, b, da, db))| {
-                let num = |x: f64| {
-                    if x.is_nan() {
-                        "null".to_string()
-                    } else {
-                        format!("{x:.1}")
-                    }
-                };
-                let regs = |d: &Option<Measured>| {
-                    d.as_ref()
-                        .map_or("null".into(), |m| m.registers.to_string())
-                };
-                format!(
-                    "{{\"variant\": \"{}\", \"{}\": {}, \"{}\": {}, \"regs\": [{}, {}]}}",
-                    v.name,
-                    names.0,
-                    num(*a),
-                    names.1,
-                    num(*b),
-                    regs(da),
-                    regs(db)
-                )
+            .map(|r| RowJson {
+                num_bits: 1u64 << r.log,
+                copy_gbs: fixed(r.copy_gbs, 1),
+                variants: variants
+                    .iter()
+                    .zip(&r.figures)
+                    .map(|(v, (a, b, da, db))| VariantJson {
+                        variant: &v.name,
+                        figures: Figures([(names.0, fixed(*a, 1)), (names.1, fixed(*b, 1))]),
+                        regs: [regs(da), regs(db)],
+                        hints: &v.hints,
+                    })
+                    .collect(),
             })
-            .collect();
-        let _ = write!(
-            s,
-            "{}\n  {{\"num_bits\": {}, \"copy_gbs\": {:.1}, \"variants\": [{}]}}",
-            if i > 0 { "," } else { "" },
-            1u64 << r.log,
-            r.copy_gbs,
-            vs.join(", ")
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::pretty;
+    use crate::json::tests::{gpu_reads_back, same_shape, AWKWARD_GPU};
+
+    fn measured(registers: u32) -> Measured {
+        Measured {
+            ms: 1.0,
+            registers,
+            local_bytes: 0,
+            q: 2,
+            threads_per_instance: 32,
+            shared_bytes: 0,
+            algo: "-".into(),
+            parts: 1,
+        }
+    }
+
+    fn variants() -> Vec<Variant> {
+        vec![
+            Variant {
+                name: "default".into(),
+                hints: Hints::default(),
+            },
+            Variant {
+                name: "q=4,minb=1".into(),
+                hints: Hints {
+                    q: Some(4),
+                    min_blocks: Some(1),
+                    ..Hints::default()
+                },
+            },
+        ]
+    }
+
+    fn rows() -> Vec<Row> {
+        vec![Row {
+            log: 9,
+            copy_gbs: 4145.06,
+            figures: vec![
+                (144427.84, f64::NAN, Some(measured(62)), None),
+                (146543.0, 173216.94, Some(measured(70)), Some(measured(124))),
+            ],
+        }]
+    }
+
+    #[test]
+    fn table_json_is_escaped_and_shaped_as_before() {
+        let (vs, rows) = (variants(), rows());
+        let names = ("mul1_gu32ops", "poly_gu32ops");
+        let json = pretty(&json("mul", AWKWARD_GPU, 10, &rows, &vs, names));
+        let v = gpu_reads_back(&json, "/gpu");
+        let row = &v["rows"][0];
+        assert_eq!(row["num_bits"], 512);
+        assert_eq!(row["copy_gbs"], 4145.1);
+        assert_eq!(row["variants"][0]["variant"], "default");
+        assert_eq!(row["variants"][0]["mul1_gu32ops"], 144427.8);
+        assert!(row["variants"][0]["poly_gu32ops"].is_null());
+        assert_eq!(row["variants"][0]["regs"], serde_json::json!([62, null]));
+        assert_eq!(row["variants"][1]["poly_gu32ops"], 173216.9);
+        assert_eq!(
+            row["variants"][1]["hints"],
+            "q=4,block=-,width=-,minb=1,ntt=-,chunk=-"
+        );
+        let hints: Hints = serde_json::from_value(row["variants"][1]["hints"].clone()).unwrap();
+        assert_eq!(hints, vs[1].hints);
+        same_shape(
+            &v,
+            include_str!("../results/mul-variants-h200-2026-11-22.json"),
+            &[
+                ("", &[]),
+                ("/rows/0", &[]),
+                ("/rows/0/variants/0", &["hints"]),
+            ],
         );
     }
-    s.push_str("\n]}\n");
-    s
+
+    #[test]
+    fn paper_json_holds_both_tables_as_before() {
+        let (vs, rows) = (variants(), rows());
+        let json = pretty(&PaperJson {
+            add: json("add", AWKWARD_GPU, 10, &rows, &vs, ("add1_gbs", "add6_gbs")),
+            mul: json(
+                "mul",
+                AWKWARD_GPU,
+                10,
+                &rows,
+                &vs,
+                ("mul1_gu32ops", "poly_gu32ops"),
+            ),
+        });
+        gpu_reads_back(&json, "/add/gpu");
+        let v = gpu_reads_back(&json, "/mul/gpu");
+        assert_eq!(v["add"]["rows"][0]["variants"][1]["add6_gbs"], 173216.9);
+        same_shape(
+            &v,
+            include_str!("../results/paper-h100-2026-11-23-final.json"),
+            &[
+                ("", &[]),
+                ("/add", &[]),
+                ("/add/rows/0/variants/0", &["hints"]),
+                ("/mul/rows/0/variants/0", &["hints"]),
+            ],
+        );
+    }
 }

@@ -142,7 +142,9 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     let mut stages = Stages::default();
     let concrete = specialize(func, sizes)?;
     stages.record("specialize", &concrete);
-    let scalar = scalarize::scalarize(&concrete)?;
+    let unrolled = bigfuse_core::unroll(&concrete)?;
+    stages.record("unroll", &unrolled);
+    let scalar = scalarize::scalarize(&unrolled)?;
     stages.record("scalarize", &scalar);
     let zp_free = modular::lower_zp(&scalar)?;
     stages.record("lower_zp", &zp_free);

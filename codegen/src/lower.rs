@@ -49,7 +49,8 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
             func.name
         )));
     }
-    let scalar = crate::scalarize::scalarize(func)?;
+    let unrolled = bigfuse_core::unroll(func)?;
+    let scalar = crate::scalarize::scalarize(&unrolled)?;
     let zp_free = crate::modular::lower_zp(&scalar)?;
     lower_limbs(&zp_free, ntt_from_bits)
 }
@@ -338,6 +339,44 @@ mod tests {
                         "{op} {a} {c}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn loops_are_unrolled_before_lowering() {
+        // x -> 7 rounds of x = (x << 1) ^ (x * x) + i, on U<BITS>.
+        let mut b = Builder::new("rounds", &["BITS"]);
+        let ty = Type::Big(bigfuse_core::Size::param(0));
+        let x = b.param("x", ty.clone());
+        let mut body = Builder::loop_body(&b);
+        let i = ValueId(0);
+        let v = body.param("v", ty.clone());
+        let one = body.u32(1);
+        let up = body.shl(v, one).unwrap();
+        let sq = body.mul(v, v).unwrap();
+        let mixed = body.xor(up, sq).unwrap();
+        let i = body.cast(i, ty).unwrap();
+        let next = body.add(mixed, i).unwrap();
+        let body = body.finish(&[next]).unwrap();
+        let r = b
+            .repeat(bigfuse_core::Size::lit(7), body, &[x], &[])
+            .unwrap();
+        let f = b.finish(&[r]).unwrap();
+        for bits in [128u64, 320] {
+            let f = specialize(&f, &[bits]).unwrap();
+            let l = lower(&f).unwrap();
+            assert!(l.is_lowered());
+            let m = BigUint::from(1u8) << bits;
+            for x0 in [0u64, 3, u64::MAX] {
+                let mut want = BigUint::from(x0);
+                for i in 0..7u32 {
+                    want = (((&want << 1u32) % &m) ^ ((&want * &want) % &m)) + i;
+                    want %= &m;
+                }
+                let inputs = [Value::Big(BigUint::from(x0))];
+                assert_eq!(eval(&f, &inputs).unwrap(), vec![Value::Big(want.clone())]);
+                assert_eq!(eval(&l, &inputs).unwrap(), vec![Value::Big(want)]);
             }
         }
     }

@@ -21,6 +21,11 @@ pub const PASSES: &[Pass] = &[
         what: "size parameters become constants",
     },
     Pass {
+        name: "unroll",
+        file: "dsl-core/src/unroll.rs",
+        what: "loops become their rounds, the round's index a constant",
+    },
+    Pass {
         name: "scalarize",
         file: "codegen/src/scalarize.rs",
         what: "arrays of big integers and tuples become per-element values",

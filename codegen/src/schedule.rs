@@ -10,6 +10,12 @@ use crate::target::Target;
 use bigfuse_core::{Func, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
+///
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-` (`-` for no hint):
+/// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
+/// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
+/// and deserialize through the same parser: one reader for the autotune cache, the bench's
+/// `--variant` and serialized hints, and every key is written in a form that names it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Hints {
     /// Elements per thread of the longest arrays.
@@ -78,6 +84,43 @@ impl Hints {
             count += 1;
         }
         Ok((self, count))
+    }
+}
+
+/// The text form (see [`Hints`]); keys left out are no hint, so `""` is [`Hints::default`].
+impl std::str::FromStr for Hints {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Hints, String> {
+        Hints::default().with(text).map(|(hints, _)| hints)
+    }
+}
+
+/// Serialized as their text form, a string, and read back by its parser ([`Hints::with`]).
+#[cfg(feature = "serde")]
+impl serde::Serialize for Hints {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Hints {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hints, D::Error> {
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Hints;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("hints as text, like \"q=2,block=256,width=-,minb=-,ntt=-,chunk=-\"")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Hints, E> {
+                text.parse()
+                    .map_err(|e| E::custom(format_args!("invalid hints {text:?}: {e}")))
+            }
+        }
+        deserializer.deserialize_str(Text)
     }
 }
 
@@ -407,6 +450,102 @@ mod tests {
         );
         for bad in ["q", "q=x", "q=99999999999", "speed=3"] {
             assert!(Hints::default().with(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hints_parse_from_their_text_form() {
+        let h: Hints = "q=2, minb=1".parse().unwrap();
+        assert_eq!(
+            h,
+            Hints {
+                q: Some(2),
+                min_blocks: Some(1),
+                ..Hints::default()
+            }
+        );
+        assert_eq!(h.to_string().parse::<Hints>(), Ok(h));
+        assert_eq!("".parse::<Hints>(), Ok(Hints::default()));
+        assert!("q=2;block=256".parse::<Hints>().is_err());
+    }
+
+    /// With the `serde` feature (on in workspace builds: the bench turns it on), hints are their
+    /// text form as a string, read back by the one parser.
+    #[cfg(feature = "serde")]
+    mod serde_form {
+        use super::Hints;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        #[test]
+        fn hints_serialize_as_their_text_form() {
+            let h = Hints {
+                q: Some(4),
+                min_blocks: Some(1),
+                ntt_from_bits: Some(1 << 15),
+                ..Hints::default()
+            };
+            let json = serde_json::to_string(&h).unwrap();
+            assert_eq!(json, r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-""#);
+            assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
+            // Inside other values, and the keys the text leaves out are no hint.
+            let map: BTreeMap<String, Hints> =
+                serde_json::from_str(r#"{"tuned": "q=8,block=512", "none": ""}"#).unwrap();
+            assert_eq!(map["tuned"].q, Some(8));
+            assert_eq!(map["tuned"].block_threads, Some(512));
+            assert_eq!(map["tuned"].chunk_len, None);
+            assert_eq!(map["none"], Hints::default());
+            let back: BTreeMap<String, Hints> =
+                serde_json::from_str(&serde_json::to_string(&map).unwrap()).unwrap();
+            assert_eq!(back, map);
+        }
+
+        #[test]
+        fn garbage_is_rejected_with_the_reason() {
+            let err = |json: &str| match serde_json::from_str::<Hints>(json) {
+                Ok(h) => panic!("{json} read as {h:?}"),
+                Err(e) => e.to_string(),
+            };
+            let cases = [
+                (
+                    r#""q=x""#,
+                    "invalid hints \"q=x\": `q=x`: x is not a number",
+                ),
+                (r#""speed=3""#, "unknown schedule key `speed`"),
+                (r#""q""#, "`q`: write key=value"),
+                (r#""q=99999999999""#, "`q=99999999999`: too large"),
+                (r#""ntt=-1""#, "-1 is not a number"),
+                ("4", "expected hints as text"),
+                ("null", "expected hints as text"),
+                (r#"{"q": 2}"#, "expected hints as text"),
+            ];
+            for (json, why) in cases {
+                let e = err(json);
+                assert!(e.contains(why), "{json}: {e}");
+            }
+        }
+
+        fn hint<T: std::fmt::Debug + Clone + 'static>(
+            value: impl Strategy<Value = T> + 'static,
+        ) -> impl Strategy<Value = Option<T>> {
+            prop_oneof![Just(None), value.prop_map(Some)]
+        }
+
+        proptest! {
+            #[test]
+            fn every_hints_value_round_trips(
+                q in hint(any::<u32>()),
+                block_threads in hint(any::<u32>()),
+                mul_width in hint(any::<u32>()),
+                ntt_from_bits in hint(any::<u64>()),
+                min_blocks in hint(any::<u32>()),
+                chunk_len in hint(any::<u64>()),
+            ) {
+                let h = Hints { q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len };
+                let json = serde_json::to_string(&h).unwrap();
+                prop_assert_eq!(&json, &format!("\"{h}\""));
+                prop_assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
+            }
         }
     }
 

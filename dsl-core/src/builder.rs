@@ -43,6 +43,32 @@ impl Builder {
         Builder::new("op", &[])
     }
 
+    /// The body of a loop in `outer` (see [`Op::Loop`]): a program over `outer`'s sizes whose first
+    /// parameter is the round's index, a u32.
+    pub fn loop_body(outer: &Builder) -> Builder {
+        let mut b = Builder::new("op", &[]);
+        b.func.size_params = outer.func.size_params.clone();
+        b.param("i", Type::U32);
+        b
+    }
+
+    /// `count` rounds of `body` (from [`Builder::loop_body`]) carrying `carried` (as many as the
+    /// body returns) and reading `captured` in every round.
+    pub fn repeat(
+        &mut self,
+        count: Size,
+        body: Func,
+        carried: &[ValueId],
+        captured: &[ValueId],
+    ) -> IrResult<ValueId> {
+        let args = carried.iter().chain(captured).copied().collect();
+        self.push(Op::Loop {
+            count,
+            body: Box::new(body),
+            args,
+        })
+    }
+
     /// The function built so far (for inspecting types while building).
     pub fn func(&self) -> &Func {
         &self.func
@@ -89,6 +115,12 @@ impl Builder {
     /// (single) output. Passes that compose or unfold operators (map fusion, segmented scans,
     /// delayed reductions) use it.
     pub fn inline(&mut self, f: &Func, args: &[ValueId]) -> IrResult<ValueId> {
+        Ok(self.inline_all(f, args)?[0])
+    }
+
+    /// Copies the nodes of `f` here, with `args` for its parameters; returns the values of all its
+    /// outputs (loop unrolling inlines a body once per round).
+    pub fn inline_all(&mut self, f: &Func, args: &[ValueId]) -> IrResult<Vec<ValueId>> {
         let mut map: Vec<ValueId> = Vec::with_capacity(f.nodes.len());
         for node in &f.nodes {
             let new = match &node.op {
@@ -97,7 +129,7 @@ impl Builder {
             };
             map.push(new);
         }
-        Ok(map[f.outputs[0].index()])
+        Ok(f.outputs.iter().map(|o| map[o.index()]).collect())
     }
 
     /// A node of another function (of type `ty`) copied here, its arguments renamed by `remap`.

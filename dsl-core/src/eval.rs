@@ -234,6 +234,23 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             let i = scalar_int(v(*i))?;
             Value::Bool(i < bits && big(v(*x))?.bit(i))
         }
+        Op::Loop { count, body, args } => {
+            let n = count.as_const().unwrap_or(0);
+            let carried = body.outputs.len();
+            let mut state: Vec<Value> = args.iter().map(|a| v(*a).clone()).collect();
+            for i in 0..n {
+                let mut inputs = vec![Value::U32(i as u32)];
+                inputs.extend(state.iter().cloned());
+                let out = eval(body, &inputs)?;
+                state[..carried].clone_from_slice(&out);
+            }
+            state.truncate(carried);
+            if carried == 1 {
+                state.remove(0)
+            } else {
+                Value::Tuple(state)
+            }
+        }
         Op::Gather { src, idx } => {
             let src = array(v(*src))?;
             let picked = array(v(*idx))?

@@ -337,6 +337,16 @@ pub enum Op {
         init: Literal,
         input: ValueId,
     },
+    /// `count` rounds of `body`, a program over `(i: u32, carried.., captured..)` that returns the
+    /// next round's carried values; `args` holds the carried values' starting values, then the
+    /// captured ones. The result is what is carried out of the last round: the value itself when
+    /// one is carried, a tuple of them when several are. Code generation sees no loop:
+    /// [`crate::unroll()`] unrolls them once sizes are known.
+    Loop {
+        count: Size,
+        body: Box<Func>,
+        args: Vec<ValueId>,
+    },
 }
 
 impl Op {
@@ -368,7 +378,7 @@ impl Op {
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
             Op::Select(c, a, b) => vec![*c, *a, *b],
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
-            Op::Map { args, .. } => args.clone(),
+            Op::Map { args, .. } | Op::Loop { args, .. } => args.clone(),
             Op::Scan { input, flags, .. } => {
                 let mut v = vec![*input];
                 v.extend(flags.iter().copied());
@@ -411,7 +421,9 @@ impl Op {
                 *b = f(*b);
             }
             Op::Tuple(xs) | Op::Zip(xs) => xs.iter_mut().for_each(|x| *x = f(*x)),
-            Op::Map { args, .. } => args.iter_mut().for_each(|x| *x = f(*x)),
+            Op::Map { args, .. } | Op::Loop { args, .. } => {
+                args.iter_mut().for_each(|x| *x = f(*x))
+            }
             Op::Scan { input, flags, .. } => {
                 *input = f(*input);
                 if let Some(fl) = flags {
@@ -435,6 +447,7 @@ impl Op {
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)
                 | Op::BigBit(..)
+                | Op::Loop { .. }
                 | Op::ZpPow(..)
                 | Op::ZpInv(..)
         )
@@ -540,6 +553,7 @@ fn node_is_concrete(n: &Node) -> bool {
             Op::Iota(s) | Op::LimbMul { out_len: s, .. } | Op::PolyMul { modulus: s, .. } => {
                 s.param.is_none()
             }
+            Op::Loop { count, body, .. } => count.param.is_none() && body.is_concrete(),
             other => other.lambdas().iter().all(|l| l.is_concrete()),
         }
 }

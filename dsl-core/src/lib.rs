@@ -20,6 +20,7 @@ pub mod rewrite;
 pub mod specialize;
 pub mod typeck;
 pub mod types;
+pub mod unroll;
 pub mod validate;
 pub mod value;
 
@@ -32,5 +33,6 @@ pub use print::{node_text, print};
 pub use rewrite::{rewrite, Mapped, Rewritten};
 pub use specialize::{check_bits, specialize, MAX_BITS};
 pub use types::{Size, Type};
+pub use unroll::unroll;
 pub use validate::validate;
 pub use value::Value;

@@ -684,10 +684,17 @@ fn node(
     let (mut op, mnemonic, inline) = operation(&mut opc, func, scope, &names)?;
     opc.end(&format!("after the operands of `{mnemonic}`"))?;
     if inline {
-        let lambda = lambda_block(lines, c)?;
+        // A loop's body is a program over the kernel's sizes; an operator's lambda has none.
+        let sizes: &[String] = if matches!(op, Op::Loop { .. }) {
+            &names
+        } else {
+            &[]
+        };
+        let lambda = lambda_block(lines, c, sizes)?;
         match &mut op {
             Op::Map { f, .. } => **f = lambda,
             Op::Scan { op, .. } | Op::Reduce { op, .. } => **op = lambda,
+            Op::Loop { body, .. } => **body = lambda,
             _ => {}
         }
     }
@@ -720,8 +727,9 @@ fn node(
     Ok(())
 }
 
-/// `|params| {` and the lambda's body, after the node at `at` that needs it.
-fn lambda_block(lines: &mut Lines, at: &Cur) -> PResult<Func> {
+/// `|params| {` and the lambda's (or loop body's, over `sizes`) body, after the node at `at`
+/// that needs it.
+fn lambda_block(lines: &mut Lines, at: &Cur, sizes: &[String]) -> PResult<Func> {
     let Some((no, text)) = lines.next() else {
         return Err(lines.end_error(
             "the text ends where a lambda block `|params| { .. }` should follow".into(),
@@ -734,7 +742,7 @@ fn lambda_block(lines: &mut Lines, at: &Cur) -> PResult<Func> {
             at.line
         )));
     }
-    let params = param_list(&mut c, "|", &[])?;
+    let params = param_list(&mut c, "|", sizes)?;
     c.expect("{", "after a lambda's parameters")?;
     c.end("after a lambda's `{`")?;
     if lines.depth >= MAX_NESTING {
@@ -745,6 +753,7 @@ fn lambda_block(lines: &mut Lines, at: &Cur) -> PResult<Func> {
         lines,
         Func {
             params,
+            size_params: sizes.to_vec(),
             ..placeholder()
         },
     );
@@ -871,6 +880,19 @@ fn operation(
             }
         }
         "zip" => Op::Zip(values(c, scope)?),
+        "loop" => {
+            let count = c.size(names)?;
+            c.expect(",", "after a loop's count")?;
+            c.expect("(", "before the arguments of `loop`")?;
+            let args = values(c, scope)?;
+            c.expect(")", "after the arguments of `loop`")?;
+            inline = true;
+            Op::Loop {
+                count,
+                body: Box::new(placeholder()),
+                args,
+            }
+        }
         "scan.inclusive" | "scan.exclusive" | "reduce" => {
             let op = match operator(c)? {
                 Operator::Named(f) => f,

@@ -139,6 +139,7 @@ fn op_text(func: &Func, op: &Op) -> String {
                 lambda_name(op).unwrap_or("|..|")
             )
         }
+        Op::Loop { count, args, .. } => format!("loop {}, ({})", count.display(names), list(args)),
     }
 }
 
@@ -150,6 +151,17 @@ fn body(func: &Func, depth: usize, s: &mut String) {
             indent(depth),
             node_text(func, crate::ir::ValueId(i as u32))
         );
+        if let Op::Loop { body: l, .. } = &n.op {
+            // A loop's body is a program over the same sizes.
+            let params: Vec<String> = l
+                .params
+                .iter()
+                .map(|p| format!("{}: {}", p.name, p.ty.display(&l.size_params)))
+                .collect();
+            let _ = writeln!(s, "{}|{}| {{", indent(depth + 2), params.join(", "));
+            body(l, depth + 3, s);
+            let _ = writeln!(s, "{}}}", indent(depth + 2));
+        }
         for l in n.op.lambdas() {
             // An intrinsic is named in its node's line.
             if lambda_name(l).is_some() {

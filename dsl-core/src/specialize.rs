@@ -51,6 +51,16 @@ fn check_func_sizes(f: &Func) -> IrResult<()> {
         for l in n.op.lambdas() {
             check_func_sizes(l)?;
         }
+        if let Op::Loop { count, body, .. } = &n.op {
+            let rounds = count.as_const().unwrap_or(0);
+            if rounds > u32::MAX as u64 {
+                return Err(IrError::Size(format!(
+                    "a loop of {rounds} rounds: its index is a u32, so at most {} rounds",
+                    u32::MAX
+                )));
+            }
+            check_func_sizes(body)?;
+        }
     }
     Ok(())
 }
@@ -110,6 +120,10 @@ fn subst(func: &Func, sizes: &[u64]) -> IrResult<Func> {
             Op::Const(l) => *l = subst_literal(l, sizes).ok_or_else(overflow)?,
             Op::PolyMul { modulus, .. } => {
                 *modulus = crate::types::Size::lit(modulus.eval(sizes).ok_or_else(overflow)?)
+            }
+            Op::Loop { count, body, .. } => {
+                *count = crate::types::Size::lit(count.eval(sizes).ok_or_else(overflow)?);
+                **body = subst(body, sizes)?;
             }
             _ => {}
         }

@@ -439,6 +439,69 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             Type::array(elem, *n)
         }
         Op::Reduce { op, init, input } => check_operator(func, op, init, ty(*input), "reduce")?,
+        Op::Loop { body, args, .. } => {
+            let arg_types: Vec<Type> = args.iter().map(|a| ty(*a).clone()).collect();
+            check_loop_body(func, body, &arg_types)?
+        }
+    })
+}
+
+/// The type of a loop over `body` with arguments of `arg_types` (carried, then captured).
+fn check_loop_body(func: &Func, body: &Func, arg_types: &[Type]) -> IrResult<Type> {
+    let names = &func.size_params;
+    let carried = body.outputs.len();
+    if body.size_params != func.size_params {
+        return Err(err(
+            func,
+            format!(
+                "a loop body's sizes ({}) must be its program's ({})",
+                body.size_params.join(", "),
+                names.join(", ")
+            ),
+        ));
+    }
+    if carried == 0 || carried > arg_types.len() {
+        return Err(err(
+            func,
+            format!(
+                "a loop body returns the carried values ({carried}), which must be between 1 and its {} argument(s)",
+                arg_types.len()
+            ),
+        ));
+    }
+    let params: Vec<&Type> = body.params.iter().map(|p| &p.ty).collect();
+    let expected: Vec<&Type> = std::iter::once(&Type::U32).chain(arg_types).collect();
+    if params != expected {
+        let show = |ts: &[&Type]| {
+            ts.iter()
+                .map(|t| t.display(names).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(err(
+            func,
+            format!(
+                "a loop body takes ({}) but is given (u32, {})",
+                show(&params),
+                show(&expected[1..])
+            ),
+        ));
+    }
+    let outs = body.output_types();
+    if outs.iter().zip(arg_types).any(|(o, a)| o != a) {
+        return Err(err(
+            func,
+            format!(
+                "a loop body must return what it carries, in order: {} is returned for {}",
+                Type::Tuple(outs.clone()).display(names),
+                Type::Tuple(arg_types[..carried].to_vec()).display(names)
+            ),
+        ));
+    }
+    Ok(if carried == 1 {
+        outs[0].clone()
+    } else {
+        Type::Tuple(outs)
     })
 }
 

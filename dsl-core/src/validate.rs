@@ -66,6 +66,10 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
                     | Op::BigMul(..)
                     | Op::BigMulWide(..)
                     | Op::BigCmp(..)
+                    | Op::BigUnary(..)
+                    | Op::BigBitwise(..)
+                    | Op::BigShift(..)
+                    | Op::BigBit(..)
             );
             if !scalar_only || !node.ty.is_element() {
                 return Err(malformed(
@@ -76,6 +80,10 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
         }
         for l in node.op.lambdas() {
             validate_inner(l, true)?;
+        }
+        if let Op::Loop { body, .. } = &node.op {
+            // A loop inside an operator computes on what the operator may; elsewhere on anything.
+            validate_inner(body, is_lambda)?;
         }
     }
     if func.outputs.is_empty() {

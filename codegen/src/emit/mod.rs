@@ -235,10 +235,11 @@ impl<'a> Emitter<'a> {
             | Op::BigBitwise(..)
             | Op::BigShift(..)
             | Op::BigBit(..)
+            | Op::Loop { .. }
             | Op::ZpPow(..)
             | Op::ZpInv(..) => {
                 return Err(CodegenError::Unsupported(
-                    "big-integer and modular operations must be lowered first".into(),
+                    "big-integer and modular operations and loops must be lowered first".into(),
                 ))
             }
         };
