@@ -64,6 +64,31 @@ fn compare_and_select_kernels() {
     snap("absdiff", absdiff::kernel().unwrap(), 512);
 }
 
+/// A shift by a run-time amount (limbs gathered through shared memory), a bitwise operation and a
+/// bit count (a reduction), fused in one kernel.
+#[bigfuse::kernel]
+fn shift_xor_count(a: U<BITS>, b: U<BITS>, k: u32) -> (U<BITS>, u32) {
+    let s = (a << k) ^ b;
+    (s, s.count_ones())
+}
+
+/// The same on array elements: one thread per element, the shift a barrel shifter over its limbs.
+#[bigfuse::kernel]
+fn shift_xor_count_elements(xs: [U<BITS>; N], ys: [U<BITS>; N], k: u32) -> [u32; N] {
+    xs.zip(ys).map(|(a, b)| ((a << k) ^ b).count_ones())
+}
+
+#[test]
+fn bit_operation_kernels() {
+    for bits in [256, 4096] {
+        snap("shift_xor_count", shift_xor_count::kernel().unwrap(), bits);
+    }
+    let k = shift_xor_count_elements::kernel().unwrap();
+    let src = k.cuda_source(&[320, 1000], &Target::h100()).unwrap();
+    insta::assert_snapshot!("shift_xor_count_elements_320_1000", src);
+    common::nvrtc_compiles(k, &[320, 1000]);
+}
+
 #[test]
 fn every_test_kernel_compiles_at_every_size() {
     let kernels = [

@@ -344,32 +344,34 @@ fn compare(b: &mut Builder, c: CmpOp, x: ValueId, y: ValueId, n: usize) -> CgRes
 fn count(b: &mut Builder, op: UnOp, x: ValueId, n: usize) -> CgResult<ValueId> {
     let xs = limbs(b, x, n)?;
     let zero = b.u64(0);
-    let mut acc = b.u32(if op == UnOp::CountOnes {
-        0
-    } else {
-        64 * n as u32
-    });
     // Leading zeros: from the bottom limb up, so the highest nonzero limb is chosen last; trailing
     // zeros: from the top down.
     let order: Vec<usize> = match op {
         UnOp::TrailingZeros => (0..n).rev().collect(),
         _ => (0..n).collect(),
     };
+    let mut acc: Option<ValueId> = None;
     for k in order {
         let c = b.count(op, xs[k])?;
-        if op == UnOp::CountOnes {
-            acc = b.add(acc, c)?;
-            continue;
-        }
-        let above = b.u32(match op {
-            UnOp::LeadingZeros => 64 * (n - 1 - k) as u32,
-            _ => 64 * k as u32,
+        acc = Some(match (op, acc) {
+            (UnOp::CountOnes, None) => c,
+            (UnOp::CountOnes, Some(a)) => b.add(a, c)?,
+            (_, acc) => {
+                let acc = match acc {
+                    Some(a) => a,
+                    None => b.u32(64 * n as u32), // every limb zero
+                };
+                let above = b.u32(match op {
+                    UnOp::LeadingZeros => 64 * (n - 1 - k) as u32,
+                    _ => 64 * k as u32,
+                });
+                let here = b.add(above, c)?;
+                let nonzero = b.ne(xs[k], zero)?;
+                b.select(nonzero, here, acc)?
+            }
         });
-        let here = b.add(above, c)?;
-        let nonzero = b.ne(xs[k], zero)?;
-        acc = b.select(nonzero, here, acc)?;
     }
-    Ok(acc)
+    Ok(acc.expect("a big integer has at least one limb"))
 }
 
 /// A shift or rotation of an n-limb number by `k` (a u32) bits, as a barrel shifter: the whole
@@ -439,9 +441,13 @@ fn shift(b: &mut Builder, op: ShiftOp, x: ValueId, k: ValueId, n: usize) -> CgRe
     for i in 0..n {
         let near = b.binary(main, cur[i], r)?;
         let far = from(&cur, i, 1);
-        let far = b.binary(spill, far, one)?;
-        let far = b.binary(spill, far, back)?;
-        let v = b.or(near, far)?;
+        let v = if far == zero {
+            near // the end of a shift: nothing comes in
+        } else {
+            let far = b.binary(spill, far, one)?;
+            let far = b.binary(spill, far, back)?;
+            b.or(near, far)?
+        };
         out.push(match inside {
             Some(inside) => b.select(inside, v, zero)?,
             None => v,

@@ -1521,13 +1521,13 @@ impl Checker {
             BOp::Add | BOp::Sub if big || zp || lt.is_int() => lt,
             BOp::Mul if big || zp => lt,
             BOp::Mul | BOp::Div | BOp::Rem if lt.is_int() => lt,
-            BOp::Div | BOp::Rem if big => return err(
-                b.op,
-                format!(
-                    "division and remainder are not supported yet on {} (they are on u32 and u64)",
-                    self.show(&lt)
-                ),
-            ),
+            BOp::Div | BOp::Rem if big => {
+                let t = self.show(&lt);
+                let msg = format!(
+                    "division and remainder are not supported yet on {t} (they are on u32 and u64)"
+                );
+                return err(b.op, msg);
+            }
             BOp::Div | BOp::Rem if zp => {
                 return err(
                     b.op,
