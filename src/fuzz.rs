@@ -600,30 +600,28 @@ pub fn array_program(seed: u64) -> IrResult<Program> {
     for _ in 0..steps {
         let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
         let step = r.below(if bigs.is_empty() { 10 } else { 14 });
-        match step {
-            10..=13 => {
-                let (x, y, k) = (
-                    pick(&mut r, &bigs),
-                    pick(&mut r, &bigs),
-                    pick(&mut r, &scalars),
-                );
-                match step {
-                    10 | 11 => {
-                        let f = big_elementwise(&mut r, &big, elem_bits, true)?;
-                        bigs.push(b.map(f, &[x, y, k])?);
-                    }
-                    12 => {
-                        let f = big_elementwise(&mut r, &big, elem_bits, false)?;
-                        arrays.push(b.map(f, &[x, y, k])?);
-                    }
-                    _ => {
-                        let (op, init) = big_associative(&mut r, &big, elem_bits)?;
-                        big_results.push(b.reduce(op, init, x)?);
-                    }
+        // Steps 10 to 13 (when there are arrays of big integers) map or reduce them.
+        if step >= 10 {
+            let (x, y, k) = (
+                pick(&mut r, &bigs),
+                pick(&mut r, &bigs),
+                pick(&mut r, &scalars),
+            );
+            match step {
+                10 | 11 => {
+                    let f = big_elementwise(&mut r, &big, elem_bits, true)?;
+                    bigs.push(b.map(f, &[x, y, k])?);
                 }
-                continue;
+                12 => {
+                    let f = big_elementwise(&mut r, &big, elem_bits, false)?;
+                    arrays.push(b.map(f, &[x, y, k])?);
+                }
+                _ => {
+                    let (op, init) = big_associative(&mut r, &big, elem_bits)?;
+                    big_results.push(b.reduce(op, init, x)?);
+                }
             }
-            _ => {}
+            continue;
         }
         match step {
             0..=3 => {

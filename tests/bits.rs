@@ -663,7 +663,7 @@ fn documented_edge_cases() {
     assert_eq!(r[1], one);
     assert_eq!(rl[2], BigUint::from(4u8)); // rotations take the amount modulo BITS
     assert_eq!(rr[3], &one << (192 - (u32::MAX as u64 % 192)));
-    let (_, r, _, _) = shifts::run(&dev, bits, &[top.clone()], &[192u32]).unwrap();
+    let (_, r, _, _) = shifts::run(&dev, bits, std::slice::from_ref(&top), &[192u32]).unwrap();
     assert_eq!(r[0], BigUint::default()); // shifts by BITS or more give 0
     let (lz, tz, ones, t) = counts::run(&dev, bits, &[BigUint::default()], &[0u32]).unwrap();
     assert_eq!((lz[0], tz[0], ones[0], t[0]), (192, 192, 0, false));

@@ -55,7 +55,7 @@ pub enum Shift {
 pub enum Count {
     LeadingZeros,
     TrailingZeros,
-    CountOnes,
+    Ones,
 }
 
 #[derive(Clone, Debug)]
@@ -1179,7 +1179,7 @@ impl Checker {
                 let op = match name.as_str() {
                     "leading_zeros" => Count::LeadingZeros,
                     "trailing_zeros" => Count::TrailingZeros,
-                    _ => Count::CountOnes,
+                    _ => Count::Ones,
                 };
                 Ok(self.push(Inst::Count(op, x), KType::U32))
             }

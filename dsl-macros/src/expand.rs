@@ -171,7 +171,7 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let op = match op {
                     Count::LeadingZeros => quote!(__ir::UnOp::LeadingZeros),
                     Count::TrailingZeros => quote!(__ir::UnOp::TrailingZeros),
-                    Count::CountOnes => quote!(__ir::UnOp::CountOnes),
+                    Count::Ones => quote!(__ir::UnOp::CountOnes),
                 };
                 quote!(b.count(#op, #a)?)
             }

@@ -28,7 +28,26 @@ use proc_macro::TokenStream;
 ///     xs.zip(ys).map(|(x, y)| x * y).reduce(|s, t| s + t, Zp::ZERO)
 /// }
 /// // dot::run(&dev, p, n, &xs, &ys): sizes in order of first appearance, arrays as flat slices
+///
+/// #[bigfuse::kernel]
+/// fn bits(a: U<BITS>, b: U<BITS>, k: u32, xs: [U<BITS>; N]) -> (U<BITS>, u32, [U<BITS>; N]) {
+///     let f = a.extract_bits(k, 16).insert_bits(b, 0, 8) | U::<BITS>::mask(4);
+///     (((a << 3) ^ b) + (a >> k) * f, a.count_ones(), xs.map(|x| !x.rotate_left(k)))
+/// }
 /// ```
+///
+/// Bit operations. On `U<..>` (whole values and array elements alike): `&`, `|`, `^` (operands
+/// of one width), `!`, `<<` and `>>` by a `u32` (or an integer literal; by the width or more they
+/// give 0), `rotate_left(k)` and `rotate_right(k)` (`k: u32`, taken modulo the width),
+/// `leading_zeros()`, `trailing_zeros()` (the width for 0) and `count_ones()` (a `u32`), `bit(i)`
+/// (a `bool`, false past the width), `extract_bits(lo, len)` (bits `lo..lo+len` at the bottom),
+/// `insert_bits(field, lo, len)` (those bits replaced by the low `len` bits of `field`, a value of
+/// the same type), `U::<BITS>::mask(len)` (or `U::mask(len)` where a `U<..>` is expected: the low
+/// `len` bits set), `U::MAX`, and `as U<M>` (any width the types accept: truncation or zero
+/// extension), `as u64`, `as u32` (the low bits). On `u32` and `u64`: `rotate_left`,
+/// `rotate_right`, `leading_zeros`, `trailing_zeros`, `count_ones`, `bit(i)` as on `U<..>`, `<<` and
+/// `>>` by an amount of the value's type (taken modulo its width), and `/`, `%` (`x / 0` is all
+/// ones and `x % 0` is `x`, never a trap). Division of `U<..>` is not supported yet.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let attr = proc_macro2::TokenStream::from(attr);
