@@ -56,21 +56,15 @@ pub fn driver_version() -> Option<(i32, i32)> {
     (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS && v > 0).then_some((v / 1000, v % 1000 / 10))
 }
 
-/// Runs a driver call, turning a panic of cudarc's dynamic loading into [`Error::NoDriver`] and
-/// out-of-memory into [`Error::OutOfMemory`].
+/// Runs a driver call, turning a panic of cudarc's dynamic loading into [`Error::NoDriver`] and a
+/// failure into [`Error::OutOfMemory`] or [`Error::Cuda`] by its result code (kept as the source).
 pub(crate) fn guarded<T>(
     during: &str,
     f: impl FnOnce() -> std::result::Result<T, cudarc::driver::DriverError>,
 ) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-            Err(Error::OutOfMemory {
-                what: during.into(),
-                bytes: 0,
-            })
-        }
-        Ok(Err(e)) => Err(Error::driver(during, e)),
+        Ok(Err(e)) => Err(Error::cuda(during, e)),
         Err(_) => Err(Error::NoDriver),
     }
 }
@@ -89,8 +83,9 @@ impl GpuDevice {
             });
         }
         let count = guarded("counting GPUs", CudaContext::device_count).map_err(|e| match e {
-            Error::Driver { message, .. } => {
-                Error::NoGpu(format!("the CUDA driver found no usable GPU ({message})"))
+            // E.g. CUDA_ERROR_NO_DEVICE from cuInit: the driver is there, but no GPU it can use.
+            Error::Cuda { source, .. } => {
+                Error::NoGpu(format!("the CUDA driver found no usable GPU ({source})"))
             }
             other => other,
         })?;

@@ -65,8 +65,9 @@ impl<P> FreeLists<P> {
     }
 }
 
+/// Whether a driver call ran out of memory: by its result code.
 fn is_oom(e: &DriverError) -> bool {
-    e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+    crate::error::CudaError::from(*e).is_out_of_memory()
 }
 
 /// The pool of device memory of one context.
@@ -108,32 +109,27 @@ impl DevicePool {
     }
 
     fn fresh(&self, bytes: usize, class: usize, what: &str) -> Result<CUdeviceptr> {
-        let oom = || Error::OutOfMemory {
-            what: what.into(),
-            bytes,
-        };
         if class > self.total {
-            return Err(oom());
+            return Err(Error::OutOfMemory {
+                what: what.into(),
+                bytes,
+                source: None,
+            });
         }
         self.ctx
             .bind_to_thread()
-            .map_err(|e| Error::driver("binding the CUDA context", e))?;
+            .map_err(|e| Error::cuda("binding the CUDA context", e))?;
         // SAFETY: a plain allocation; the pointer is owned by the returned buffer.
-        match unsafe { result::malloc_sync(class) } {
-            Ok(p) => Ok(p),
+        let p = match unsafe { result::malloc_sync(class) } {
             Err(e) if is_oom(&e) => {
                 self.trim();
                 // SAFETY: as above.
-                unsafe { result::malloc_sync(class) }.map_err(|e| {
-                    if is_oom(&e) {
-                        oom()
-                    } else {
-                        Error::driver(format!("allocating {what}"), e)
-                    }
-                })
+                unsafe { result::malloc_sync(class) }
             }
-            Err(e) => Err(Error::driver(format!("allocating {what}"), e)),
+            other => other,
         }
+        .map_err(|e| Error::cuda_allocating(what, bytes, e))?;
+        Ok(p)
     }
 
     /// Frees every buffer the pool holds.
@@ -244,7 +240,7 @@ impl PinnedPool {
             None => {
                 self.ctx
                     .bind_to_thread()
-                    .map_err(|e| Error::driver("binding the CUDA context", e))?;
+                    .map_err(|e| Error::cuda("binding the CUDA context", e))?;
                 // SAFETY: a plain allocation, owned by the returned buffer. Portable: usable by
                 // every context; mapped: kernels may write small results into it directly; not
                 // write-combined, since results are read back on the host.
@@ -255,16 +251,8 @@ impl PinnedPool {
                             | cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
                     )
                 }
-                .map_err(|e| {
-                    if is_oom(&e) {
-                        Error::OutOfMemory {
-                            what: "pinned host staging".into(),
-                            bytes: class,
-                        }
-                    } else {
-                        Error::driver("allocating pinned host memory", e)
-                    }
-                })? as *mut u8
+                .map_err(|e| Error::cuda_allocating("pinned host staging", class, e))?
+                    as *mut u8
             }
         };
         Ok(PinnedBuffer {
