@@ -6,6 +6,7 @@
 //! themselves against `main` with events. All three are non-blocking streams, so nothing waits on
 //! the legacy default stream.
 
+use crate::device::MemoryUsage;
 pub use crate::device::Resources;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DevicePool, PinnedPool};
@@ -15,7 +16,9 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use std::sync::{Arc, Mutex};
 
-/// One GPU, with its streams and memory pools.
+/// One GPU, with its streams and memory pools: what [`Device::Gpu`](crate::Device::Gpu) holds,
+/// shared (`Arc`) by every thread and batch that uses it. See [`Device`](crate::Device) for what
+/// calls from several threads at once guarantee.
 pub struct GpuDevice {
     ctx: Arc<CudaContext>,
     main: Arc<CudaStream>,
@@ -145,16 +148,48 @@ impl GpuDevice {
         self.driver
     }
 
+    /// What the compiler schedules kernels for: this GPU's name, architecture and limits.
     pub fn target(&self) -> &Target {
         &self.target
     }
 
+    /// The CUDA ordinal of this GPU (0 for the first).
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }
 
+    /// The CUDA context (the device's primary context), for callers that use cudarc directly
+    /// next to bigfuse.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
+    }
+
+    /// What bigfuse holds of memory on this device now, by its pools' own counts (exact, and
+    /// blind to other users of the GPU); read it when no call is in progress for a stable figure.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let (device_in_use, device_pooled) = self.memory.usage();
+        let (pinned_in_use, pinned_pooled) = self.pinned.usage();
+        MemoryUsage {
+            device_in_use,
+            device_pooled,
+            pinned_in_use,
+            pinned_pooled,
+        }
+    }
+
+    /// Frees the memory the pools keep for reuse (device memory and pinned host memory), for
+    /// other users of the GPU or of the host; buffers in use are untouched. The next calls
+    /// allocate afresh what they need.
+    pub fn release_pooled_memory(&self) {
+        self.memory.trim();
+        self.pinned.trim();
+    }
+
+    /// Free and total device memory as the driver reports it (`cuMemGetInfo`): the whole GPU's,
+    /// every process and library included.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.bind()?;
+        guarded("reading the free memory", result::mem_get_info)
     }
 
     /// The stream that kernels and batch transfers run on (time them with events on it).
@@ -394,11 +429,13 @@ impl GpuDevice {
 
 /// A kernel loaded on a GPU.
 pub struct GpuKernel {
+    /// The compiler's output: source, schedule, layouts.
     pub compiled: Compiled,
     /// Constant tables (NTT twiddles) on the device, passed after the outputs.
     tables: Vec<DeviceBuffer>,
     _module: Arc<CudaModule>,
     function: CudaFunction,
+    /// Registers, shared and local memory of the compiled kernel, as the driver reports them.
     pub resources: Resources,
     /// Blocks of this kernel one SM runs at once.
     pub blocks_per_sm: u32,
@@ -512,10 +549,13 @@ impl GpuKernel {
 
 /// A plan loaded on a GPU: one kernel, or several with intermediates between them.
 pub struct GpuProgram {
+    /// The compiler's plan: its kernels and the buffers between them.
     pub plan: bigfuse_codegen::Plan,
+    /// The plan's kernels, loaded, in launch order.
     pub parts: Vec<GpuKernel>,
-    /// The layouts of the program's arguments and results.
+    /// The layouts of the program's arguments.
     pub inputs: Vec<BufferLayout>,
+    /// The layouts of the program's results.
     pub outputs: Vec<BufferLayout>,
     /// Where each intermediate buffer starts in a temporary arena, per instance of a chunk of
     /// `c` instances: buffer `b` at `c * temp_offsets[b]` (results have no temporary).
