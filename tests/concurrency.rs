@@ -715,7 +715,7 @@ fn fill_and_overflow(gpu: &bigfuse::runtime::GpuDevice) {
         }
         other => panic!("{} bytes with {} free: {other:?}", 4 * u, free()),
     }
-    drop(fits_after_trim);
+    held.push(fits_after_trim);
     drop(held);
     gpu.release_pooled_memory();
     assert_eq!(gpu.memory_usage(), start, "back to the starting level");
