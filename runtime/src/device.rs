@@ -91,8 +91,9 @@ pub struct CpuDevice {
 ///   the order the threads queue them: kernels of different calls run one after another, never
 ///   side by side, and a thread's call may wait behind work queued before it by others. The
 ///   uploads and downloads of pipelined calls of several chunks go to two transfer streams, so
-///   they overlap other calls' kernels; events order each call's chunks, and each call waits for
-///   its own events only. Converting values to and from the kernels' layout runs on the calling
+///   they overlap other calls' kernels; events order each call's chunks, and a call waits for its
+///   own events (after an error, for everything queued on the device, before its memory goes
+///   back to the pools). Converting values to and from the kernels' layout runs on the calling
 ///   threads (and rayon's pool), in parallel.
 /// - **On a GPU, two memory pools** (device memory, and pinned host memory for staging), so that
 ///   a buffer one call frees is reused by the next call of any thread. Device memory may go back
@@ -107,8 +108,8 @@ pub struct CpuDevice {
 ///   sizes or kernels compile in parallel. A compilation that fails is not remembered: each
 ///   waiting caller tries again and gets its own error. Compiled binaries are also cached per
 ///   process and on disk (written atomically) for every kernel. With `BIGFUSE_AUTOTUNE=1`,
-///   concurrent first calls at one size each run the tuning, whose timings then disturb each
-///   other: tune before going parallel.
+///   concurrent first calls at one size may each run the tuning (until one has stored its
+///   choice), and their timings disturb each other: tune before going parallel.
 /// - **On the CPU backend**, rayon's global thread pool, which runs the instances of every call.
 ///
 /// A [`Batch`](crate::Batch) used from two threads: both may read it (reads wait for the kernels
