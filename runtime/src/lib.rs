@@ -11,8 +11,6 @@
 
 #![warn(missing_docs)]
 
-// Owned by a concurrent change (the serde of hints): `Tuned::hints` is its one undocumented item.
-#[allow(missing_docs)]
 pub mod autotune;
 pub mod batch;
 pub mod column;
