@@ -22,6 +22,10 @@ export LD_LIBRARY_PATH="$nvrtc13:$nvrtc12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace "$@"
+# The libraries' documentation: a rustdoc warning (a broken link, an unparsable example) fails.
+# `--lib`: the bench is a binary, whose doc comments are not published.
+echo "== documentation (rustdoc warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --workspace --lib --no-deps
 echo "== the NVRTC of the run above, then every snapshot kernel with NVRTC 12"
 cargo test --quiet --test snapshots nvrtc_version -- --show-output
 BIGFUSE_NVRTC="$nvrtc12/libnvrtc.so.12" BIGFUSE_EXPECT_NVRTC=12 \
@@ -32,4 +36,6 @@ if cargo tree --no-default-features -e normal -p bigfuse | grep -q cudarc; then
   exit 1
 fi
 cargo clippy --quiet --no-default-features -p bigfuse-runtime -p bigfuse --all-targets -- -D warnings
-cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --test backends --test errors --test batches --test arrays
+cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --test backends --test errors --test batches --test arrays --test concurrency
+cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --doc
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --no-deps

@@ -34,25 +34,65 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The pipeline: [`macro@kernel`] turns the function into IR ([`ir`]); the compiler
-//! ([`codegen`]) lowers big-integer operations to map / scan / reduce over limbs, fuses, schedules
-//! (threads per instance, limbs per thread), places arrays in registers and emits CUDA C; the
-//! runtime ([`runtime`]) compiles it with NVRTC (cached), uploads the batch and launches.
+//! Every failure is an [`Error`] value, which says what to do: bad input, no GPU, out of memory
+//! (split the batch), a driver failure (with the driver's result code as its source).
+//!
+//! ```
+//! use bigfuse::prelude::*;
+//! use bigfuse::Error;
+//!
+//! #[bigfuse::kernel]
+//! fn add(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+//!     a + b
+//! }
+//!
+//! let dev = Device::cpu();
+//! let a = vec![BigUint::from(1u8); 3];
+//! let b = vec![BigUint::from(2u8); 2];
+//! match add::run(&dev, 128, &a, &b) {
+//!     Err(Error::BatchMismatch { first_len, other_len, .. }) => assert_eq!((first_len, other_len), (3, 2)),
+//!     Err(Error::OutOfMemory { .. }) => { /* split the batch into smaller ones */ }
+//!     Err(e) => panic!("{e}"), // `Error` is non-exhaustive: a wildcard arm is needed
+//!     Ok(_) => panic!("three values and two cannot be added pairwise"),
+//! }
+//! ```
+//!
+//! The pipeline: [`macro@kernel`] turns the function into IR; the compiler lowers big-integer
+//! operations to map / scan / reduce over limbs, fuses, schedules (threads per instance, limbs per
+//! thread), places arrays in registers and emits CUDA C; the runtime ([`runtime`]) compiles it
+//! with NVRTC (cached), uploads the batch and launches. `explain` (generated for every kernel)
+//! shows each pass's output and decision.
+//!
+//! Where to start: [`macro@kernel`] for what a kernel may contain and the functions it generates;
+//! [`Device`] for choosing the GPU or the CPU backend, and for what calls from several threads at
+//! once guarantee; [`Batch`] for data that stays on the device between kernels; [`Error`] for
+//! what can fail.
+
+#![warn(missing_docs)]
 
 // The macros name this crate `::bigfuse`; inside it, that is itself.
 extern crate self as bigfuse;
 
+// The compiler's crates and the fuzzer are internals: hidden from the documentation and exempt
+// from semver, but public, because the tests and the benchmarks use them by path
+// (`bigfuse::codegen::..`, `bigfuse::ir::..`, `bigfuse::fuzz::..`). Hidden rather than behind an
+// `unstable` feature: the tests and the bench would compile only with that feature on (a plain
+// `cargo test` would fail, or skip the targets that declare it as required, silently).
+#[doc(hidden)]
 pub use bigfuse_codegen as codegen;
+#[doc(hidden)]
 pub use bigfuse_core as ir;
 pub use bigfuse_macros::{kernel, op};
 pub use bigfuse_runtime as runtime;
 
 pub use bigfuse_codegen::{Hints, Target};
 pub use bigfuse_runtime::{
-    kind, Arg, Batch, Column, Device, Error, IntoArg, IntoOut, Kernel, Out, Result,
+    kind, Arg, Batch, Column, CudaError, Device, Error, IntoArg, IntoOut, Kernel, MemoryUsage, Out,
+    Result,
 };
 pub use num_bigint::BigUint;
 
+#[doc(hidden)]
 pub mod fuzz;
 pub mod poly;
 pub mod programs;

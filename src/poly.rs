@@ -65,12 +65,15 @@ pub fn primes(k: usize) -> Vec<u64> {
 /// A plan for products of polynomials of `n` coefficients of at most `bits` bits each.
 #[derive(Clone, Debug)]
 pub struct PolyMul {
+    /// Coefficients per polynomial.
     pub n: u64,
+    /// Bits of each input coefficient (a multiple of 64).
     pub bits: u64,
     /// Limbs per input coefficient.
     pub in_limbs: u64,
     /// Bits of each result coefficient (a multiple of 64 that holds n * (2^bits - 1)^2).
     pub out_bits: u64,
+    /// The NTT primes the product is computed modulo (then combined by the CRT).
     pub primes: Vec<u64>,
     crt: Arc<Kernel>,
 }

@@ -10,7 +10,7 @@ pub fn carry(lo: u32, hi: u32) -> u32 {
 }
 
 /// Big-integer addition written as a user program over 64-bit limbs (little-endian, N per number):
-/// the limb sums; each limb's (generate, propagate) flags; an exclusive scan with [`carry()`]
+/// the limb sums; each limb's (generate, propagate) flags; an exclusive scan with [`carry`](mod@carry)
 /// gives each limb its carry-in; add it. Same result as `a + b` on `U<{64 * N}>`.
 #[crate::kernel]
 pub fn user_add(a: [u64; N], b: [u64; N]) -> [u64; N] {

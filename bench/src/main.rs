@@ -6,6 +6,8 @@
 //!     bench useradd [--runs R] [--json F]      user-written addition (bigfuse::programs) vs built-in
 //!     bench dot   [--runs R] [--json F] [--prime P]   dot products mod P in Gmodmul/s
 //!     bench poly  [--runs R] [--json F]        polynomial products over Z, GMul/s
+//!     bench bits  [--min-log 8 --max-log 16] [--ops xor,shl,...] [--runs R] [--json F]
+//!                 bit operations on U<BITS>: GB/s next to the copy, Gops/s next to GMP
 //!     bench e2e   [--min-log 9 --max-log 18 --total-log 28] [--ops add,mul,poly] [--runs R]
 //!                 [--json F] [--plots DIR] [--no-bars]
 //!                 a user's calls (run, run_into, launch) from host data against the kernel alone,
@@ -24,6 +26,7 @@
 mod anchors;
 mod arrays;
 mod bars;
+mod bits;
 mod e2e;
 mod e2e_report;
 mod gmp;
@@ -111,6 +114,23 @@ enum Cmd {
         /// the prime modulus, below 2^64 [default: both 18446744073709551557 and 4179340454199820289]
         #[arg(long)]
         prime: Option<u64>,
+    },
+    /// Bit operations on U<BITS> (xor, and-not, shifts, rotation, normalisation, bit fields) in GB/s
+    /// next to the copy and in Gops/s next to GMP on all host cores, NumBits x NumInsts = 2^32
+    Bits {
+        /// log2 of the smallest NumBits
+        #[arg(long, default_value_t = 8)]
+        min_log: u32,
+        /// log2 of the largest NumBits
+        #[arg(long, default_value_t = 16)]
+        max_log: u32,
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// which operations (xor, andnot, shl, shr, rotl, normalize, extract) [default: all]
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Polynomial products over Z (multi-prime NTT + CRT), N = 2^8..2^12, 64..256-bit coefficients, GMul/s
     Poly {
@@ -320,6 +340,39 @@ fn run(cli: Cli) -> Result<(), String> {
                 rows.iter()
                     .map(|r| (format!("mod {} at 2^{} elements", r.prime, r.log), &r.dot)),
             )
+        }
+        Cmd::Bits {
+            min_log,
+            max_log,
+            runs,
+            ops,
+            json,
+        } => {
+            let ops: Vec<bits::BitOp> = if ops.is_empty() {
+                bits::ALL.to_vec()
+            } else {
+                ops.iter()
+                    .map(|o| {
+                        bits::ALL
+                            .into_iter()
+                            .find(|b| b.name() == o.trim())
+                            .ok_or_else(|| {
+                                format!(
+                                    "unknown operation `{o}` (the operations: {})",
+                                    bits::ALL.map(|b| b.name()).join(", ")
+                                )
+                            })
+                    })
+                    .collect::<Result<_, _>>()?
+            };
+            let mut bench = Bench::new(runs).map_err(s)?;
+            let gpu = bench.gpu.target().name.clone();
+            eprintln!("bench bits on {gpu}");
+            let hints = variant::default().hints;
+            let rows = bits::run(&mut bench, &ops, min_log, max_log, &hints).map_err(s)?;
+            println!("{}", bits::table(&gpu, runs, &rows));
+            write(&json, &bits::json(&gpu, runs, &rows))?;
+            fail_on("bits", bits::failures(&rows))
         }
         Cmd::Poly { runs, json } => {
             let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;

@@ -158,8 +158,9 @@ pub type Reference = fn(&BigUint, &BigUint) -> BigUint;
 pub struct Bench {
     pub gpu: Arc<GpuDevice>,
     pub runs: usize,
-    a_host: Vec<u64>,
-    b_host: Vec<u64>,
+    /// The operands as the host holds them (2^26 words each; NumBits / 64 per instance).
+    pub a_host: Vec<u64>,
+    pub b_host: Vec<u64>,
     a: Slice,
     b: Slice,
     out: Vec<Slice>,
@@ -226,7 +227,7 @@ impl Bench {
         kernel: &Kernel,
         bits: u64,
         hints: &Hints,
-        reference: Reference,
+        reference: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
     ) -> bigfuse::Result<Measured> {
         self.measure_sized(kernel, &[bits], bits, hints, reference)
     }
@@ -239,7 +240,7 @@ impl Bench {
         sizes: &[u64],
         bits: u64,
         hints: &Hints,
-        reference: Reference,
+        reference: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
     ) -> bigfuse::Result<Measured> {
         let n = 1u64 << (TOTAL_LOG - bits.trailing_zeros());
         let program: Arc<GpuProgram> = kernel.prepare_with(&self.gpu, sizes, hints)?;

@@ -408,7 +408,8 @@ impl Builder {
                 message: format!("a mask is a U<..>, not {ty}"),
             });
         };
-        let zero = self.constant(Literal::Big(vec![], *bits));
+        // One zero limb: the text form reads a zero back that way, so programs round-trip exactly.
+        let zero = self.constant(Literal::Big(vec![0], *bits));
         let ones = self.not(zero)?;
         let high = self.shl(ones, len)?;
         self.not(high)

@@ -25,6 +25,7 @@ pub const TUNING_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "-t1");
 /// The outcome of tuning one kernel at one size on one GPU.
 #[derive(Clone, Debug)]
 pub struct Tuned {
+    /// The fastest candidate's schedule, which later calls at these sizes use.
     pub hints: Hints,
     /// True when the hints came from the on-disk cache (no measurement this time).
     pub from_cache: bool,

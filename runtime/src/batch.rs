@@ -18,6 +18,30 @@ use num_bigint::BigUint;
 /// [`Batch::to_bool`] or [`Batch::read_into`], which wait for the kernels that compute it.
 /// A batch knows its type and device: passing it where another type or device is expected is an
 /// error, never a wrong number.
+///
+/// ```
+/// use bigfuse_runtime::{Batch, Device};
+/// use num_bigint::BigUint;
+///
+/// let dev = Device::cpu();
+/// // 128-bit values, from `BigUint`s or from little-endian limbs (two per value).
+/// let x = Batch::big(&dev, 128, &[BigUint::from(1u8) << 100, BigUint::from(3u8)])?;
+/// let y = Batch::big(&dev, 128, &[0, 1 << 36, 3, 0u64])?;
+/// assert_eq!((x.len(), x.ty().to_string()), (2, "U<128>".to_string()));
+/// assert_eq!(x.to_big()?, y.to_big()?);
+/// assert_eq!(x.to_limbs()?, [0, 1 << 36, 3, 0]);
+///
+/// // Values are checked as they are converted: 2^128 is not a 128-bit value.
+/// assert!(Batch::big(&dev, 128, &[BigUint::from(1u8) << 128]).is_err());
+/// // Reading waits for the kernels computing the batch (none here; on the CPU backend a launch
+/// // returns its results computed).
+/// x.wait()?;
+/// assert!(x.is_ready());
+/// # Ok::<(), bigfuse_runtime::Error>(())
+/// ```
+///
+/// Several threads may read one batch, or pass it to launches, at once: see [`Device`]'s section
+/// on concurrency.
 pub struct Batch {
     slot: Slot,
     n: usize,
@@ -90,14 +114,17 @@ impl Batch {
         Batch::new(dev, &Type::Big(Size::lit(bits)), data.into_arg())
     }
 
+    /// `u64` values.
     pub fn u64(dev: &Device, values: &[u64]) -> Result<Batch> {
         Batch::new(dev, &Type::U64, values)
     }
 
+    /// `u32` values.
     pub fn u32(dev: &Device, values: &[u32]) -> Result<Batch> {
         Batch::new(dev, &Type::U32, values)
     }
 
+    /// `bool` values.
     pub fn bool(dev: &Device, values: &[bool]) -> Result<Batch> {
         Batch::new(dev, &Type::Bool, values)
     }
@@ -117,6 +144,7 @@ impl Batch {
         self.n
     }
 
+    /// Whether the batch has no instance.
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
@@ -158,10 +186,12 @@ impl Batch {
         self.to_limbs()
     }
 
+    /// The values of a batch of `u32`.
     pub fn to_u32(&self) -> Result<Vec<u32>> {
         self.read_vec(|v| Out::U32(v))
     }
 
+    /// The values of a batch of `bool`.
     pub fn to_bool(&self) -> Result<Vec<bool>> {
         self.read_vec(|v| Out::Bool(v))
     }

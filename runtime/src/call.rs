@@ -185,12 +185,9 @@ impl Call<'_> {
             return Ok(());
         }
         self.gpu.bind()?;
-        let outcome = self.pipeline(outs);
-        if outcome.is_err() {
-            // Nothing may still be copying into memory that goes back to the pools.
-            let _ = self.gpu.synchronize();
-        }
-        outcome
+        // On an error `pipeline` waits for the device before the call's memory goes back to the
+        // pools.
+        self.pipeline(outs)
     }
 
     /// Launches over device batches and returns the results as batches on the device, without
@@ -302,6 +299,12 @@ impl Call<'_> {
             });
         }
         let outcome = self.run_chunks(outs, &arena, &mut ring);
+        if outcome.is_err() {
+            // Copies of the chunks in flight may still read or write the ring's staging: wait for
+            // them before it goes back to the pool, where another thread's call may take it at
+            // once (the host writes staging without ordering itself after the streams).
+            let _ = gpu.synchronize();
+        }
         gpu.recycle_events(
             ring.into_iter()
                 .flat_map(|r| [r.uploaded, r.computed, r.downloaded]),

@@ -22,11 +22,15 @@ use rayon::prelude::*;
 /// of its type on the same device.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg<'a> {
+    /// Big integers, one per value (each must fit its parameter's width).
     Big(&'a [BigUint]),
+    /// `bool` values.
     Bool(&'a [bool]),
+    /// `u32` values.
     U32(&'a [u32]),
     /// `u64` values, residues of `Zp<P>`, or the limbs of big integers.
     U64(&'a [u64]),
+    /// Values already on the call's device (used in place, no transfer).
     Batch(&'a Batch),
 }
 
@@ -42,6 +46,7 @@ impl Arg<'_> {
         }
     }
 
+    /// Whether no value is given.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -97,8 +102,11 @@ impl Arg<'_> {
 /// batch's values (its allocation, and the big integers' allocations, are reused).
 #[derive(Debug)]
 pub enum Out<'a> {
+    /// Big integers (arrays of them flat, instance after instance).
     Big(&'a mut Vec<BigUint>),
+    /// `bool` results.
     Bool(&'a mut Vec<bool>),
+    /// `u32` results.
     U32(&'a mut Vec<u32>),
     /// `u64` values, residues, or the limbs of big integers (`BITS / 64` per value).
     U64(&'a mut Vec<u64>),
@@ -131,18 +139,22 @@ pub mod kind {
     pub struct Big;
     /// `u64` and `Zp<P>` (residues).
     pub struct U64;
+    /// `u32`.
     pub struct U32;
+    /// `bool`.
     pub struct Bool;
 }
 
 /// What a generated `run` accepts for a parameter of kind `K` (see [`kind`]): slices, vectors and
 /// arrays of the values, limbs for big integers, or a [`Batch`].
 pub trait IntoArg<'a, K> {
+    /// The argument, borrowing the values.
     fn into_arg(self) -> Arg<'a>;
 }
 
 /// Where a generated `run_into` may put a result of kind `K`.
 pub trait IntoOut<'a, K> {
+    /// The destination, borrowing the vector.
     fn into_out(self) -> Out<'a>;
 }
 
@@ -219,16 +231,22 @@ impl<'a> From<&'a Batch> for Arg<'a> {
     }
 }
 
-/// The values of one result for a whole batch.
+/// The values of one result for a whole batch, owned: what [`Kernel::run`](crate::Kernel::run)
+/// returns when the caller has no vectors of its own to fill.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Column {
+    /// Big integers (arrays of them flat, instance after instance).
     Big(Vec<BigUint>),
+    /// `bool` values.
     Bool(Vec<bool>),
+    /// `u32` values.
     U32(Vec<u32>),
+    /// `u64` values or residues.
     U64(Vec<u64>),
 }
 
 impl Column {
+    /// Values held (an array result counts each element).
     pub fn len(&self) -> usize {
         match self {
             Column::Big(v) => v.len(),
@@ -238,6 +256,7 @@ impl Column {
         }
     }
 
+    /// Whether the column holds no value.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -438,11 +457,15 @@ impl Elem {
     }
 }
 
-/// A parameter or result of a specialized program: its type, layout and host shape.
+/// A parameter or result of a specialized program: its type, layout and host shape, which the
+/// runtime converts values through.
 #[derive(Clone, Debug)]
 pub struct Slot {
+    /// The parameter's name (`result K` for results).
     pub name: String,
+    /// Its type, sizes constant.
     pub ty: Type,
+    /// How one instance lies in the kernels' buffers.
     pub layout: BufferLayout,
     pub(crate) elem: Elem,
     /// Values per instance: N for an array `[T; N]`, else 1.
@@ -450,6 +473,7 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// The slot of a value of type `ty` (sizes constant) called `name` in errors.
     pub fn new(name: &str, ty: &Type) -> Result<Slot> {
         let per = match ty {
             Type::Array(_, n) => n.as_const().unwrap_or(0) as usize,

@@ -1,4 +1,4 @@
-//! Choosing where kernels run.
+//! Choosing where kernels run: a GPU, or the CPU backend when there is none.
 
 use crate::error::{Error, Result};
 use crate::gpu::GpuDevice;
@@ -7,12 +7,33 @@ use std::sync::Arc;
 /// What the compiled kernel takes from the chip, as the driver reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resources {
+    /// Registers per thread.
     pub registers: u32,
+    /// Static shared memory per block, in bytes (the dynamic part is the schedule's).
     pub shared_bytes: u32,
     /// Local memory per thread: non-zero means spills (or an array the compiler could not keep in
     /// registers).
     pub local_bytes: u32,
+    /// The most threads per block the kernel can be launched with, given its registers.
     pub max_threads: u32,
+}
+
+/// What bigfuse holds of a GPU's memory, from its pools' own counts
+/// ([`GpuDevice::memory_usage`](crate::GpuDevice::memory_usage)), in bytes of size classes (a
+/// buffer counts its rounded-up size). Everything bigfuse took from the driver is the sum of the
+/// `in_use` and `pooled` figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Device memory in buffers that exist: batches, kernels' constant tables, and the arenas and
+    /// results of calls in progress.
+    pub device_in_use: usize,
+    /// Device memory kept for reuse by later calls (at most a quarter of the device's), freed by
+    /// [`GpuDevice::release_pooled_memory`](crate::GpuDevice::release_pooled_memory).
+    pub device_pooled: usize,
+    /// Pinned host memory staging the transfers in progress.
+    pub pinned_in_use: usize,
+    /// Pinned host memory kept for reuse (at most 1 GiB).
+    pub pinned_pooled: usize,
 }
 
 /// How the CPU backend runs a program.
@@ -24,18 +45,86 @@ pub enum CpuLevel {
     Lowered,
 }
 
-/// The CPU backend: the evaluator, in parallel over instances.
+/// The CPU backend: the evaluator, in parallel over instances. What [`Device::auto`] falls back to
+/// without a GPU, and what tests run on everywhere.
 #[derive(Clone, Debug)]
 pub struct CpuDevice {
+    /// Which form of the program runs.
     pub level: CpuLevel,
     /// Why the GPU was not used, when [`Device::auto`] fell back to the CPU.
     pub fallback_reason: Option<String>,
 }
 
-/// Where a kernel runs.
+/// Where kernels run: a GPU, or the CPU backend, which computes the same results without one
+/// (the evaluator, in parallel over instances). Every call and every [`Batch`](crate::Batch)
+/// takes the device it runs on. Cloning is cheap: a clone of a GPU device is the same GPU, with
+/// the same streams and memory pools.
+///
+/// ```
+/// use bigfuse_runtime::{Batch, Device};
+/// use num_bigint::BigUint;
+///
+/// // The GPU if there is one; else the CPU backend, which says why the GPU was not used.
+/// let dev = Device::auto()?;
+/// println!("kernels run on the {dev}");
+///
+/// // Tests pin the CPU backend: the same results, no GPU needed.
+/// let cpu = Device::cpu();
+/// assert!(!cpu.is_gpu());
+/// let x = Batch::big(&cpu, 128, &[BigUint::from(7u8), BigUint::from(u128::MAX)])?;
+/// assert_eq!(x.to_big()?, [BigUint::from(7u8), BigUint::from(u128::MAX)]);
+/// # Ok::<(), bigfuse_runtime::Error>(())
+/// ```
+///
+/// # Concurrency
+///
+/// `Device`, [`Kernel`](crate::Kernel), [`Batch`](crate::Batch) and [`Error`] are `Send` and
+/// `Sync`. Any number of threads may call kernels on one device at once (`run`, `run_into`,
+/// `launch`, reading batches): the same kernel or different ones, at the same sizes or not. Each
+/// call gets exactly its own results, and no combination of calls deadlocks
+/// (`tests/concurrency.rs` runs eight threads at once in each of these ways).
+///
+/// What the threads share, and so how their calls are ordered:
+///
+/// - **On a GPU, three streams.** Every kernel of every thread, every batch upload and download,
+///   and the whole of a call small enough for one chunk, go to the device's one main stream, in
+///   the order the threads queue them: kernels of different calls run one after another, never
+///   side by side, and a thread's call may wait behind work queued before it by others. The
+///   uploads and downloads of pipelined calls of several chunks go to two transfer streams, so
+///   they overlap other calls' kernels; events order each call's chunks, and a call waits for its
+///   own events (after an error, for everything queued on the device, before its memory goes
+///   back to the pools). Converting values to and from the kernels' layout runs on the calling
+///   threads (and rayon's pool), in parallel.
+/// - **On a GPU, two memory pools** (device memory, and pinned host memory for staging), so that
+///   a buffer one call frees is reused by the next call of any thread. Device memory may go back
+///   to the pool while work queued on the main stream still uses it: any later work that can
+///   receive it is ordered after that work (the transfer streams wait on the main stream before
+///   a pipelined call touches its memory). Staging memory goes back only once its copies are
+///   complete, also after a failed call. What the pools hold:
+///   [`GpuDevice::memory_usage`]; to give it back: [`GpuDevice::release_pooled_memory`].
+/// - **The compiled kernels of a [`Kernel`](crate::Kernel)**, per sizes, schedule hints and GPU.
+///   When several threads make the first call of one kernel at the same sizes at once, one of
+///   them plans, compiles (NVRTC) and loads it while the others wait, then all use it; different
+///   sizes or kernels compile in parallel. A compilation that fails is not remembered: each
+///   waiting caller tries again and gets its own error. Compiled binaries are also cached per
+///   process and on disk (written atomically) for every kernel. With `BIGFUSE_AUTOTUNE=1`,
+///   concurrent first calls at one size may each run the tuning (until one has stored its
+///   choice), and their timings disturb each other: tune before going parallel.
+/// - **On the CPU backend**, rayon's global thread pool, which runs the instances of every call.
+///
+/// A [`Batch`](crate::Batch) used from two threads: both may read it (reads wait for the kernels
+/// that compute it) and pass it to launches at once; kernels never write into their arguments
+/// (results are new batches), so nothing races. It is freed when its owner drops it, after the
+/// threads that borrow it are done.
+///
+/// A failed call leaves the device usable for the other threads, except after a failure that
+/// CUDA makes permanent for the whole context (an illegal address in a kernel, say): then every
+/// later call on the GPU fails with [`Error::Cuda`].
 #[derive(Clone, Debug)]
 pub enum Device {
+    /// A GPU, shared by every clone of the device and every batch on it.
     Gpu(Arc<GpuDevice>),
+    /// The CPU backend.
     Cpu(CpuDevice),
 }
 
@@ -83,10 +172,12 @@ impl Device {
         })
     }
 
+    /// Whether kernels run on a GPU (else on the CPU backend).
     pub fn is_gpu(&self) -> bool {
         matches!(self, Device::Gpu(_))
     }
 
+    /// The GPU, for what only a GPU has (its memory figures, its streams, loading programs).
     pub fn as_gpu(&self) -> Option<&Arc<GpuDevice>> {
         match self {
             Device::Gpu(g) => Some(g),

@@ -6,6 +6,7 @@
 //! themselves against `main` with events. All three are non-blocking streams, so nothing waits on
 //! the legacy default stream.
 
+use crate::device::MemoryUsage;
 pub use crate::device::Resources;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DevicePool, PinnedPool};
@@ -15,7 +16,9 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use std::sync::{Arc, Mutex};
 
-/// One GPU, with its streams and memory pools.
+/// One GPU, with its streams and memory pools: what [`Device::Gpu`](crate::Device::Gpu) holds,
+/// shared (`Arc`) by every thread and batch that uses it. See [`Device`](crate::Device) for what
+/// calls from several threads at once guarantee.
 pub struct GpuDevice {
     ctx: Arc<CudaContext>,
     main: Arc<CudaStream>,
@@ -56,21 +59,15 @@ pub fn driver_version() -> Option<(i32, i32)> {
     (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS && v > 0).then_some((v / 1000, v % 1000 / 10))
 }
 
-/// Runs a driver call, turning a panic of cudarc's dynamic loading into [`Error::NoDriver`] and
-/// out-of-memory into [`Error::OutOfMemory`].
+/// Runs a driver call, turning a panic of cudarc's dynamic loading into [`Error::NoDriver`] and a
+/// failure into [`Error::OutOfMemory`] or [`Error::Cuda`] by its result code (kept as the source).
 pub(crate) fn guarded<T>(
     during: &str,
     f: impl FnOnce() -> std::result::Result<T, cudarc::driver::DriverError>,
 ) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-            Err(Error::OutOfMemory {
-                what: during.into(),
-                bytes: 0,
-            })
-        }
-        Ok(Err(e)) => Err(Error::driver(during, e)),
+        Ok(Err(e)) => Err(Error::cuda(during, e)),
         Err(_) => Err(Error::NoDriver),
     }
 }
@@ -89,8 +86,9 @@ impl GpuDevice {
             });
         }
         let count = guarded("counting GPUs", CudaContext::device_count).map_err(|e| match e {
-            Error::Driver { message, .. } => {
-                Error::NoGpu(format!("the CUDA driver found no usable GPU ({message})"))
+            // E.g. CUDA_ERROR_NO_DEVICE from cuInit: the driver is there, but no GPU it can use.
+            Error::Cuda { source, .. } => {
+                Error::NoGpu(format!("the CUDA driver found no usable GPU ({source})"))
             }
             other => other,
         })?;
@@ -150,16 +148,48 @@ impl GpuDevice {
         self.driver
     }
 
+    /// What the compiler schedules kernels for: this GPU's name, architecture and limits.
     pub fn target(&self) -> &Target {
         &self.target
     }
 
+    /// The CUDA ordinal of this GPU (0 for the first).
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }
 
+    /// The CUDA context (the device's primary context), for callers that use cudarc directly
+    /// next to bigfuse.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
+    }
+
+    /// What bigfuse holds of memory on this device now, by its pools' own counts (exact, and
+    /// blind to other users of the GPU); read it when no call is in progress for a stable figure.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let (device_in_use, device_pooled) = self.memory.usage();
+        let (pinned_in_use, pinned_pooled) = self.pinned.usage();
+        MemoryUsage {
+            device_in_use,
+            device_pooled,
+            pinned_in_use,
+            pinned_pooled,
+        }
+    }
+
+    /// Frees the memory the pools keep for reuse (device memory and pinned host memory), for
+    /// other users of the GPU or of the host; buffers in use are untouched. The next calls
+    /// allocate afresh what they need.
+    pub fn release_pooled_memory(&self) {
+        self.memory.trim();
+        self.pinned.trim();
+    }
+
+    /// Free and total device memory as the driver reports it (`cuMemGetInfo`): the whole GPU's,
+    /// every process and library included.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.bind()?;
+        guarded("reading the free memory", result::mem_get_info)
     }
 
     /// The stream that kernels and batch transfers run on (time them with events on it).
@@ -399,11 +429,13 @@ impl GpuDevice {
 
 /// A kernel loaded on a GPU.
 pub struct GpuKernel {
+    /// The compiler's output: source, schedule, layouts.
     pub compiled: Compiled,
     /// Constant tables (NTT twiddles) on the device, passed after the outputs.
     tables: Vec<DeviceBuffer>,
     _module: Arc<CudaModule>,
     function: CudaFunction,
+    /// Registers, shared and local memory of the compiled kernel, as the driver reports them.
     pub resources: Resources,
     /// Blocks of this kernel one SM runs at once.
     pub blocks_per_sm: u32,
@@ -517,10 +549,13 @@ impl GpuKernel {
 
 /// A plan loaded on a GPU: one kernel, or several with intermediates between them.
 pub struct GpuProgram {
+    /// The compiler's plan: its kernels and the buffers between them.
     pub plan: bigfuse_codegen::Plan,
+    /// The plan's kernels, loaded, in launch order.
     pub parts: Vec<GpuKernel>,
-    /// The layouts of the program's arguments and results.
+    /// The layouts of the program's arguments.
     pub inputs: Vec<BufferLayout>,
+    /// The layouts of the program's results.
     pub outputs: Vec<BufferLayout>,
     /// Where each intermediate buffer starts in a temporary arena, per instance of a chunk of
     /// `c` instances: buffer `b` at `c * temp_offsets[b]` (results have no temporary).

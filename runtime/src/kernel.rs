@@ -14,18 +14,66 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// What a loaded kernel is cached by: sizes, schedule hints, GPU ordinal.
 type LoadKey = (Vec<u64>, Hints, usize);
 
-/// A kernel program. Its specialized forms are cached per sizes, its compiled forms per (sizes,
-/// schedule hints, GPU), so that a repeated call neither re-specializes nor re-plans.
+/// The loaded program of one key, once made. Its own lock, so that concurrent first calls with
+/// one key wait for a single compilation while other keys compile in parallel.
+type Loading = Arc<Mutex<Option<Arc<GpuProgram>>>>;
+
+/// A kernel program, callable on any [`Device`] over batches of any size. Its specialized forms
+/// are cached per sizes, its compiled forms per (sizes, schedule hints, GPU), so that a repeated
+/// call neither re-specializes nor re-plans nor recompiles.
+///
+/// `#[bigfuse::kernel]` makes one per annotated function (its `kernel()`), with typed `run`,
+/// `run_into` and `launch` functions around the methods here; a program built otherwise (with the
+/// IR builder, or from IR text as below) is called through them directly. Calls from several
+/// threads at once are safe: see [`Device`]'s section on concurrency.
+///
+/// ```
+/// use bigfuse_runtime::{Arg, Batch, Column, Device, Kernel, Out};
+/// use num_bigint::BigUint;
+///
+/// // r = a + b modulo 2^BITS, as IR text (what `#[bigfuse::kernel]` would build from Rust).
+/// let add = Kernel::new(bigfuse_core::parse(
+///     "fn add<BITS>(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+///        %a = param a : U<BITS>
+///        %b = param b : U<BITS>
+///        %s = big.add %a, %b : U<BITS>
+///        return %s
+///      }",
+/// )?)?;
+/// let dev = Device::cpu();
+/// let a = [BigUint::from(5u8), BigUint::from(u64::MAX)];
+/// let b = [BigUint::from(1u8), BigUint::from(1u8)];
+///
+/// // Host values in, owned results out (sizes: BITS = 128).
+/// let r = add.run(&dev, &[128], &[Arg::Big(&a), Arg::Big(&b)])?;
+/// let want = vec![BigUint::from(6u8), BigUint::from(1u8) << 64];
+/// assert_eq!(r, [Column::Big(want.clone())]);
+///
+/// // Limbs in, limbs out into a vector the caller keeps (2 limbs per 128-bit value).
+/// let mut limbs = Vec::new();
+/// add.run_into(&dev, &[128], &[Arg::U64(&[5, 0, u64::MAX, 0]), Arg::Big(&b)], &mut [Out::U64(&mut limbs)])?;
+/// assert_eq!(limbs, [6, 0, 0, 1]);
+///
+/// // Batches stay on the device; chained launches need no round trip through the host.
+/// let x = Batch::big(&dev, 128, &a)?;
+/// let y = add.launch(&dev, &[128], &[Arg::Batch(&x), Arg::Big(&b)])?;
+/// let z = add.launch(&dev, &[128], &[Arg::Batch(&y[0]), Arg::Batch(&x)])?;
+/// assert_eq!(z[0].to_big()?, [BigUint::from(11u8), (BigUint::from(1u8) << 65) - 1u8]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Kernel {
     func: Func,
     specialized: Mutex<HashMap<Vec<u64>, Arc<Specialized>>>,
-    loaded: Mutex<HashMap<LoadKey, Arc<GpuProgram>>>,
+    loaded: Mutex<HashMap<LoadKey, Loading>>,
 }
 
 /// The program at one set of sizes: its parameters and results with their layouts.
 pub struct Specialized {
+    /// The program with every size replaced by its value.
     pub concrete: Func,
+    /// How each parameter's values are passed.
     pub params: Vec<Slot>,
+    /// How each result's values come back.
     pub results: Vec<Slot>,
     /// The lowered program, for the CPU backend's lowered level (made on first use).
     lowered: OnceLock<Func>,
@@ -74,10 +122,12 @@ impl Kernel {
         })
     }
 
+    /// The program, with symbolic sizes.
     pub fn func(&self) -> &Func {
         &self.func
     }
 
+    /// The program's name (the annotated function's).
     pub fn name(&self) -> &str {
         &self.func.name
     }
@@ -304,6 +354,8 @@ impl Kernel {
         self.prepare_with(gpu, sizes, &env_hints())
     }
 
+    /// [`Kernel::prepare`] with explicit schedule hints. Concurrent first calls with the same
+    /// sizes, hints and GPU compile once: the others wait for that compilation and share it.
     pub fn prepare_with(
         &self,
         gpu: &GpuDevice,
@@ -311,21 +363,22 @@ impl Kernel {
         hints: &Hints,
     ) -> Result<Arc<GpuProgram>> {
         let key = (sizes.to_vec(), hints.clone(), gpu.ordinal());
-        if let Some(k) = self
+        let slot = self
             .loaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(k.clone());
+            .entry(key)
+            .or_default()
+            .clone();
+        // Only this key's lock is held while compiling (the map's is released above).
+        let mut program = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = &*program {
+            return Ok(p.clone());
         }
         let plan = self.plan(sizes, gpu.target(), hints)?;
-        let k = Arc::new(gpu.load_plan(plan)?);
-        self.loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, k.clone());
-        Ok(k)
+        let p = Arc::new(gpu.load_plan(plan)?);
+        *program = Some(p.clone());
+        Ok(p)
     }
 
     /// Every pass's output and decision for these sizes; on a GPU also the compiled kernel's

@@ -4,6 +4,12 @@
 //!
 //! The GPU backend is the `cuda` feature (on by default). Without it the crate depends on no CUDA
 //! crate and runs on the CPU backend; its GPU types remain, uninhabited (see `nocuda.rs`).
+//!
+//! Users reach this crate through `bigfuse`, which re-exports what a program needs ([`Device`],
+//! [`Batch`], [`Kernel`], [`Error`], ..). The modules below are for callers that manage device
+//! memory and loaded programs themselves (the benchmarks do).
+
+#![warn(missing_docs)]
 
 pub mod autotune;
 pub mod batch;
@@ -33,8 +39,8 @@ pub use nocuda::{gpu, memory};
 pub use autotune::Tuned;
 pub use batch::Batch;
 pub use column::{big_from_limbs, kind, Arg, Column, IntoArg, IntoOut, Out};
-pub use device::{gpu_for_tests, CpuDevice, CpuLevel, Device};
-pub use error::{Error, Result};
+pub use device::{gpu_for_tests, CpuDevice, CpuLevel, Device, MemoryUsage};
+pub use error::{CudaError, Error, Result};
 pub use gpu::{GpuDevice, GpuKernel, GpuProgram, Resources};
 
 pub use kernel::{env_hints, Kernel, Specialized};

@@ -6,6 +6,11 @@
 //! released buffers are freed. When the driver reports out-of-memory, the pool frees what it holds
 //! and tries once more.
 //!
+//! Each pool counts the bytes (by size class) of its buffers that exist ("in use") and of those
+//! it keeps for reuse ("pooled"): [`GpuDevice::memory_usage`](crate::GpuDevice::memory_usage).
+//! Both pools are shared by every thread that calls on the device; a mutex guards their free
+//! lists (held for a list operation only, never across a driver call that waits).
+//!
 //! Ordering: a device buffer may go back to the pool while work that uses it is still queued on
 //! the device's main stream. Work on the main stream is ordered after it anyway; the transfer
 //! streams wait on the main stream before they touch pooled memory (see `call.rs`).
@@ -14,6 +19,7 @@ use crate::error::{Error, Result};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaContext, DriverError};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The size class of an allocation of `bytes`.
@@ -65,14 +71,17 @@ impl<P> FreeLists<P> {
     }
 }
 
+/// Whether a driver call ran out of memory: by its result code.
 fn is_oom(e: &DriverError) -> bool {
-    e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+    crate::error::CudaError::from(*e).is_out_of_memory()
 }
 
 /// The pool of device memory of one context.
 pub(crate) struct DevicePool {
     ctx: Arc<CudaContext>,
     free: Mutex<FreeLists<CUdeviceptr>>,
+    /// Bytes (size classes) of the buffers that exist now.
+    in_use: AtomicUsize,
     cap: usize,
     /// The device's memory: a larger request fails at once, without asking the driver.
     total: usize,
@@ -83,6 +92,7 @@ impl DevicePool {
         Arc::new(DevicePool {
             ctx,
             free: Mutex::new(FreeLists::new()),
+            in_use: AtomicUsize::new(0),
             cap: total_memory / 4,
             total: total_memory,
         })
@@ -95,10 +105,14 @@ impl DevicePool {
     /// A buffer of at least `bytes` bytes (contents undefined). `what` names it in errors.
     pub(crate) fn alloc(self: &Arc<Self>, bytes: usize, what: &str) -> Result<DeviceBuffer> {
         let class = size_class(bytes);
-        let ptr = match self.lists().take(class) {
+        // The free lists' lock is released before any driver call: `fresh` may wait for the
+        // driver, and trims the pool (taking the lock again) when it runs out of memory.
+        let pooled = self.lists().take(class);
+        let ptr = match pooled {
             Some(p) => p,
             None => self.fresh(bytes, class, what)?,
         };
+        self.in_use.fetch_add(class, Ordering::Relaxed);
         Ok(DeviceBuffer {
             ptr,
             bytes,
@@ -108,32 +122,33 @@ impl DevicePool {
     }
 
     fn fresh(&self, bytes: usize, class: usize, what: &str) -> Result<CUdeviceptr> {
-        let oom = || Error::OutOfMemory {
-            what: what.into(),
-            bytes,
-        };
         if class > self.total {
-            return Err(oom());
+            return Err(Error::OutOfMemory {
+                what: what.into(),
+                bytes,
+                source: None,
+            });
         }
         self.ctx
             .bind_to_thread()
-            .map_err(|e| Error::driver("binding the CUDA context", e))?;
+            .map_err(|e| Error::cuda("binding the CUDA context", e))?;
         // SAFETY: a plain allocation; the pointer is owned by the returned buffer.
-        match unsafe { result::malloc_sync(class) } {
-            Ok(p) => Ok(p),
+        let p = match unsafe { result::malloc_sync(class) } {
             Err(e) if is_oom(&e) => {
                 self.trim();
                 // SAFETY: as above.
-                unsafe { result::malloc_sync(class) }.map_err(|e| {
-                    if is_oom(&e) {
-                        oom()
-                    } else {
-                        Error::driver(format!("allocating {what}"), e)
-                    }
-                })
+                unsafe { result::malloc_sync(class) }
             }
-            Err(e) => Err(Error::driver(format!("allocating {what}"), e)),
+            other => other,
         }
+        .map_err(|e| Error::cuda_allocating(what, bytes, e))?;
+        Ok(p)
+    }
+
+    /// Bytes of the buffers that exist, and bytes the pool keeps for reuse.
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        let pooled = self.lists().held;
+        (self.in_use.load(Ordering::Relaxed), pooled)
     }
 
     /// Frees every buffer the pool holds.
@@ -151,7 +166,10 @@ impl DevicePool {
     }
 
     fn release(&self, class: usize, ptr: CUdeviceptr) {
-        if let Some(p) = self.lists().put(class, ptr, self.cap) {
+        self.in_use.fetch_sub(class, Ordering::Relaxed);
+        // Not `if let Some(p) = self.lists().put(..)`: the lock would be held while freeing.
+        let refused = self.lists().put(class, ptr, self.cap);
+        if let Some(p) = refused {
             let _ = self.ctx.bind_to_thread();
             // SAFETY: the buffer is being dropped; nobody else holds the pointer.
             let _ = unsafe { result::free_sync(p) };
@@ -195,6 +213,7 @@ impl DeviceBuffer {
         self.bytes / 8
     }
 
+    /// Whether the buffer has no usable byte.
     pub fn is_empty(&self) -> bool {
         self.bytes == 0
     }
@@ -221,6 +240,8 @@ unsafe impl Send for HostPtr {}
 pub(crate) struct PinnedPool {
     ctx: Arc<CudaContext>,
     free: Mutex<FreeLists<HostPtr>>,
+    /// Bytes (size classes) of the buffers that exist now.
+    in_use: AtomicUsize,
     cap: usize,
 }
 
@@ -229,6 +250,7 @@ impl PinnedPool {
         Arc::new(PinnedPool {
             ctx,
             free: Mutex::new(FreeLists::new()),
+            in_use: AtomicUsize::new(0),
             cap: 1 << 30,
         })
     }
@@ -239,12 +261,13 @@ impl PinnedPool {
 
     pub(crate) fn alloc(self: &Arc<Self>, bytes: usize) -> Result<PinnedBuffer> {
         let class = size_class(bytes);
-        let ptr = match self.lists().take(class) {
+        let pooled = self.lists().take(class);
+        let ptr = match pooled {
             Some(p) => p.0,
             None => {
                 self.ctx
                     .bind_to_thread()
-                    .map_err(|e| Error::driver("binding the CUDA context", e))?;
+                    .map_err(|e| Error::cuda("binding the CUDA context", e))?;
                 // SAFETY: a plain allocation, owned by the returned buffer. Portable: usable by
                 // every context; mapped: kernels may write small results into it directly; not
                 // write-combined, since results are read back on the host.
@@ -255,18 +278,11 @@ impl PinnedPool {
                             | cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
                     )
                 }
-                .map_err(|e| {
-                    if is_oom(&e) {
-                        Error::OutOfMemory {
-                            what: "pinned host staging".into(),
-                            bytes: class,
-                        }
-                    } else {
-                        Error::driver("allocating pinned host memory", e)
-                    }
-                })? as *mut u8
+                .map_err(|e| Error::cuda_allocating("pinned host staging", class, e))?
+                    as *mut u8
             }
         };
+        self.in_use.fetch_add(class, Ordering::Relaxed);
         Ok(PinnedBuffer {
             ptr,
             bytes,
@@ -275,8 +291,30 @@ impl PinnedPool {
         })
     }
 
+    /// Bytes of the buffers that exist, and bytes the pool keeps for reuse.
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        let pooled = self.lists().held;
+        (self.in_use.load(Ordering::Relaxed), pooled)
+    }
+
+    /// Frees every buffer the pool holds.
+    pub(crate) fn trim(&self) {
+        let freed = self.lists().drain();
+        if freed.is_empty() {
+            return;
+        }
+        let _ = self.ctx.bind_to_thread();
+        for (_, p) in freed {
+            // SAFETY: pooled pointers are owned by the pool and used by nobody (a staging buffer
+            // goes back only after the copies that use it are complete).
+            let _ = unsafe { result::free_host(p.0 as _) };
+        }
+    }
+
     fn release(&self, class: usize, ptr: *mut u8) {
-        if let Some(p) = self.lists().put(class, HostPtr(ptr), self.cap) {
+        self.in_use.fetch_sub(class, Ordering::Relaxed);
+        let refused = self.lists().put(class, HostPtr(ptr), self.cap);
+        if let Some(p) = refused {
             let _ = self.ctx.bind_to_thread();
             // SAFETY: the buffer is being dropped; nobody else holds the pointer.
             let _ = unsafe { result::free_host(p.0 as _) };
@@ -286,12 +324,7 @@ impl PinnedPool {
 
 impl Drop for PinnedPool {
     fn drop(&mut self) {
-        let freed = self.lists().drain();
-        let _ = self.ctx.bind_to_thread();
-        for (_, p) in freed {
-            // SAFETY: pooled pointers are owned by the pool.
-            let _ = unsafe { result::free_host(p.0 as _) };
-        }
+        self.trim();
     }
 }
 

@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use std::convert::Infallible;
 
+/// The GPU backend of a build with the `cuda` feature, uninhabited here.
 pub mod gpu {
     use super::*;
     use crate::memory::DeviceBuffer;
@@ -43,34 +44,42 @@ pub mod gpu {
             match self.never {}
         }
 
+        /// What the compiler schedules kernels for (unreachable: no GPU exists in this build).
         pub fn target(&self) -> &Target {
             self.unreachable()
         }
 
+        /// The CUDA ordinal (unreachable).
         pub fn ordinal(&self) -> usize {
             self.unreachable()
         }
 
+        /// The CUDA version the driver supports (unreachable).
         pub fn driver_version(&self) -> (i32, i32) {
             self.unreachable()
         }
 
+        /// Pooled device memory (unreachable).
         pub fn alloc_bytes(&self, _bytes: usize, _what: &str) -> Result<DeviceBuffer> {
             self.unreachable()
         }
 
+        /// A zeroed device buffer (unreachable).
         pub fn alloc(&self, _len: usize, _what: &str) -> Result<DeviceBuffer> {
             self.unreachable()
         }
 
+        /// Copies values to the device (unreachable).
         pub fn upload<T: Copy>(&self, _values: &[T], _what: &str) -> Result<DeviceBuffer> {
             self.unreachable()
         }
 
+        /// Copies a buffer back (unreachable).
         pub fn download(&self, _buf: &DeviceBuffer, _what: &str) -> Result<Vec<u64>> {
             self.unreachable()
         }
 
+        /// Copies a buffer back into `dst` (unreachable).
         pub fn download_into<T: Copy>(
             &self,
             _buf: &DeviceBuffer,
@@ -80,6 +89,7 @@ pub mod gpu {
             self.unreachable()
         }
 
+        /// Copies between device buffers (unreachable).
         pub fn copy(
             &self,
             _src: &DeviceBuffer,
@@ -89,28 +99,50 @@ pub mod gpu {
             self.unreachable()
         }
 
+        /// Waits for the device (unreachable).
         pub fn synchronize(&self) -> Result<()> {
             self.unreachable()
         }
 
+        /// Compiles and loads a kernel (unreachable).
         pub fn load(&self, _compiled: Compiled) -> Result<GpuKernel> {
             self.unreachable()
         }
 
+        /// Compiles and loads a plan (unreachable).
         pub fn load_plan(&self, _plan: Plan) -> Result<GpuProgram> {
+            self.unreachable()
+        }
+
+        /// What bigfuse holds of the GPU's memory (unreachable).
+        pub fn memory_usage(&self) -> crate::device::MemoryUsage {
+            self.unreachable()
+        }
+
+        /// Frees the pools' memory (unreachable).
+        pub fn release_pooled_memory(&self) {
+            self.unreachable()
+        }
+
+        /// Free and total device memory (unreachable).
+        pub fn memory_info(&self) -> Result<(usize, usize)> {
             self.unreachable()
         }
     }
 
     /// A kernel loaded on a GPU (none in this build).
     pub struct GpuKernel {
+        /// The compiler's output.
         pub compiled: Compiled,
+        /// What the kernel takes from the chip.
         pub resources: Resources,
+        /// Blocks of this kernel one SM runs at once.
         pub blocks_per_sm: u32,
         never: Infallible,
     }
 
     impl GpuKernel {
+        /// Launches over `n` instances (unreachable).
         pub fn launch(
             &self,
             _dev: &GpuDevice,
@@ -121,6 +153,7 @@ pub mod gpu {
             match self.never {}
         }
 
+        /// Instances one wave covers (unreachable).
         pub fn instances_per_wave(&self, _target: &Target) -> u64 {
             match self.never {}
         }
@@ -128,30 +161,39 @@ pub mod gpu {
 
     /// A plan loaded on a GPU (none in this build).
     pub struct GpuProgram {
+        /// The compiler's plan.
         pub plan: Plan,
+        /// The plan's kernels, loaded.
         pub parts: Vec<GpuKernel>,
+        /// The layouts of the program's arguments.
         pub inputs: Vec<BufferLayout>,
+        /// The layouts of the program's results.
         pub outputs: Vec<BufferLayout>,
         never: Infallible,
     }
 
     impl GpuProgram {
+        /// The kernel, when the plan is a single one (unreachable).
         pub fn single(&self) -> Option<&GpuKernel> {
             match self.never {}
         }
 
+        /// 64-bit words per instance of each result (unreachable).
         pub fn result_words(&self) -> Vec<u64> {
             match self.never {}
         }
 
+        /// Bytes of intermediates for `c` instances (unreachable).
         pub fn temp_bytes(&self, _c: u64) -> u64 {
             match self.never {}
         }
 
+        /// Instances one wave covers (unreachable).
         pub fn instances_per_wave(&self, _target: &Target) -> u64 {
             match self.never {}
         }
 
+        /// Launches every kernel (unreachable).
         pub fn launch(
             &self,
             _dev: &GpuDevice,
@@ -164,6 +206,7 @@ pub mod gpu {
     }
 }
 
+/// Device memory of a build with the `cuda` feature, uninhabited here.
 pub mod memory {
     use super::*;
 
@@ -174,18 +217,22 @@ pub mod memory {
     }
 
     impl DeviceBuffer {
+        /// The device address (unreachable).
         pub fn ptr(&self) -> u64 {
             match self.never {}
         }
 
+        /// Usable bytes (unreachable).
         pub fn bytes(&self) -> usize {
             match self.never {}
         }
 
+        /// Usable 64-bit words (unreachable).
         pub fn len(&self) -> usize {
             match self.never {}
         }
 
+        /// Whether the buffer is empty (unreachable).
         pub fn is_empty(&self) -> bool {
             match self.never {}
         }
@@ -281,22 +328,27 @@ pub(crate) mod nvrtc_library {
     }
 
     impl Nvrtc {
+        /// NVRTC's version (unreachable: no NVRTC is loaded in this build).
         pub fn version(&self) -> (i32, i32) {
             match self.0 {}
         }
 
+        /// The library file (unreachable).
         pub fn path(&self) -> &std::path::Path {
             match self.0 {}
         }
 
+        /// The architectures it compiles for (unreachable).
         pub fn architectures(&self) -> &[i32] {
             match self.0 {}
         }
 
+        /// The library in words (unreachable).
         pub fn describe(&self) -> String {
             match self.0 {}
         }
 
+        /// Whether it compiles for `arch` (unreachable).
         pub fn supports(&self, _arch: &str) -> bool {
             match self.0 {}
         }

@@ -119,6 +119,11 @@ fn upload(gpu: &GpuDevice, slot: &Slot, arg: &Arg, n: usize) -> Result<DeviceBuf
         events[0].synchronize()?;
         events[1].synchronize()
     });
+    if outcome.is_err() || done.is_err() {
+        // A copy may still read the staging: wait for it before the staging goes back to the
+        // pool (another thread may take it at once).
+        let _ = gpu.synchronize();
+    }
     gpu.recycle_events(events);
     outcome.and(done)?;
     Ok(buf)
