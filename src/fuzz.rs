@@ -559,10 +559,11 @@ fn big_associative(r: &mut Rng, big: &Type, bits: u64) -> IrResult<(Func, Litera
     let Type::Big(size) = big else {
         unreachable!("a big-integer type")
     };
+    // Identities in the minimal form the text reads back (one limb for 0).
     let (v, init) = match r.below(4) {
-        0 => (l.add(a, c)?, vec![]),
-        1 => (l.xor(a, c)?, vec![]),
-        2 => (l.or(a, c)?, vec![]),
+        0 => (l.add(a, c)?, vec![0]),
+        1 => (l.xor(a, c)?, vec![0]),
+        2 => (l.or(a, c)?, vec![0]),
         _ => (l.and(a, c)?, vec![u64::MAX; (bits / 64) as usize]),
     };
     Ok((l.finish(&[v])?, Literal::Big(init, *size)))

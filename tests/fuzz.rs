@@ -120,11 +120,7 @@ fn random_programs_and_their_stages_read_back() {
     let same = |f: &Func, what: &str| {
         let text = print(f);
         let back = parse(&text).unwrap_or_else(|e| panic!("{what}: {e}\n{text}"));
-        // Compared with big constants in their minimal form: see `masks_read_back_exactly`.
-        assert!(
-            canonical(&back) == canonical(f),
-            "{what} reads back differently:\n{text}"
-        );
+        assert!(back == *f, "{what} reads back differently:\n{text}");
     };
     let start = Instant::now();
     let mut done = 0;
@@ -167,48 +163,9 @@ fn random_programs_and_their_stages_read_back() {
     eprintln!("{done} seeds: programs, parts and stages read back");
 }
 
-/// `f` with every big-integer constant in the form the text reads back as: its minimal limbs, at
-/// least one. `Builder::mask` (dsl-core/src/builder.rs, used by masks and bit fields) makes its zero
-/// as `Literal::Big(vec![], ..)`, which prints as `0x0u..` and reads back as `Literal::Big(vec![0],
-/// ..)`: the same value, but not the same literal. Until it makes the minimal form, the read-back
-/// test compares programs in this form, and `masks_read_back_exactly` (ignored) says what is wrong.
-fn canonical(f: &bigfuse::ir::Func) -> bigfuse::ir::Func {
-    use bigfuse::ir::{Literal, Op};
-    fn lit(l: &Literal) -> Literal {
-        match l {
-            Literal::Big(limbs, bits) => {
-                let mut v = limbs.clone();
-                while v.len() > 1 && v.last() == Some(&0) {
-                    v.pop();
-                }
-                if v.is_empty() {
-                    v.push(0);
-                }
-                Literal::Big(v, *bits)
-            }
-            Literal::Tuple(ls) => Literal::Tuple(ls.iter().map(lit).collect()),
-            other => other.clone(),
-        }
-    }
-    let mut g = f.clone();
-    for node in &mut g.nodes {
-        match &mut node.op {
-            Op::Const(l) => *l = lit(l),
-            Op::Map { f, .. } => **f = canonical(f),
-            Op::Scan { op, init, .. } | Op::Reduce { op, init, .. } => {
-                **op = canonical(op);
-                *init = lit(init);
-            }
-            _ => {}
-        }
-    }
-    g
-}
-
-/// A mask's program reads back as the same program. Fails today: `Builder::mask` makes the zero it
-/// starts from with no limbs (`Literal::Big(vec![], ..)`), the text form reads it back with one.
+/// A program with a mask (and so bit fields) reads back as the same program: the zero a mask starts
+/// from is a literal in the form the text reads back (`Builder::mask` once made it with no limbs).
 #[test]
-#[ignore = "dsl-core's Builder::mask makes Literal::Big(vec![], ..), which reads back as vec![0]"]
 fn masks_read_back_exactly() {
     use bigfuse::ir::{parse, print, Builder, Size, Type};
     let mut b = Builder::new("mask", &["BITS"]);
