@@ -695,7 +695,12 @@ fn fill_and_overflow(gpu: &bigfuse::runtime::GpuDevice) {
     let fits_after_trim = gpu
         .alloc_bytes(2 * u, "a batch that needs the pooled memory")
         .unwrap_or_else(|e| {
-            panic!("with {left} bytes free and {} pooled: {e}", 2 * u);
+            panic!(
+                "with {left} bytes free and {} pooled: {e}; after the attempt the driver reports {} bytes free and the pool keeps {}",
+                2 * u,
+                free(),
+                gpu.memory_usage().device_pooled
+            );
         });
     assert_eq!(
         gpu.memory_usage().device_pooled,
