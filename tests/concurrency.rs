@@ -492,7 +492,8 @@ const DRIVER_SLACK: usize = 64 << 20;
 fn check_memory(dev: &Device, gpu: &bigfuse::runtime::GpuDevice, jobs: &[Job], what: &str) {
     let at = |when: &str| format!("{what} on the {dev}, {when}");
     gpu.synchronize().expect("the GPU works");
-    gpu.release_pooled_memory();
+    gpu.release_pooled_memory()
+        .expect("the driver frees pooled memory");
     let start = gpu.memory_usage();
     assert_eq!(
         (start.device_pooled, start.pinned_pooled),
@@ -504,7 +505,8 @@ fn check_memory(dev: &Device, gpu: &bigfuse::runtime::GpuDevice, jobs: &[Job], w
 
     let mut bound = MemoryUsage::default();
     for (t, job) in jobs.iter().enumerate() {
-        gpu.release_pooled_memory();
+        gpu.release_pooled_memory()
+            .expect("the driver frees pooled memory");
         let progress = Arc::new(vec![AtomicUsize::new(0)]);
         let (dev2, job2, p2) = (dev.clone(), *job, progress.clone());
         within(
@@ -529,7 +531,8 @@ fn check_memory(dev: &Device, gpu: &bigfuse::runtime::GpuDevice, jobs: &[Job], w
         bound.device_pooled += u.device_pooled;
         bound.pinned_pooled += u.pinned_pooled;
     }
-    gpu.release_pooled_memory();
+    gpu.release_pooled_memory()
+        .expect("the driver frees pooled memory");
 
     let mut before = gpu.memory_usage();
     for r in 1..=ROUNDS {
@@ -572,7 +575,8 @@ fn check_memory(dev: &Device, gpu: &bigfuse::runtime::GpuDevice, jobs: &[Job], w
         before = u;
     }
 
-    gpu.release_pooled_memory();
+    gpu.release_pooled_memory()
+        .expect("the driver frees pooled memory");
     assert_eq!(
         gpu.memory_usage(),
         start,
@@ -661,7 +665,8 @@ fn power_of_two_below(x: usize) -> usize {
 
 fn fill_and_overflow(gpu: &bigfuse::runtime::GpuDevice) {
     gpu.synchronize().expect("the GPU works");
-    gpu.release_pooled_memory();
+    gpu.release_pooled_memory()
+        .expect("the driver frees pooled memory");
     let start = gpu.memory_usage();
     let free = || gpu.memory_info().expect("free memory").0;
     // Sizes are powers of two, which the pool does not round up. On an 80 GB GPU `u` is 2 GiB.
@@ -722,6 +727,7 @@ fn fill_and_overflow(gpu: &bigfuse::runtime::GpuDevice) {
     }
     held.push(fits_after_trim);
     drop(held);
-    gpu.release_pooled_memory();
+    gpu.release_pooled_memory()
+        .expect("the driver frees pooled memory");
     assert_eq!(gpu.memory_usage(), start, "back to the starting level");
 }

@@ -1,4 +1,4 @@
-//! Lowering of the bit-level operations on big integers, part of [`crate::lower`]:
+//! Lowering of the bit-level operations on big integers, part of [`mod@crate::lower`]:
 //!
 //! - `!a`, `a & b`, `a | b`, `a ^ b` = a map over limbs;
 //! - bit counts = a map (each limb's count, placed by its index) ; a reduction (sum, max or min);

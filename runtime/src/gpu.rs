@@ -179,10 +179,13 @@ impl GpuDevice {
 
     /// Frees the memory the pools keep for reuse (device memory and pinned host memory), for
     /// other users of the GPU or of the host; buffers in use are untouched. The next calls
-    /// allocate afresh what they need.
-    pub fn release_pooled_memory(&self) {
-        self.memory.trim();
+    /// allocate afresh what they need. A failure of the driver to free device memory is
+    /// returned (after every buffer was tried).
+    pub fn release_pooled_memory(&self) -> Result<()> {
         self.pinned.trim();
+        self.memory
+            .trim()
+            .map_err(|e| Error::cuda("freeing pooled device memory", e))
     }
 
     /// Free and total device memory as the driver reports it (`cuMemGetInfo`): the whole GPU's,

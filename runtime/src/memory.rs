@@ -135,7 +135,8 @@ impl DevicePool {
         // SAFETY: a plain allocation; the pointer is owned by the returned buffer.
         let p = match unsafe { result::malloc_sync(class) } {
             Err(e) if is_oom(&e) => {
-                self.trim();
+                self.trim()
+                    .map_err(|e| Error::cuda("freeing pooled device memory to make room", e))?;
                 // SAFETY: as above.
                 unsafe { result::malloc_sync(class) }
             }
@@ -151,18 +152,23 @@ impl DevicePool {
         (self.in_use.load(Ordering::Relaxed), pooled)
     }
 
-    /// Frees every buffer the pool holds.
-    pub(crate) fn trim(&self) {
+    /// Frees every buffer the pool holds; the first failure of the driver, if any, after trying
+    /// them all (an allocation that trimmed to make room reports it instead of a puzzling
+    /// out-of-memory).
+    pub(crate) fn trim(&self) -> std::result::Result<(), DriverError> {
         let freed = self.lists().drain();
         if freed.is_empty() {
-            return;
+            return Ok(());
         }
-        let _ = self.ctx.bind_to_thread();
+        let mut first = self.ctx.bind_to_thread().err();
         for (_, p) in freed {
             // SAFETY: pooled pointers are owned by the pool and used by nobody. cuMemFree waits
             // for work still using the memory.
-            let _ = unsafe { result::free_sync(p) };
+            if let Err(e) = unsafe { result::free_sync(p) } {
+                first.get_or_insert(e);
+            }
         }
+        first.map_or(Ok(()), Err)
     }
 
     fn release(&self, class: usize, ptr: CUdeviceptr) {
@@ -179,7 +185,8 @@ impl DevicePool {
 
 impl Drop for DevicePool {
     fn drop(&mut self) {
-        self.trim();
+        // Nobody is left to tell: the context goes with the pool.
+        let _ = self.trim();
     }
 }
 

@@ -120,7 +120,7 @@ pub mod gpu {
         }
 
         /// Frees the pools' memory (unreachable).
-        pub fn release_pooled_memory(&self) {
+        pub fn release_pooled_memory(&self) -> Result<()> {
             self.unreachable()
         }
 
