@@ -688,7 +688,9 @@ fn fill_and_overflow(gpu: &bigfuse::runtime::GpuDevice) {
             held.len() < 64,
             "the driver's free memory does not fall as buffers are held"
         );
-        let size = power_of_two_below(free() - u);
+        // 15/16 of a power of two: a size class of its own, so a filler never takes one of the
+        // pooled buffers (of class u) that the test wants the pool to keep.
+        let size = power_of_two_below(free() - u) / 16 * 15;
         held.push(
             gpu.alloc_bytes(size, "filler")
                 .expect("less than what is free"),
@@ -696,6 +698,11 @@ fn fill_and_overflow(gpu: &bigfuse::runtime::GpuDevice) {
     }
     let left = free();
     assert!(left < 2 * u, "{left} bytes free");
+    assert_eq!(
+        gpu.memory_usage().device_pooled,
+        2 * u,
+        "the fillers left the pooled buffers alone"
+    );
     // 2u do not fit as the device stands, and do once the pool frees the 2u it keeps.
     let fits_after_trim = gpu
         .alloc_bytes(2 * u, "a batch that needs the pooled memory")
