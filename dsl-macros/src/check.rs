@@ -5,7 +5,8 @@
 use crate::types::{length, parse_type, KType, Width};
 use std::collections::{HashMap, HashSet};
 
-const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `/` and `%` (u32, u64), `a.mul_wide(b)`, \
+const SUPPORTED: &str = "a kernel body may use `let` bindings, `let mut` variables with assignments \
+                         (`x = e;`, `x += e;`, ..), `if` statements assigning them, `for i in 0..K` loops, `+`, `-`, `*`, `/` and `%` (u32, u64), `a.mul_wide(b)`, \
                          comparisons, `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>`, `as u32` / `as u64` / `as U<..>` / \
                          `as Zp<P>`, parentheses, `if`/`else` (which selects between two values), tuples; on U<..>, u32 \
                          and u64 `.rotate_left(k)`, `.rotate_right(k)`, `.leading_zeros()`, `.trailing_zeros()`, \
