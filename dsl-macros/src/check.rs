@@ -273,7 +273,7 @@ fn check_params(c: &mut Checker, sig: &syn::Signature) -> syn::Result<Vec<(syn::
                 if let Some(m) = &pi.mutability {
                     return err(
                         m,
-                        "kernel values are immutable: drop `mut` and bind a new name with `let`",
+                        "kernel parameters are immutable: drop `mut` and copy the parameter into a variable, `let mut x = x;`",
                     );
                 }
                 if pi.by_ref.is_some() || pi.subpat.is_some() {
