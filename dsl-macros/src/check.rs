@@ -3,9 +3,10 @@
 //! kernel (they are broadcast) and, in a map over `iota(n)`, another array at its own index.
 
 use crate::types::{length, parse_type, KType, Width};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `/` and `%` (u32, u64), `a.mul_wide(b)`, \
+const SUPPORTED: &str = "a kernel body may use `let` bindings, `let mut` variables with assignments \
+                         (`x = e;`, `x += e;`, ..), `if` statements assigning them, `for i in 0..K` loops, `+`, `-`, `*`, `/` and `%` (u32, u64), `a.mul_wide(b)`, \
                          comparisons, `&&`, `||`, `!`, `&`, `|`, `^`, `<<`, `>>`, `as u32` / `as u64` / `as U<..>` / \
                          `as Zp<P>`, parentheses, `if`/`else` (which selects between two values), tuples; on U<..>, u32 \
                          and u64 `.rotate_left(k)`, `.rotate_right(k)`, `.leading_zeros()`, `.trailing_zeros()`, \
@@ -13,6 +14,11 @@ const SUPPORTED: &str = "a kernel body may use `let` bindings, `+`, `-`, `*`, `/
                          `U::<BITS>::mask(len)`, `U::ZERO`, `U::ONE`, `U::MAX`; on arrays `.map(f)`, `.zip(ys)`, \
                          `.unzip()`, `.scan_inclusive(op, e)`, `.scan_exclusive(op, e)`, `.reduce(op, e)` and `iota(N)`; \
                          on Zp<P> `.pow(e)`, `.inv()`, `.value()`, `Zp::from(x)`, `Zp::ZERO`, `Zp::ONE`";
+
+const LOOPS: &str = "a kernel loops only with `for i in 0..K`, where K is a constant or a size \
+                     (`BITS`, `2 * BITS`): every instance runs the same rounds (no `while`, no `loop`)";
+const NO_BREAK: &str = "a kernel loop runs all its rounds: there is no `break` or `continue` \
+                        (select with `if`/`else` what a round computes instead)";
 
 /// The methods of U<..> and of u32/u64, for error messages.
 const BIG_METHODS: &str = "mul_wide, rotate_left, rotate_right, leading_zeros, trailing_zeros, \
@@ -126,6 +132,59 @@ pub enum Inst {
     Pow(usize, usize),
     Inv(usize),
     PolyMul(usize, usize),
+    /// The round's index (a u32): the first instruction of a loop body.
+    LoopIndex,
+    /// `for i in 0..count`: `body` (a loop index, then one `Param` per value of `args`, which are
+    /// the carried values' starting values followed by the captured ones) returns `next`, the
+    /// carried values of the next round. Its value: the one carried value, or a tuple of them.
+    Loop {
+        count: Width,
+        body: Vec<(Inst, KType)>,
+        next: Vec<usize>,
+        args: Vec<usize>,
+    },
+}
+
+impl Inst {
+    /// Calls `f` on every value of this instruction's program that it reads (not on the values of
+    /// nested bodies: closures and loop bodies have their own).
+    fn operands_mut(&mut self, f: &mut dyn FnMut(&mut usize)) {
+        match self {
+            Inst::Param(_) | Inst::Const(_) | Inst::Iota(_) | Inst::LoopIndex => {}
+            Inst::Not(a)
+            | Inst::Count(_, a)
+            | Inst::Mask(a)
+            | Inst::Cast(a)
+            | Inst::Extract(a, _)
+            | Inst::Inv(a)
+            | Inst::Scan { input: a, .. }
+            | Inst::Reduce { input: a, .. } => f(a),
+            Inst::Binary(_, a, b)
+            | Inst::Shift(_, a, b)
+            | Inst::Bit(a, b)
+            | Inst::MulWide(a, b)
+            | Inst::Pow(a, b)
+            | Inst::PolyMul(a, b) => {
+                f(a);
+                f(b)
+            }
+            Inst::ExtractBits(a, b, c) | Inst::Select(a, b, c) => {
+                f(a);
+                f(b);
+                f(c)
+            }
+            Inst::InsertBits(a, b, c, d) => {
+                f(a);
+                f(b);
+                f(c);
+                f(d)
+            }
+            Inst::Tuple(xs)
+            | Inst::Zip(xs)
+            | Inst::Map { args: xs, .. }
+            | Inst::Loop { args: xs, .. } => xs.iter_mut().for_each(f),
+        }
+    }
 }
 
 pub struct Checked {
@@ -162,7 +221,11 @@ struct Checker {
     sizes: Vec<String>,
     insts: Vec<(Inst, KType)>,
     scopes: Vec<HashMap<String, usize>>,
+    /// The `let mut` names of each scope (parallel to `scopes`): those assignments may change.
+    muts: Vec<HashSet<String>>,
     lambda: Option<Lambda>,
+    /// Whether `for` loops are allowed (in a kernel's body; not in closures or operators).
+    loops: bool,
 }
 
 /// An error covering all of `tokens` (first to last token, where the compiler can show that).
@@ -210,7 +273,7 @@ fn check_params(c: &mut Checker, sig: &syn::Signature) -> syn::Result<Vec<(syn::
                 if let Some(m) = &pi.mutability {
                     return err(
                         m,
-                        "kernel values are immutable: drop `mut` and bind a new name with `let`",
+                        "kernel parameters are immutable: drop `mut` and copy the parameter into a variable, `let mut x = x;`",
                     );
                 }
                 if pi.by_ref.is_some() || pi.subpat.is_some() {
@@ -243,6 +306,7 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
     let sig = &f.sig;
     check_signature(sig, "a kernel")?;
     let mut c = Checker::new();
+    c.loops = true;
     let params = check_params(&mut c, sig)?;
     let (output_types, tuple_return) =
         match &sig.output {
@@ -399,29 +463,40 @@ fn split_block(b: &syn::Block) -> syn::Result<(Vec<&syn::Stmt>, &syn::Expr)> {
 
 /// A name bound by a closure parameter or a `let` pattern.
 enum Pattern {
-    Name(syn::Ident, Option<Box<syn::Type>>),
+    /// A name, its declared type, and whether it is `mut` (`let mut x`: assignable).
+    Name(syn::Ident, Option<Box<syn::Type>>, bool),
     Wild,
     Tuple(Vec<Pattern>),
 }
 
-fn pattern(p: &syn::Pat) -> syn::Result<Pattern> {
+/// A pattern; `let_mut`: whether `mut` names are allowed (in `let`, not in closure parameters).
+fn pattern(p: &syn::Pat, let_mut: bool) -> syn::Result<Pattern> {
     match p {
         syn::Pat::Ident(pi) => {
             if let Some(m) = &pi.mutability {
-                return err(m, "kernel values are immutable: drop `mut`");
+                if !let_mut {
+                    return err(m, "closure parameters are immutable: drop `mut` (bind a `let mut` inside the closure to assign)");
+                }
             }
             if pi.by_ref.is_some() || pi.subpat.is_some() {
                 return err(pi, "bind plain names here");
             }
-            Ok(Pattern::Name(pi.ident.clone(), None))
+            Ok(Pattern::Name(
+                pi.ident.clone(),
+                None,
+                pi.mutability.is_some(),
+            ))
         }
         syn::Pat::Wild(_) => Ok(Pattern::Wild),
         syn::Pat::Tuple(t) => Ok(Pattern::Tuple(
-            t.elems.iter().map(pattern).collect::<syn::Result<_>>()?,
+            t.elems
+                .iter()
+                .map(|e| pattern(e, let_mut))
+                .collect::<syn::Result<_>>()?,
         )),
-        syn::Pat::Paren(p) => pattern(&p.pat),
-        syn::Pat::Type(pt) => match pattern(&pt.pat)? {
-            Pattern::Name(n, _) => Ok(Pattern::Name(n, Some(pt.ty.clone()))),
+        syn::Pat::Paren(p) => pattern(&p.pat, let_mut),
+        syn::Pat::Type(pt) => match pattern(&pt.pat, let_mut)? {
+            Pattern::Name(n, _, m) => Ok(Pattern::Name(n, Some(pt.ty.clone()), m)),
             other => Ok(other),
         },
         other => err(
@@ -438,7 +513,9 @@ impl Checker {
             sizes: Vec::new(),
             insts: Vec::new(),
             scopes: vec![HashMap::new()],
+            muts: vec![HashSet::new()],
             lambda: None,
+            loops: false,
         }
     }
 
@@ -553,7 +630,7 @@ impl Checker {
     fn bind(&mut self, pat: &Pattern, v: usize, span: &dyn quote::ToTokens) -> syn::Result<()> {
         match pat {
             Pattern::Wild => Ok(()),
-            Pattern::Name(n, declared) => {
+            Pattern::Name(n, declared, mutable) => {
                 if let Some(t) = declared {
                     let want = self.declared(t)?;
                     if want != self.ty(v) {
@@ -567,7 +644,22 @@ impl Checker {
                         );
                     }
                 }
+                if *mutable && matches!(self.ty(v), KType::Tuple(_)) {
+                    return err(
+                        n,
+                        format!(
+                            "`{n}` would be a mutable tuple ({}): bind each field to its own `let mut` name",
+                            self.show(&self.ty(v))
+                        ),
+                    );
+                }
                 self.scopes.last_mut().unwrap().insert(n.to_string(), v);
+                let muts = self.muts.last_mut().unwrap();
+                if *mutable {
+                    muts.insert(n.to_string());
+                } else {
+                    muts.remove(&n.to_string());
+                }
                 Ok(())
             }
             Pattern::Tuple(ps) => {
@@ -614,14 +706,7 @@ impl Checker {
     fn stmt(&mut self, s: &syn::Stmt) -> syn::Result<()> {
         match s {
             syn::Stmt::Local(local) => {
-                let pat = pattern(&local.pat).map_err(|e| {
-                    if let syn::Pat::Ident(pi) = &local.pat {
-                        if let Some(m) = &pi.mutability {
-                            return syn::Error::new_spanned(m, "kernel values are immutable: drop `mut` and bind a new name with `let` instead");
-                        }
-                    }
-                    e
-                })?;
+                let pat = pattern(&local.pat, true)?;
                 let Some(init) = &local.init else {
                     return err(local, "a `let` in a kernel needs a value: `let x = ...;`");
                 };
@@ -629,7 +714,7 @@ impl Checker {
                     return err(diverge, "`let ... else` is not supported in a kernel");
                 }
                 let declared = match &pat {
-                    Pattern::Name(_, Some(t)) => Some(self.declared(t)?),
+                    Pattern::Name(_, Some(t), _) => Some(self.declared(t)?),
                     _ => None,
                 };
                 let v = match &declared {
@@ -637,14 +722,24 @@ impl Checker {
                     None => self.expr(&init.expr, None)?,
                 };
                 let pat = match pat {
-                    Pattern::Name(n, _) => Pattern::Name(n, None),
+                    Pattern::Name(n, _, m) => Pattern::Name(n, None, m),
                     p => p,
                 };
                 self.bind(&pat, v, &local.pat)
             }
+            syn::Stmt::Expr(syn::Expr::Assign(a), _) => self.assign(a),
+            syn::Stmt::Expr(syn::Expr::Binary(b), _) if compound_op(&b.op).is_some() => {
+                self.compound_assign(b)
+            }
+            syn::Stmt::Expr(syn::Expr::ForLoop(f), _) => self.for_loop(f),
+            syn::Stmt::Expr(syn::Expr::If(i), _) => self.if_stmt(i),
+            syn::Stmt::Expr(e @ (syn::Expr::While(_) | syn::Expr::Loop(_)), _) => err(e, LOOPS),
+            syn::Stmt::Expr(e @ (syn::Expr::Break(_) | syn::Expr::Continue(_)), _) => {
+                err(e, NO_BREAK)
+            }
             syn::Stmt::Expr(e, _) => err(
                 e,
-                format!("a statement here has no effect: bind it with `let`. {SUPPORTED}"),
+                format!("a statement here has no effect: bind it with `let`, or assign it to a `let mut` variable. {SUPPORTED}"),
             ),
             syn::Stmt::Item(i) => err(
                 i,
@@ -833,12 +928,14 @@ impl Checker {
             syn::Expr::MethodCall(m) => self.method(m, expected),
             syn::Expr::Call(c) => self.call(c, expected),
             syn::Expr::Index(i) => self.index(i),
-            syn::Expr::Assign(a) => err(a, "kernel values are immutable: bind a new name with `let` instead of assigning"),
+            syn::Expr::Assign(a) => err(a, "an assignment is a statement, not a value: write `x = ...;` on its own"),
             syn::Expr::Return(r) => err(r, "write the result as the block's last expression, without `return`"),
-            syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => err(
+            syn::Expr::ForLoop(_) => err(
                 e,
-                "loops are not supported in a kernel: write the loop as map / scan / reduce over an array",
+                "a `for` loop is a statement and produces no value: assign `let mut` variables inside it and read them after it",
             ),
+            syn::Expr::While(_) | syn::Expr::Loop(_) => err(e, LOOPS),
+            syn::Expr::Break(_) | syn::Expr::Continue(_) => err(e, NO_BREAK),
             syn::Expr::Match(m) => err(m.match_token, "`match` is not supported: use `if`/`else`"),
             syn::Expr::Closure(c) => err(c, "a closure can only be the operator of `.map`, `.scan_inclusive`, `.scan_exclusive` or `.reduce`"),
             syn::Expr::Macro(m) => err(m, "macros cannot be used inside a kernel"),
@@ -1334,6 +1431,8 @@ impl Checker {
                     sizes: std::mem::take(&mut self.sizes),
                     insts: Vec::new(),
                     scopes: vec![HashMap::new()],
+                    muts: vec![HashSet::new()],
+                    loops: false,
                     lambda: Some(Lambda {
                         outer: Outer {
                             scopes: {
@@ -1357,7 +1456,7 @@ impl Checker {
                 };
                 let r = (|| {
                     for (k, (pat, t)) in c.inputs.iter().zip(params).enumerate() {
-                        let pat = pattern(pat)?;
+                        let pat = pattern(pat, false)?;
                         let v = sub.push(Inst::Param(format!("a{k}")), t.clone());
                         if own_index.is_some() && k == 0 {
                             sub.lambda.as_mut().unwrap().own_index = Some(v);
@@ -1385,14 +1484,14 @@ impl Checker {
 
     fn block(&mut self, b: &syn::Block, expected: Option<&KType>) -> syn::Result<usize> {
         let (stmts, tail) = split_block(b)?;
-        self.scopes.push(HashMap::new());
+        self.push_scope();
         let r = (|| {
             for s in stmts {
                 self.stmt(s)?;
             }
             self.expr(tail, expected)
         })();
-        self.scopes.pop();
+        self.pop_scope();
         r
     }
 
@@ -1451,7 +1550,7 @@ impl Checker {
             _ => {
                 return err(
                     b.op,
-                    "compound assignment is not supported: kernel values are immutable, bind a new name with `let`",
+                    "a compound assignment (`x += e`) is a statement, not a value: write it on its own, ending with `;`",
                 )
             }
         };
@@ -1564,4 +1663,423 @@ fn is_untyped_literal(e: &syn::Expr) -> bool {
 
 fn op_text(op: &syn::BinOp) -> String {
     quote::quote!(#op).to_string()
+}
+
+/// The operator of a compound assignment (`+=` gives `+`), spanned like it.
+fn compound_op(op: &syn::BinOp) -> Option<syn::BinOp> {
+    use syn::spanned::Spanned;
+    use syn::BinOp as S;
+    let span = op.span();
+    Some(match op {
+        S::AddAssign(_) => syn::parse_quote_spanned!(span=> +),
+        S::SubAssign(_) => syn::parse_quote_spanned!(span=> -),
+        S::MulAssign(_) => syn::parse_quote_spanned!(span=> *),
+        S::DivAssign(_) => syn::parse_quote_spanned!(span=> /),
+        S::RemAssign(_) => syn::parse_quote_spanned!(span=> %),
+        S::BitXorAssign(_) => syn::parse_quote_spanned!(span=> ^),
+        S::BitAndAssign(_) => syn::parse_quote_spanned!(span=> &),
+        S::BitOrAssign(_) => syn::parse_quote_spanned!(span=> |),
+        S::ShlAssign(_) => syn::parse_quote_spanned!(span=> <<),
+        S::ShrAssign(_) => syn::parse_quote_spanned!(span=> >>),
+        _ => return None,
+    })
+}
+
+/// Mutable variables, assignments, `if` statements and `for` loops.
+impl Checker {
+    fn push_scope(&mut self) {
+        self.scopes.push(HashMap::new());
+        self.muts.push(HashSet::new());
+    }
+
+    fn pop_scope(&mut self) {
+        self.scopes.pop();
+        self.muts.pop();
+    }
+
+    /// The scope of the `let mut` variable that `target` names (an error if it is anything else).
+    fn assignable(&self, target: &syn::Expr) -> syn::Result<(usize, String)> {
+        let ident = match target {
+            syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+            _ => None,
+        };
+        let Some(ident) = ident else {
+            return err(
+                target,
+                "only a `let mut` variable can be assigned, by its name (`x = ...;`): not a field, an element or a pattern",
+            );
+        };
+        let name = ident.to_string();
+        let Some(level) = self.scopes.iter().rposition(|s| s.contains_key(&name)) else {
+            let outer = self
+                .lambda
+                .as_ref()
+                .is_some_and(|l| l.outer.scopes.iter().any(|s| s.contains_key(&name)));
+            return if outer {
+                err(
+                    ident,
+                    format!("a closure cannot assign to `{name}`, which belongs to the enclosing kernel"),
+                )
+            } else {
+                err(ident, format!("cannot find `{name}` in this kernel"))
+            };
+        };
+        if !self.muts[level].contains(&name) {
+            return err(
+                ident,
+                format!("`{name}` is not mutable: declare it with `let mut {name} = ...;` to assign to it"),
+            );
+        }
+        Ok((level, name))
+    }
+
+    /// Rebinds a `let mut` variable to `v`, which must keep its type.
+    fn rebind(
+        &mut self,
+        level: usize,
+        name: String,
+        v: usize,
+        value: &syn::Expr,
+    ) -> syn::Result<()> {
+        let old = self.ty(self.scopes[level][&name]);
+        let new = self.ty(v);
+        if old != new {
+            return err(
+                value,
+                format!(
+                    "`{name}` is {}, and an assignment keeps a variable's type: this value is {}",
+                    self.show(&old),
+                    self.show(&new)
+                ),
+            );
+        }
+        self.scopes[level].insert(name, v);
+        Ok(())
+    }
+
+    /// `x = e;`
+    fn assign(&mut self, a: &syn::ExprAssign) -> syn::Result<()> {
+        let (level, name) = self.assignable(&a.left)?;
+        let t = self.ty(self.scopes[level][&name]);
+        let v = self.expr(&a.right, Some(&t))?;
+        self.rebind(level, name, v, &a.right)
+    }
+
+    /// `x += e;` and the like: `x = x + e;`.
+    fn compound_assign(&mut self, b: &syn::ExprBinary) -> syn::Result<()> {
+        let (level, name) = self.assignable(&b.left)?;
+        let t = self.ty(self.scopes[level][&name]);
+        let op = compound_op(&b.op).expect("callers check for a compound assignment");
+        let value = syn::Expr::Binary(syn::ExprBinary {
+            attrs: vec![],
+            left: b.left.clone(),
+            op,
+            right: b.right.clone(),
+        });
+        let v = self.expr(&value, Some(&t))?;
+        self.rebind(level, name, v, &value)
+    }
+
+    /// The statements of a block in statement position (a loop body, an `if` statement's branch).
+    fn stmt_block(&mut self, b: &syn::Block) -> syn::Result<()> {
+        self.push_scope();
+        let r = b.stmts.iter().try_for_each(|s| self.stmt(s));
+        self.pop_scope();
+        r
+    }
+
+    /// `if c { x = ...; } else { ... }` as a statement: each `let mut` variable that a branch
+    /// assigns becomes a selection between the two branches' values (the `else` may be absent).
+    fn if_stmt(&mut self, i: &syn::ExprIf) -> syn::Result<()> {
+        let cond = self.expr(&i.cond, Some(&KType::Bool))?;
+        if self.ty(cond) != KType::Bool {
+            return err(
+                &i.cond,
+                format!(
+                    "an `if` condition must be bool, not {}",
+                    self.show(&self.ty(cond))
+                ),
+            );
+        }
+        let before = self.scopes.clone();
+        self.stmt_block(&i.then_branch)?;
+        let then = std::mem::replace(&mut self.scopes, before.clone());
+        if let Some((_, e)) = &i.else_branch {
+            match &**e {
+                syn::Expr::Block(b) if b.label.is_none() && b.attrs.is_empty() => {
+                    self.stmt_block(&b.block)?
+                }
+                syn::Expr::If(inner) => self.if_stmt(inner)?,
+                other => return err(other, "an `else` branch is a block or another `if`"),
+            }
+        }
+        for (level, scope) in before.iter().enumerate() {
+            let mut names: Vec<&String> = scope.keys().collect();
+            names.sort();
+            for name in names {
+                let (t, e) = (then[level][name], self.scopes[level][name]);
+                if t != e {
+                    let v = self.push(Inst::Select(cond, t, e), self.ty(t));
+                    self.scopes[level].insert(name.clone(), v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of rounds of `for i in 0..K`: a literal, a size of the kernel (`BITS`), or a
+    /// multiple of one (`2 * BITS`).
+    fn loop_count(&self, e: &syn::Expr) -> syn::Result<Width> {
+        const COUNT: &str = "the number of rounds is an integer literal, a size of the kernel \
+                             (`BITS`, a name in its parameters' types) or a multiple of one (`2 * BITS`)";
+        let lit = |e: &syn::Expr| match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => Some(i.base10_parse::<u64>().map_err(|_| {
+                syn::Error::new(i.span(), "this number of rounds does not fit a u64")
+            })),
+            _ => None,
+        };
+        match e {
+            syn::Expr::Paren(p) => self.loop_count(&p.expr),
+            syn::Expr::Group(g) => self.loop_count(&g.expr),
+            syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+                syn::Stmt::Expr(e, None) => self.loop_count(e),
+                _ => err(b, COUNT),
+            },
+            syn::Expr::Lit(_) => Ok(Width {
+                factor: lit(e).expect("an integer literal").or_else(|_| err(e, COUNT))?,
+                param: None,
+            }),
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().unwrap().to_string();
+                if let Some(i) = self.sizes.iter().position(|s| *s == name) {
+                    return Ok(Width {
+                        factor: 1,
+                        param: Some(i),
+                    });
+                }
+                if self.scopes.iter().any(|s| s.contains_key(&name)) {
+                    return err(
+                        p,
+                        format!("`{name}` is a value, which may differ between instances; every instance runs the same rounds, so {COUNT}"),
+                    );
+                }
+                err(
+                    p,
+                    format!(
+                        "`{name}` is not a size of this kernel (its sizes: {}); {COUNT}",
+                        if self.sizes.is_empty() {
+                            "none".to_string()
+                        } else {
+                            self.sizes.join(", ")
+                        }
+                    ),
+                )
+            }
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Mul(_)) => {
+                let l = self.loop_count(&b.left)?;
+                let r = self.loop_count(&b.right)?;
+                let (w, k) = match (l.param, r.param) {
+                    (None, _) => (r, l.factor),
+                    (_, None) => (l, r.factor),
+                    _ => return err(b, format!("a product of two sizes is not a size; {COUNT}")),
+                };
+                let factor = w.factor.checked_mul(k);
+                match factor {
+                    Some(factor) => Ok(Width {
+                        factor,
+                        param: w.param,
+                    }),
+                    None => err(b, "this number of rounds does not fit a u64"),
+                }
+            }
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Div(_)) => err(
+                b,
+                "sizes cannot be divided yet (a size is a constant or a multiple of one size): for one \
+                 round per 64-bit limb, declare the width as `U<{64 * L}>` and loop `for i in 0..L`",
+            ),
+            other => err(other, COUNT),
+        }
+    }
+
+    /// `for i in 0..K { ... }`: becomes one `Inst::Loop` that carries the `let mut` variables the
+    /// body assigns and captures the values it reads from outside.
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<()> {
+        if let Some(l) = &f.label {
+            return err(l, NO_BREAK);
+        }
+        if !self.loops {
+            return err(
+                f.for_token,
+                "`for` loops are supported in a kernel's body, not in closures or #[bigfuse::op] functions",
+            );
+        }
+        let index = match &*f.pat {
+            syn::Pat::Ident(pi)
+                if pi.by_ref.is_none() && pi.mutability.is_none() && pi.subpat.is_none() =>
+            {
+                Some(pi.ident.to_string())
+            }
+            syn::Pat::Wild(_) => None,
+            other => {
+                return err(
+                    other,
+                    "the loop's index is a plain name (`for i in 0..K`; a u32) or `_`",
+                )
+            }
+        };
+        let range = match &*f.expr {
+            syn::Expr::Range(r) => r,
+            other => {
+                return err(
+                    other,
+                    "a kernel loop runs over `0..K` (K a constant or a size such as BITS): it cannot iterate over values or arrays (use `.map` over an array)",
+                )
+            }
+        };
+        if !matches!(range.limits, syn::RangeLimits::HalfOpen(_)) {
+            return err(range, "write the rounds as `0..K` (with `..`, not `..=`)");
+        }
+        match range.start.as_deref() {
+            Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            })) if i.base10_digits() == "0" => {}
+            _ => {
+                return err(
+                    range,
+                    "a kernel loop counts from 0: write `for i in 0..K` (offset the index in the body: `let j = i + 1;`)",
+                )
+            }
+        }
+        let Some(end) = &range.end else {
+            return err(range, "a kernel loop needs a number of rounds: `0..K`");
+        };
+        let count = self.loop_count(end)?;
+
+        // Every `let mut` variable in scope may be carried: each gets a parameter in the body; those
+        // the body reassigns are carried, the others are read-only (captured).
+        let mut candidates: Vec<(String, usize, usize)> = Vec::new();
+        let mut seen = HashSet::new();
+        for level in (0..self.scopes.len()).rev() {
+            for (name, &v) in &self.scopes[level] {
+                if seen.insert(name.clone())
+                    && self.muts[level].contains(name)
+                    && index.as_ref() != Some(name)
+                {
+                    candidates.push((name.clone(), level, v));
+                }
+            }
+        }
+        candidates.sort();
+        let start = self.insts.len();
+        let i = self.push(Inst::LoopIndex, KType::U32);
+        self.push_scope();
+        let mut placeholders = Vec::new();
+        for (name, _, v) in &candidates {
+            let p = self.push(Inst::Param(name.clone()), self.ty(*v));
+            self.scopes.last_mut().unwrap().insert(name.clone(), p);
+            self.muts.last_mut().unwrap().insert(name.clone());
+            placeholders.push(p);
+        }
+        if let Some(n) = &index {
+            self.scopes.last_mut().unwrap().insert(n.clone(), i);
+        }
+        let r = self.stmt_block(&f.body);
+        let finals: Vec<usize> = candidates
+            .iter()
+            .map(|(n, _, _)| self.scopes.last().unwrap()[n])
+            .collect();
+        self.pop_scope();
+        r?;
+
+        let carried: Vec<usize> = (0..candidates.len())
+            .filter(|&k| finals[k] != placeholders[k])
+            .collect();
+        if carried.is_empty() {
+            return err(
+                f.for_token,
+                "this loop assigns no `let mut` variable declared before it, so it has no effect",
+            );
+        }
+        let body_start = start + 1 + placeholders.len();
+        // The outer value that a body value stands for, if any.
+        let outer_of = |r: usize| -> Option<usize> {
+            if r < start {
+                return Some(r);
+            }
+            let k = placeholders.iter().position(|&p| p == r)?;
+            (!carried.contains(&k)).then_some(candidates[k].2)
+        };
+        let mut body: Vec<(Inst, KType)> = self.insts.split_off(body_start);
+        let mut refs: Vec<usize> = carried.iter().map(|&k| finals[k]).collect();
+        for (inst, _) in &mut body {
+            debug_assert!(
+                !matches!(inst, Inst::Param(_)),
+                "no captures in loop bodies"
+            );
+            inst.operands_mut(&mut |r| refs.push(*r));
+        }
+        let mut captured: Vec<usize> = refs.iter().filter_map(|&r| outer_of(r)).collect();
+        captured.sort();
+        captured.dedup();
+        let c = carried.len();
+        let base = 1 + c + captured.len();
+        let remap = |r: usize| -> usize {
+            if r == start {
+                0
+            } else if let Some(o) = outer_of(r) {
+                1 + c + captured.binary_search(&o).unwrap()
+            } else if let Some(j) = carried.iter().position(|&k| placeholders[k] == r) {
+                1 + j
+            } else {
+                base + (r - body_start)
+            }
+        };
+        for (inst, _) in &mut body {
+            inst.operands_mut(&mut |r| *r = remap(*r));
+        }
+        let mut insts = vec![(Inst::LoopIndex, KType::U32)];
+        for &k in &carried {
+            insts.push((
+                Inst::Param(candidates[k].0.clone()),
+                self.ty(candidates[k].2),
+            ));
+        }
+        for (n, &o) in captured.iter().enumerate() {
+            insts.push((Inst::Param(format!("c{n}")), self.ty(o)));
+        }
+        insts.extend(body);
+        let next: Vec<usize> = carried.iter().map(|&k| remap(finals[k])).collect();
+        let mut args: Vec<usize> = carried.iter().map(|&k| candidates[k].2).collect();
+        args.extend(&captured);
+        self.insts.truncate(start);
+        let types: Vec<KType> = carried.iter().map(|&k| self.ty(candidates[k].2)).collect();
+        let ty = if c == 1 {
+            types[0].clone()
+        } else {
+            KType::Tuple(types.clone())
+        };
+        let l = self.push(
+            Inst::Loop {
+                count,
+                body: insts,
+                next,
+                args,
+            },
+            ty,
+        );
+        for (j, &k) in carried.iter().enumerate() {
+            let v = if c == 1 {
+                l
+            } else {
+                self.push(Inst::Extract(l, j as u32), types[j].clone())
+            };
+            let (name, level, _) = &candidates[k];
+            self.scopes[*level].insert(name.clone(), v);
+        }
+        Ok(())
+    }
 }

@@ -237,6 +237,27 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let (x, y) = (id(x), id(y));
                 quote!(b.poly_mul(#x, #y)?)
             }
+            Inst::LoopIndex => quote!(__ir::ValueId(0)),
+            Inst::Loop {
+                count,
+                body: insts,
+                next,
+                args,
+            } => {
+                let stmts = body_code(insts, m, checks);
+                let next = ids(next);
+                let (carried, captured) = args.split_at(next.len());
+                let (carried, captured) = (ids(carried), ids(captured));
+                let count = size_tokens(count, m);
+                quote!({
+                    let __body = {
+                        let mut b = __ir::Builder::loop_body(&b);
+                        #(#stmts)*
+                        b.finish(&[#(#next),*])?
+                    };
+                    b.repeat(#count, __body, &[#(#carried),*], &[#(#captured),*])?
+                })
+            }
             Inst::Map { f, args } => {
                 let f = operator_tokens(f, m, checks, false);
                 let args = ids(args);

@@ -48,6 +48,33 @@ use proc_macro::TokenStream;
 /// `rotate_right`, `leading_zeros`, `trailing_zeros`, `count_ones`, `bit(i)` as on `U<..>`, `<<` and
 /// `>>` by an amount of the value's type (taken modulo its width), and `/`, `%` (`x / 0` is all
 /// ones and `x % 0` is `x`, never a trap). Division of `U<..>` is not supported yet.
+///
+/// Bounded loops. `let mut x = ..;` declares a variable that assignments change: `x = e;`,
+/// `x += e;` (and `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`, `<<=`, `>>=`); an assignment keeps the
+/// variable's type. `if c { x = ..; } else { .. }` may be a statement (the `else` is optional):
+/// each variable a branch assigns selects between the branches' values. `for i in 0..K { .. }`
+/// runs K rounds, K an integer literal, a size (`BITS`) or a multiple of one (`2 * BITS`); `i` is a
+/// `u32`. The loop carries the `let mut` variables its body assigns (of any type but a tuple) and
+/// reads the other values it names; loops nest. Loops are unrolled when the kernel is specialized,
+/// so rounds × body make the kernel's size: a loop of many rounds over wide integers makes a large
+/// kernel (unrolling past 2^20 IR nodes is an error). There is no `while`, `loop`, `break` or
+/// `continue`, sizes cannot be divided (for one round per limb, declare `U<{64 * L}>` and loop
+/// `0..L`), and closures and `#[bigfuse::op]` functions have no loops.
+///
+/// ```ignore
+/// #[bigfuse::kernel]
+/// fn pow(x: U<BITS>, e: U<BITS>) -> U<BITS> {
+///     let mut acc: U<BITS> = U::ONE;
+///     let mut sq = x;
+///     for i in 0..BITS {
+///         if e.bit(i) {
+///             acc = acc * sq;
+///         }
+///         sq *= sq;
+///     }
+///     acc // x^e mod 2^BITS
+/// }
+/// ```
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let attr = proc_macro2::TokenStream::from(attr);

@@ -41,7 +41,40 @@ fn bits(
     )
 }
 
+/// `let mut`, assignments (`=`, `+=`, ..), `if` statements and `for i in 0..K` loops (K a
+/// literal, a size or a multiple of one), nested, with closures over arrays in their bodies.
+#[bigfuse::kernel]
+fn loops(x: U<BITS>, e: U<BITS>, xs: [u64; N], k: u64) -> (U<BITS>, u32, [u64; N]) {
+    let mut acc: U<BITS> = U::ONE;
+    let mut sq = x;
+    let mut n = 0u32;
+    let mut ys = xs;
+    for i in 0..BITS {
+        if e.bit(i) {
+            acc = acc * sq;
+            n += 1;
+        } else if i == 0 {
+            n = 100;
+        }
+        sq *= sq;
+    }
+    for i in 0..2 * N {
+        for j in 0..2 {
+            ys = ys.map(|y| y + (i as u64) * (j as u64) + k);
+        }
+    }
+    (acc, n, ys)
+}
+
 fn main() {
+    let dev = bigfuse::Device::cpu();
+    let big = |v: u64| vec![bigfuse::BigUint::from(v)];
+    let (p, n, ys) = loops::run(&dev, 64, 2, &big(3), &big(0b1010), &[1u64, 2], &[5u64]).unwrap();
+    assert_eq!(p[0], bigfuse::BigUint::from(3u64.pow(10)));
+    assert_eq!(n[0], 102);
+    // 4 outer rounds of 2 inner rounds: + i * j + 5 each, j in {0, 1}.
+    let added: u64 = (0..4).map(|i| i + 2 * 5).sum();
+    assert_eq!(ys, vec![1 + added, 2 + added]);
     let dev = bigfuse::Device::cpu();
     let one = vec![bigfuse::BigUint::from(1u8)];
     let r = fixed_width::run(&dev, &one, &one).unwrap();

@@ -1,6 +1,7 @@
 #[bigfuse::kernel]
 fn f(a: U<BITS>, b: U<BITS>) -> U<BITS> {
-    let mut c = a;
+    let c = a;
+    c = b;
     c
 }
 

@@ -1,0 +1,10 @@
+#[bigfuse::kernel]
+fn f(a: U<BITS>) -> U<BITS> {
+    let mut c = a;
+    for i in 1..BITS {
+        c = c * a;
+    }
+    c
+}
+
+fn main() {}

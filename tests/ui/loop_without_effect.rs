@@ -1,0 +1,10 @@
+#[bigfuse::kernel]
+fn f(a: U<BITS>) -> U<BITS> {
+    let mut c = a;
+    for i in 0..4 {
+        let d = c * a;
+    }
+    c
+}
+
+fn main() {}
