@@ -348,7 +348,6 @@ mod gmp {
         use super::super::BitOp;
         use crate::measure::{median_wall_ms, sample};
         use rayon::prelude::*;
-        use rug::integer::Order;
         use rug::{Assign, Integer};
 
         pub fn describe() -> String {
@@ -387,14 +386,7 @@ mod gmp {
             b: &[u64],
             runs: usize,
         ) -> bigfuse::Result<Option<f64>> {
-            let m = (bits / 64) as usize;
-            let ints = |limbs: &[u64]| -> Vec<Integer> {
-                limbs
-                    .par_chunks(m)
-                    .map(|c| Integer::from_digits(c, Order::Lsf))
-                    .collect()
-            };
-            let (xs, ys) = (ints(a), ints(b));
+            let (xs, ys) = (crate::gmp::integers(bits, a), crate::gmp::integers(bits, b));
             let mut out: Vec<Integer> = (0..xs.len())
                 .into_par_iter()
                 .map(|_| Integer::with_capacity(2 * bits as usize))
@@ -405,8 +397,7 @@ mod gmp {
                     .for_each(|(o, (x, y))| compute(op, bits as u32, x, y, o));
             };
             pass(&mut out);
-            let big =
-                |x: &Integer| bigfuse::runtime::big_from_limbs(&x.to_digits::<u64>(Order::Lsf));
+            use crate::gmp::big;
             let bad = sample(bits, xs.len())
                 .into_par_iter()
                 .find_any(|&i| big(&out[i]) != op.reference(&big(&xs[i]), &big(&ys[i]), bits));

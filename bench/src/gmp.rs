@@ -70,17 +70,21 @@ mod built {
         )
     }
 
+    /// Values of `bits` bits given as little-endian limbs (bits/64 per value), as Integers.
+    pub fn integers(bits: u64, limbs: &[u64]) -> Vec<Integer> {
+        limbs
+            .par_chunks((bits / 64) as usize)
+            .map(|c| Integer::from_digits(c, Order::Lsf))
+            .collect()
+    }
+
     /// Converts each set's operands (little-endian limbs, bits/64 per value) to Integers.
     pub fn prepare(bits: u64, sets: &[(&[u64], &[u64])]) -> Sets {
-        let m = (bits / 64) as usize;
-        let ints = |limbs: &[u64]| -> Vec<Integer> {
-            limbs
-                .par_chunks(m)
-                .map(|c| Integer::from_digits(c, Order::Lsf))
-                .collect()
-        };
         Sets {
-            sets: sets.iter().map(|(a, b)| (ints(a), ints(b))).collect(),
+            sets: sets
+                .iter()
+                .map(|(a, b)| (integers(bits, a), integers(bits, b)))
+                .collect(),
         }
     }
 
@@ -132,7 +136,8 @@ mod built {
             );
     }
 
-    fn big(x: &Integer) -> BigUint {
+    /// An Integer as num-bigint holds it (to check GMP against the reference).
+    pub fn big(x: &Integer) -> BigUint {
         bigfuse::runtime::big_from_limbs(&x.to_digits::<u64>(Order::Lsf))
     }
 
