@@ -532,6 +532,23 @@ impl Checker {
         t.describe(&self.sizes)
     }
 
+    /// The type a constructor path like `Zp::<P>::from` or `U::<BITS>::mask` builds: from its
+    /// type arguments when written, else the type the context expects (None when neither says).
+    fn constructed_type(
+        &mut self,
+        seg: &syn::PathSegment,
+        expected: Option<&KType>,
+    ) -> syn::Result<Option<KType>> {
+        match &seg.arguments {
+            syn::PathArguments::AngleBracketed(a) => {
+                let name = &seg.ident;
+                let ty: syn::Type = syn::parse_quote!(#name #a);
+                self.declared(&ty).map(Some)
+            }
+            _ => Ok(expected.cloned()),
+        }
+    }
+
     fn declared(&mut self, ty: &syn::Type) -> syn::Result<KType> {
         let before = self.sizes.len();
         let t = parse_type(ty, &mut self.sizes)?;
@@ -1034,15 +1051,8 @@ impl Checker {
                 Ok(self.push(Inst::Iota(n), KType::Array(Box::new(KType::U64), n)))
             }
             ["Zp", "from"] => {
-                let w = match (&fp.path.segments[0].arguments, expected) {
-                    (syn::PathArguments::AngleBracketed(a), _) => {
-                        let ty: syn::Type = syn::parse_quote!(Zp #a);
-                        match self.declared(&ty)? {
-                            KType::Zp(w) => w,
-                            _ => unreachable!("parsed as Zp"),
-                        }
-                    }
-                    (_, Some(KType::Zp(w))) => *w,
+                let w = match self.constructed_type(&fp.path.segments[0], expected)? {
+                    Some(KType::Zp(w)) => w,
                     _ => return err(c, "the modulus of `Zp::from` is unknown here: write `Zp::<P>::from(x)` or use it where a Zp<P> is expected"),
                 };
                 if c.args.len() != 1 {
@@ -1056,15 +1066,8 @@ impl Checker {
                 Ok(self.push(Inst::Cast(x), KType::Zp(w)))
             }
             ["U", "mask"] => {
-                let w = match (&fp.path.segments[0].arguments, expected) {
-                    (syn::PathArguments::AngleBracketed(a), _) => {
-                        let ty: syn::Type = syn::parse_quote!(U #a);
-                        match self.declared(&ty)? {
-                            KType::Big(w) => w,
-                            _ => unreachable!("parsed as U"),
-                        }
-                    }
-                    (_, Some(KType::Big(w))) => *w,
+                let w = match self.constructed_type(&fp.path.segments[0], expected)? {
+                    Some(KType::Big(w)) => w,
                     _ => return err(c, "the width of `U::mask` is unknown here: write `U::<BITS>::mask(len)` or use it where a U<BITS> is expected"),
                 };
                 if c.args.len() != 1 {
