@@ -13,6 +13,9 @@
 //!                 a user's calls (run, run_into, launch) from host data against the kernel alone,
 //!                 the floor max(PCIe, kernel) and GMP on all host cores (`--features gmp`); a
 //!                 chain of launches on device batches; the issue's Done-when bars
+//!     bench pipeline [--chunks 0,1,2,4,8] [--ops mul,poly] [--runs R]
+//!                 run_into (limbs) and run (BigUint) at the Done-when sizes with the batch cut
+//!                 into k chunks (0: the runtime's choice), next to the PCIe floor
 //!     bench jit   [--cases add:64,poly:32768,...] [--n 4] [--warm 3] [--calls 200] [--json F]
 //!                 first call cold (empty disk cache) and warm (filled) in fresh processes, and the
 //!                 per-call overhead at batch 1 over the kernel
@@ -36,6 +39,7 @@ mod kernels;
 mod measure;
 mod ops;
 mod pcie;
+mod pipeline;
 mod plot;
 mod poly;
 mod tables;
@@ -175,6 +179,17 @@ enum Cmd {
         /// write e2e-<op>.png (ms per call against NumBits) here
         #[arg(long)]
         plots: Option<PathBuf>,
+    },
+    /// How a call's time from host data (run_into on limbs, run on BigUint) depends on the chunks
+    /// the pipeline cuts the batch into, at the Done-when sizes of issue 10, next to the PCIe floor
+    Pipeline {
+        /// chunk counts to try (0: the runtime's own choice)
+        #[arg(long, value_delimiter = ',', default_value = "0,1,2,3,4,6,8,12,16")]
+        chunks: Vec<usize>,
+        #[arg(long, value_delimiter = ',', default_value = "mul,poly")]
+        ops: Vec<String>,
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
     },
     /// Time to the first result, cold (empty kernel cache) and warm (filled), each in a fresh
     /// process, and the per-call overhead at batch 1 above the kernel
@@ -425,6 +440,15 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
             }
             fail_on("e2e", report.failures())
+        }
+        Cmd::Pipeline { chunks, ops, runs } => {
+            let table = pipeline::run(&pipeline::Options {
+                ops: ops::Op::parse_list(&ops)?,
+                chunks,
+                runs,
+            })?;
+            println!("{table}");
+            Ok(())
         }
         Cmd::Jit {
             cases,

@@ -6,10 +6,11 @@
 //!
 //! Streams and events: uploads run on `up`, kernels on `main`, downloads on `down`. Chunk `i`'s
 //! kernels wait for its upload; its download waits for its kernels. Each chunk takes a slot of a
-//! small ring (pinned staging in and out, a device arena). When chunk `i` takes the slot of chunk
-//! `j`, the host waits until `j`'s download is complete, then stages `i`'s arguments and reads
-//! `j`'s results at the same time (one parallel job each, sharing the threads), and queues `i` —
-//! so the host converts while the GPU copies and computes the chunks in between. Before the
+//! small ring (pinned staging in and out, a device arena), free again once the host has read the
+//! results of the chunk before it there. The host stages chunks in order and reads results in
+//! order, each as soon as its download is complete; a staging and a reading that are both due run
+//! at the same time (one parallel job each, sharing the threads), so the host converts while the
+//! GPU copies and computes. Before the
 //! first upload, `up` and `down` wait for everything queued on `main` earlier, since pooled
 //! memory may still be in use there. When the call returns, all of its work is done.
 
@@ -21,13 +22,21 @@ use crate::gpu::{align, guarded, GpuDevice, GpuProgram};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
 use crate::resident::Resident;
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{result, CudaEvent};
+use cudarc::driver::{result, CudaEvent, CudaStream};
 use std::sync::Arc;
 
-/// Bytes of transfers per chunk the pipeline aims at (`BIGFUSE_PIPELINE_BYTES` overrides it):
-/// large enough that a copy runs at full PCIe speed, small enough that the pipeline fills fast.
-/// `BIGFUSE_PIPELINE_INSTANCES` sets the instances per chunk outright (for tests and tuning).
-const CHUNK_BYTES: u64 = 8 << 20;
+/// Chunks a large batch is cut into (plus the smaller ones of the ramps at both ends, see
+/// [`chunk_plan`]). Measured on H200 hosts (`bench pipeline`, bench/RESULTS.md, 2026-11-25): at
+/// the bar sizes of issue 10, three to six chunks beat one or two (no overlap) and eight or more
+/// (the host's conversions then run beside more DMA, and slower).
+const CHUNKS: u64 = 4;
+
+/// Bytes of transfers per chunk, at least (smaller batches run as one chunk, the low-latency
+/// path) and at most (pinned staging and device arenas stay bounded for huge batches).
+/// `BIGFUSE_PIPELINE_BYTES` sets the bytes per chunk outright, `BIGFUSE_PIPELINE_INSTANCES` the
+/// instances (for tests and tuning).
+const MIN_CHUNK_BYTES: u64 = 4 << 20;
+const MAX_CHUNK_BYTES: u64 = 32 << 20;
 
 /// Chunks in flight at once: one being staged on the host, one uploading, one computing, one
 /// downloading.
@@ -158,8 +167,6 @@ struct Ring {
     uploaded: CudaEvent,
     computed: CudaEvent,
     downloaded: CudaEvent,
-    /// The chunk (first instance, count) whose results are in flight in this slot.
-    chunk: Option<(usize, usize)>,
 }
 
 /// One call of `program` over `n` instances of `args`: pipelined from host data to host results
@@ -255,15 +262,15 @@ impl Call<'_> {
     }
 }
 
-/// The chunk size: enough transfer per chunk for full-speed copies, at least one wave of the
-/// kernel, all of a small batch.
-fn chunk_instances(gpu: &GpuDevice, program: &GpuProgram, per_instance: u64, n: u64) -> u64 {
+/// The chunk size: about a quarter of the batch's transfers, within the bounds above.
+fn chunk_instances(per_instance: u64, n: u64) -> u64 {
     if let Some(c) = env_u64("BIGFUSE_PIPELINE_INSTANCES") {
         return c.min(n);
     }
-    let by_bytes = env_u64("BIGFUSE_PIPELINE_BYTES").unwrap_or(CHUNK_BYTES) / per_instance.max(1);
-    let wave = program.instances_per_wave(gpu.target());
-    by_bytes.max(wave).max(1).min(n)
+    let total = per_instance.saturating_mul(n);
+    let bytes = env_u64("BIGFUSE_PIPELINE_BYTES")
+        .unwrap_or_else(|| (total / CHUNKS).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES));
+    (bytes / per_instance.max(1)).max(1).min(n)
 }
 
 impl Call<'_> {
@@ -283,7 +290,7 @@ impl Call<'_> {
             .map(|(p, _)| p.bytes() as u64)
             .chain(results.iter().map(|r| r.bytes() as u64))
             .sum();
-        let c = chunk_instances(gpu, program, moved, n as u64);
+        let c = chunk_instances(moved, n as u64);
         let arena = Arena::new(program, params, results, args, c);
         let slots = chunk_plan(n, c as usize).len().min(SLOTS);
         let mut ring = Vec::with_capacity(slots);
@@ -295,7 +302,6 @@ impl Call<'_> {
                 uploaded: gpu.sync_event()?,
                 computed: gpu.sync_event()?,
                 downloaded: gpu.sync_event()?,
-                chunk: None,
             });
         }
         let outcome = self.run_chunks(outs, &arena, &mut ring);
@@ -313,211 +319,263 @@ impl Call<'_> {
     }
 
     fn run_chunks(self, outs: &mut [Out], arena: &Arena, ring: &mut [Ring]) -> Result<()> {
+        let n = self.n;
+        let c = arena.c as usize;
+        let plan = chunk_plan(n, c);
+        let chunks = plan.len();
+        let slots = ring.len();
+        let started = std::time::Instant::now();
+        let mut trace = Trace::new();
+        // One chunk: everything in order on the main stream, no events (the low-latency path).
+        let single = chunks == 1;
+        let gpu = self.gpu;
+        let streams = Streams {
+            up: if single { gpu.stream() } else { gpu.up() },
+            main: gpu.stream(),
+            down: if single { gpu.stream() } else { gpu.down() },
+            single,
+        };
+        if !single {
+            let before = &ring[0].downloaded;
+            guarded("ordering the transfers", || {
+                before.record(streams.main)?;
+                streams.up.wait(before)?;
+                streams.down.wait(before)
+            })?;
+        }
+        // Chunks are staged and queued in order, and their results read in order; chunk `i`
+        // takes slot `i % slots`, free once chunk `i - slots` has been read. The host reads a
+        // chunk's results as soon as its download is complete, alongside the next staging when
+        // there is one: staging ahead while finished results wait would leave them all to be
+        // read after the last staging, with nothing to overlap.
+        let (mut staged, mut done) = (0, 0);
+        while done < chunks {
+            let can_stage = staged < chunks && staged - done < slots;
+            let ready = done < staged
+                && guarded("querying a download", || {
+                    ring[done % slots].downloaded.try_is_complete()
+                })?;
+            if !can_stage {
+                let slot = &ring[done % slots];
+                trace.time(
+                    |t| &mut t.wait,
+                    || guarded("waiting for a download", || slot.downloaded.synchronize()),
+                )?;
+                let (s, k) = plan[done];
+                trace.time(
+                    |t| &mut t.read,
+                    || read_results(self.results, arena, &slot.staged_out, s, k, outs),
+                )?;
+                done += 1;
+                continue;
+            }
+            let (start, count) = plan[staged];
+            if ready {
+                // Staging one chunk and reading another share the threads: neither waits for the
+                // other's slowest piece (measured on an H100: calls 5-15% faster than one after
+                // the other).
+                let (stage_slot, read_slot) = two_slots(ring, staged % slots, done % slots);
+                let (s, k) = plan[done];
+                let staged_in = stage_slot.staged_in.as_mut_bytes();
+                let outs = &mut *outs;
+                let (a, b) = trace.time(
+                    |t| &mut t.both,
+                    || {
+                        rayon::join(
+                            || self.stage(arena, start, count, staged_in),
+                            || read_results(self.results, arena, &read_slot.staged_out, s, k, outs),
+                        )
+                    },
+                );
+                a?;
+                b?;
+                done += 1;
+            } else {
+                let staged_in = ring[staged % slots].staged_in.as_mut_bytes();
+                trace.time(
+                    |t| &mut t.stage,
+                    || self.stage(arena, start, count, staged_in),
+                )?;
+            }
+            let slot = &mut ring[staged % slots];
+            trace.time(
+                |t| &mut t.enqueue,
+                || self.enqueue(arena, slot, &streams, start, count),
+            )?;
+            staged += 1;
+        }
+        trace.report(n, c, chunks, started.elapsed());
+        Ok(())
+    }
+
+    /// Writes the host arguments of instances `[start, start + count)` into pinned staging.
+    fn stage(&self, arena: &Arena, start: usize, count: usize, staged: &mut [u8]) -> Result<()> {
+        for ((p, a), off) in self.params.iter().zip(self.args).zip(&arena.inputs) {
+            if let Some(off) = off {
+                let len = count * p.bytes();
+                p.write(
+                    a,
+                    start,
+                    count,
+                    &mut staged[*off as usize..*off as usize + len],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a staged chunk: its upload, its kernels, its download into the slot's staging.
+    fn enqueue(
+        &self,
+        arena: &Arena,
+        slot: &mut Ring,
+        streams: &Streams,
+        start: usize,
+        count: usize,
+    ) -> Result<()> {
         let Call {
             gpu,
             program,
             params,
             results,
             args,
-            n,
-        } = self;
-        let c = arena.c as usize;
-        let plan = chunk_plan(n, c);
-        let chunks = plan.len();
-        let started = std::time::Instant::now();
-        let mut trace = Trace::new();
-        // One chunk: everything in order on the main stream, no events (the low-latency path).
-        let single = chunks == 1;
-        let (up, main, down) = if single {
-            (gpu.stream(), gpu.stream(), gpu.stream())
+            ..
+        } = *self;
+        let Streams {
+            up,
+            main,
+            down,
+            single,
+        } = *streams;
+        let staged = slot.staged_in.as_mut_bytes();
+        let base = slot.device.ptr();
+        let in_bytes = staged_extent(params, args, arena, count);
+        let ins: Vec<CUdeviceptr> = params
+            .iter()
+            .zip(args)
+            .zip(&arena.inputs)
+            .map(|((p, a), off)| match (a, off) {
+                (Arg::Batch(b), _) => b
+                    .device_ptr(gpu)
+                    .map(|ptr| ptr + (start * p.bytes()) as u64),
+                (_, Some(off)) => Ok(base + off),
+                (_, None) => unreachable!("host arguments have a region"),
+            })
+            .collect::<Result<_>>()?;
+        let out_base = base + arena.in_bytes;
+        let temps = out_base + arena.out_bytes;
+        let out_bytes = results_extent(results, arena, count);
+        // A single small chunk: the kernels write the results straight into the mapped pinned
+        // staging, which saves a copy's latency (what a call of a few instances waits for).
+        let direct = if single && out_bytes <= DIRECT_RESULT_BYTES {
+            slot.staged_out.device_ptr()
         } else {
-            (gpu.up(), gpu.stream(), gpu.down())
+            None
         };
-        if !single {
-            let before = &ring[0].downloaded;
-            guarded("ordering the transfers", || {
-                before.record(main)?;
-                up.wait(before)?;
-                down.wait(before)
+        let out_ptrs: Vec<CUdeviceptr> = arena
+            .outputs
+            .iter()
+            .map(|o| direct.unwrap_or(out_base) + o)
+            .collect();
+        // The slot's previous chunk is done (the host read its results after its download, which
+        // followed its kernels and its upload): its arena and staging are free.
+        if in_bytes > 0 {
+            // SAFETY: the staging holds `in_bytes` written bytes and stays untouched until the
+            // slot's download (ordered after this upload) is complete; the arena holds them too.
+            guarded("uploading arguments", || unsafe {
+                result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
             })?;
         }
-        for (i, &(start, count)) in plan.iter().enumerate() {
-            let slot = &mut ring[i % ring.len()];
-            // The chunk this slot held before (its results may still be on their way).
-            let previous = slot.chunk.take();
-            // Arguments of this chunk into pinned staging (then one upload).
-            let stage = |staged: &mut [u8]| -> Result<()> {
-                for ((p, a), off) in params.iter().zip(args).zip(&arena.inputs) {
-                    if let Some(off) = off {
-                        let len = count * p.bytes();
-                        p.write(
-                            a,
-                            start,
-                            count,
-                            &mut staged[*off as usize..*off as usize + len],
-                        )?;
-                    }
-                }
-                Ok(())
-            };
-            match previous {
-                Some((s, k)) => {
-                    trace.time(
-                        |t| &mut t.wait,
-                        || {
-                            guarded("waiting for a chunk", || {
-                                slot.uploaded.synchronize()?;
-                                slot.downloaded.synchronize()
-                            })
-                        },
-                    )?;
-                    // Staging this chunk and reading the previous one's results share the threads:
-                    // neither waits for the other's slowest piece (measured on an H100: calls 5-15%
-                    // faster than one after the other).
-                    let (staged_in, staged_out) = (&mut slot.staged_in, &slot.staged_out);
-                    let outs = &mut *outs;
-                    let (a, b) = trace.time(
-                        |t| &mut t.both,
-                        || {
-                            rayon::join(
-                                || stage(staged_in.as_mut_bytes()),
-                                || read_results(results, arena, staged_out, s, k, outs),
-                            )
-                        },
-                    );
-                    a?;
-                    b?;
-                }
-                None => {
-                    let staged = slot.staged_in.as_mut_bytes();
-                    trace.time(|t| &mut t.stage, || stage(staged))?;
-                }
-            }
-            let staged = slot.staged_in.as_mut_bytes();
-            let base = slot.device.ptr();
-            let in_bytes = staged_extent(params, args, arena, count);
-            let ins: Vec<CUdeviceptr> = params
-                .iter()
-                .zip(args)
-                .zip(&arena.inputs)
-                .map(|((p, a), off)| match (a, off) {
-                    (Arg::Batch(b), _) => b
-                        .device_ptr(gpu)
-                        .map(|ptr| ptr + (start * p.bytes()) as u64),
-                    (_, Some(off)) => Ok(base + off),
-                    (_, None) => unreachable!("host arguments have a region"),
-                })
-                .collect::<Result<_>>()?;
-            let out_base = base + arena.in_bytes;
-            let temps = out_base + arena.out_bytes;
-            let out_bytes = results_extent(results, arena, count);
-            // A single small chunk: the kernels write the results straight into the mapped pinned
-            // staging, which saves a copy's latency (what a call of a few instances waits for).
-            let direct = if single && out_bytes <= DIRECT_RESULT_BYTES {
-                slot.staged_out.device_ptr()
-            } else {
-                None
-            };
-            let out_ptrs: Vec<CUdeviceptr> = arena
-                .outputs
-                .iter()
-                .map(|o| direct.unwrap_or(out_base) + o)
-                .collect();
-            trace.time(
-                |t| &mut t.enqueue,
-                || -> Result<()> {
-                    // The slot's previous chunk is done (the host saw its download complete, which
-                    // followed its kernels): its arena and staging are free.
-                    if in_bytes > 0 {
-                        // SAFETY: the staging holds `in_bytes` written bytes and stays untouched
-                        // until `uploaded` is waited for; the arena holds them too.
-                        guarded("uploading arguments", || unsafe {
-                            result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
-                        })?;
-                    }
-                    if !single {
-                        guarded("ordering a chunk", || {
-                            slot.uploaded.record(up)?;
-                            main.wait(&slot.uploaded)
-                        })?;
-                    }
-                    // SAFETY: the arena holds `c >= count` instances of every argument, result and
-                    // intermediate; batch arguments hold `n` instances (checked by the caller).
-                    unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
-                    if !single {
-                        guarded("ordering a chunk", || slot.computed.record(main))?;
-                    }
-                    Ok(())
-                },
-            )?;
-            let staged_out = slot.staged_out.as_mut_bytes();
-            trace.time(
-                |t| &mut t.enqueue,
-                || -> Result<()> {
-                    // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
-                    guarded("downloading results", || unsafe {
-                        if !single {
-                            result::stream::wait_event(
-                                down.cu_stream(),
-                                slot.computed.cu_event(),
-                                cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                            )?;
-                        }
-                        if direct.is_none() {
-                            result::memcpy_dtoh_async(
-                                &mut staged_out[..out_bytes],
-                                out_base,
-                                down.cu_stream(),
-                            )?;
-                        }
-                        result::event::record(slot.downloaded.cu_event(), down.cu_stream())
-                    })
-                },
-            )?;
-            slot.chunk = Some((start, count));
+        if !single {
+            guarded("ordering a chunk", || {
+                slot.uploaded.record(up)?;
+                main.wait(&slot.uploaded)
+            })?;
         }
-        // The chunks still in flight, in order.
-        let order: Vec<usize> = (0..ring.len()).map(|k| (chunks + k) % ring.len()).collect();
-        for k in order {
-            let slot = &mut ring[k];
-            if let Some((s, count)) = slot.chunk.take() {
-                trace.time(
-                    |t| &mut t.wait,
-                    || guarded("waiting for a download", || slot.downloaded.synchronize()),
-                )?;
-                trace.time(
-                    |t| &mut t.read,
-                    || read_results(results, arena, &slot.staged_out, s, count, outs),
+        // SAFETY: the arena holds `c >= count` instances of every argument, result and
+        // intermediate; batch arguments hold `n` instances (checked by the caller).
+        unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
+        if !single {
+            guarded("ordering a chunk", || slot.computed.record(main))?;
+        }
+        let staged_out = slot.staged_out.as_mut_bytes();
+        // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
+        guarded("downloading results", || unsafe {
+            if !single {
+                result::stream::wait_event(
+                    down.cu_stream(),
+                    slot.computed.cu_event(),
+                    cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
                 )?;
             }
-        }
-        trace.report(n, c, chunks, started.elapsed());
-        Ok(())
+            if direct.is_none() {
+                result::memcpy_dtoh_async(
+                    &mut staged_out[..out_bytes],
+                    out_base,
+                    down.cu_stream(),
+                )?;
+            }
+            result::event::record(slot.downloaded.cu_event(), down.cu_stream())
+        })
     }
 }
 
-/// The chunks of a batch of `n` instances, at most `c` each: the first ones smaller (a quarter,
-/// then half a chunk), so that the GPU starts early instead of waiting for a whole chunk to be
-/// staged and uploaded.
+/// The streams of a pipelined call: uploads, kernels, downloads (all the main stream when the
+/// call is one chunk).
+#[derive(Clone, Copy)]
+struct Streams<'a> {
+    up: &'a CudaStream,
+    main: &'a CudaStream,
+    down: &'a CudaStream,
+    single: bool,
+}
+
+/// Two different slots of the ring, the first mutably.
+fn two_slots(ring: &mut [Ring], i: usize, j: usize) -> (&mut Ring, &Ring) {
+    assert_ne!(i, j, "a chunk is staged and read in different slots");
+    if i < j {
+        let (lo, hi) = ring.split_at_mut(j);
+        (&mut lo[i], &hi[0])
+    } else {
+        let (lo, hi) = ring.split_at_mut(i);
+        (&mut hi[0], &lo[j])
+    }
+}
+
+/// The chunks of a batch of `n` instances, at most `c` each. The first ones are smaller (a
+/// quarter, then half a chunk), so that the GPU starts early instead of waiting for a whole chunk
+/// to be staged and uploaded, and so are the last ones (half, then a quarter), so that little is
+/// left to download and read once the host has staged everything. Chunks in between are of equal
+/// size (within one instance).
 fn chunk_plan(n: usize, c: usize) -> Vec<(usize, usize)> {
     let c = c.max(1);
-    let mut plan = Vec::with_capacity(n.div_ceil(c) + 2);
+    let ramp: Vec<usize> = [c / 4, c / 2].into_iter().filter(|&k| k > 0).collect();
+    let ramps: usize = 2 * ramp.iter().sum::<usize>();
+    let sizes: Vec<usize> = if n > c && n >= ramps + c {
+        let middle = n - ramps;
+        ramp.iter()
+            .copied()
+            .chain(even_split(middle, middle.div_ceil(c)))
+            .chain(ramp.iter().rev().copied())
+            .collect()
+    } else {
+        even_split(n, n.div_ceil(c)).collect()
+    };
     let mut start = 0;
-    for size in [c / 4, c / 2].into_iter().chain(std::iter::repeat(c)) {
-        if start >= n {
-            break;
-        }
-        if n - start <= c || size == 0 {
-            // What is left fits one chunk (or the ramp would be empty): no ramp for it.
-            let count = (n - start).min(c);
-            plan.push((start, count));
-            start += count;
-            continue;
-        }
-        plan.push((start, size));
-        start += size;
-    }
-    plan
+    sizes
+        .into_iter()
+        .map(|k| {
+            let chunk = (start, k);
+            start += k;
+            chunk
+        })
+        .collect()
+}
+
+/// `n` split into `parts` sizes that differ by at most one, larger first.
+fn even_split(n: usize, parts: usize) -> impl Iterator<Item = usize> {
+    let parts = parts.max(1);
+    (0..parts).map(move |i| n / parts + usize::from(i < n % parts))
 }
 
 /// Bytes of the input region a chunk of `count` instances fills (up to the last host argument's
@@ -563,16 +621,8 @@ mod tests {
 
     #[test]
     fn chunk_plans_cover_the_batch_in_order() {
-        for (n, c) in [
-            (1, 1),
-            (5, 8),
-            (8, 8),
-            (9, 8),
-            (100, 8),
-            (4096, 1024),
-            (1009, 7),
-            (3, 1),
-        ] {
+        let grid = (1..200).flat_map(|n| (1..40).map(move |c| (n, c)));
+        for (n, c) in grid.chain([(4096, 1024), (65536, 12672), (1009, 7)]) {
             let plan = chunk_plan(n, c);
             let mut next = 0;
             for &(s, k) in &plan {
@@ -582,10 +632,21 @@ mod tests {
             }
             assert_eq!(next, n, "{n} {c}");
         }
+        // Ramps at both ends, equal chunks between.
         assert_eq!(
-            chunk_plan(4096, 1024)[..3],
-            [(0, 256), (256, 512), (768, 1024)]
+            chunk_plan(4096, 1024),
+            [
+                (0, 256),
+                (256, 512),
+                (768, 854),
+                (1622, 853),
+                (2475, 853),
+                (3328, 512),
+                (3840, 256)
+            ]
         );
         assert_eq!(chunk_plan(800, 1024), [(0, 800)]);
+        // Too short for both ramps and a whole chunk: equal chunks.
+        assert_eq!(chunk_plan(2000, 1024), [(0, 1000), (1000, 1000)]);
     }
 }
