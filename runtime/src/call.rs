@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{align, guarded, GpuDevice, GpuProgram};
 use crate::memory::{DeviceBuffer, PinnedBuffer};
 use crate::resident::Resident;
-use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::sys::{CUdeviceptr, CUevent};
 use cudarc::driver::{result, CudaEvent, CudaStream};
 use std::sync::Arc;
 
@@ -47,10 +47,13 @@ const SLOTS: usize = 4;
 const DIRECT_RESULT_BYTES: usize = 256 << 10;
 
 /// Where a call's host time goes, printed to stderr when `BIGFUSE_TRACE=pipeline`: for finding
-/// what bounds a call (conversion, waiting for the GPU, or the driver calls).
+/// what bounds a call (conversion, waiting for the GPU, or the driver calls). With
+/// `BIGFUSE_TRACE=timeline` also each chunk's times on the host and on the GPU (timing events
+/// around its upload, kernels and download), from the call's start.
 #[derive(Default)]
 struct Trace {
     on: bool,
+    timeline: Option<Timeline>,
     stage: std::time::Duration,
     read: std::time::Duration,
     /// Staging and reading side by side.
@@ -60,10 +63,56 @@ struct Trace {
 }
 
 impl Trace {
-    fn new() -> Trace {
-        Trace {
-            on: std::env::var("BIGFUSE_TRACE").is_ok_and(|v| v.contains("pipeline")),
+    fn new(gpu: &GpuDevice, main: &CudaStream) -> Result<Trace> {
+        let what = std::env::var("BIGFUSE_TRACE").unwrap_or_default();
+        let timeline = if what.contains("timeline") {
+            let origin = Timeline::event(gpu)?;
+            guarded("recording a timing event", || origin.record(main))?;
+            Some(Timeline {
+                origin,
+                started: std::time::Instant::now(),
+                chunks: Vec::new(),
+            })
+        } else {
+            None
+        };
+        Ok(Trace {
+            on: timeline.is_some() || what.contains("pipeline"),
+            timeline,
             ..Default::default()
+        })
+    }
+
+    /// The timing events of chunk `i` (created on first use), when the timeline is on.
+    fn marks(&mut self, gpu: &GpuDevice, i: usize) -> Result<Option<&ChunkTimes>> {
+        let Some(t) = &mut self.timeline else {
+            return Ok(None);
+        };
+        while t.chunks.len() <= i {
+            let mut events = Vec::with_capacity(6);
+            for _ in 0..6 {
+                events.push(Timeline::event(gpu)?);
+            }
+            t.chunks.push(ChunkTimes {
+                events,
+                staged_ms: 0.0,
+                read_ms: 0.0,
+            });
+        }
+        Ok(Some(&t.chunks[i]))
+    }
+
+    /// Notes the host's time now as chunk `i`'s staging end (`read` false) or reading end.
+    fn host_mark(&mut self, i: usize, read: bool) {
+        if let Some(t) = &mut self.timeline {
+            let now = t.started.elapsed().as_secs_f64() * 1e3;
+            if let Some(c) = t.chunks.get_mut(i) {
+                if read {
+                    c.read_ms = now;
+                } else {
+                    c.staged_ms = now;
+                }
+            }
         }
     }
 
@@ -96,7 +145,49 @@ impl Trace {
                 ms(total.saturating_sub(self.stage + self.read + self.both + self.wait + self.enqueue))
             );
         }
+        if let Some(t) = &self.timeline {
+            for (i, c) in t.chunks.iter().enumerate() {
+                let at = |e: &CudaEvent| t.origin.elapsed_ms(e).map_or(f32::NAN, |x| x);
+                let e = &c.events;
+                eprintln!(
+                    "  chunk {i}: staged {:.3} | up {:.3}-{:.3} | kernels {:.3}-{:.3} | down {:.3}-{:.3} | read {:.3} (ms)",
+                    c.staged_ms,
+                    at(&e[0]),
+                    at(&e[1]),
+                    at(&e[2]),
+                    at(&e[3]),
+                    at(&e[4]),
+                    at(&e[5]),
+                    c.read_ms
+                );
+            }
+        }
     }
+}
+
+/// Timing events of a traced call (`BIGFUSE_TRACE=timeline`).
+struct Timeline {
+    /// Recorded on the main stream when the call starts.
+    origin: CudaEvent,
+    started: std::time::Instant,
+    chunks: Vec<ChunkTimes>,
+}
+
+impl Timeline {
+    fn event(gpu: &GpuDevice) -> Result<CudaEvent> {
+        guarded("creating a timing event", || {
+            gpu.context()
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+        })
+    }
+}
+
+/// One chunk's timing events (upload start and end, kernels start and end, download start and
+/// end) and host times (staged, read), in ms from the call's start.
+struct ChunkTimes {
+    events: Vec<CudaEvent>,
+    staged_ms: f64,
+    read_ms: f64,
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -290,9 +381,12 @@ impl Call<'_> {
             .map(|(p, _)| p.bytes() as u64)
             .chain(results.iter().map(|r| r.bytes() as u64))
             .sum();
-        let c = chunk_instances(moved, n as u64);
-        let arena = Arena::new(program, params, results, args, c);
-        let slots = chunk_plan(n, c as usize).len().min(SLOTS);
+        let c = chunk_instances(moved, n as u64) as usize;
+        let wave = program.instances_per_wave(gpu.target()) as usize;
+        let plan = chunk_plan(n, c, wave);
+        let largest = plan.iter().map(|&(_, k)| k).max().unwrap_or(1);
+        let arena = Arena::new(program, params, results, args, largest as u64);
+        let slots = plan.len().min(SLOTS);
         let mut ring = Vec::with_capacity(slots);
         for _ in 0..slots {
             ring.push(Ring {
@@ -304,7 +398,7 @@ impl Call<'_> {
                 downloaded: gpu.sync_event()?,
             });
         }
-        let outcome = self.run_chunks(outs, &arena, &mut ring);
+        let outcome = self.run_chunks(outs, &arena, &plan, &mut ring);
         if outcome.is_err() {
             // Copies of the chunks in flight may still read or write the ring's staging: wait for
             // them before it goes back to the pool, where another thread's call may take it at
@@ -318,17 +412,22 @@ impl Call<'_> {
         outcome
     }
 
-    fn run_chunks(self, outs: &mut [Out], arena: &Arena, ring: &mut [Ring]) -> Result<()> {
+    fn run_chunks(
+        self,
+        outs: &mut [Out],
+        arena: &Arena,
+        plan: &[(usize, usize)],
+        ring: &mut [Ring],
+    ) -> Result<()> {
         let n = self.n;
         let c = arena.c as usize;
-        let plan = chunk_plan(n, c);
         let chunks = plan.len();
         let slots = ring.len();
         let started = std::time::Instant::now();
-        let mut trace = Trace::new();
+        let gpu = self.gpu;
+        let mut trace = Trace::new(gpu, gpu.stream())?;
         // One chunk: everything in order on the main stream, no events (the low-latency path).
         let single = chunks == 1;
-        let gpu = self.gpu;
         let streams = Streams {
             up: if single { gpu.stream() } else { gpu.up() },
             main: gpu.stream(),
@@ -366,6 +465,7 @@ impl Call<'_> {
                     |t| &mut t.read,
                     || read_results(self.results, arena, &slot.staged_out, s, k, outs),
                 )?;
+                trace.host_mark(done, true);
                 done += 1;
                 continue;
             }
@@ -389,6 +489,7 @@ impl Call<'_> {
                 );
                 a?;
                 b?;
+                trace.host_mark(done, true);
                 done += 1;
             } else {
                 let staged_in = ring[staged % slots].staged_in.as_mut_bytes();
@@ -398,9 +499,14 @@ impl Call<'_> {
                 )?;
             }
             let slot = &mut ring[staged % slots];
+            // Raw handles: the events live in the trace until its report.
+            let marks: Option<Vec<CUevent>> = trace
+                .marks(gpu, staged)?
+                .map(|m| m.events.iter().map(|e| e.cu_event()).collect());
+            trace.host_mark(staged, false);
             trace.time(
                 |t| &mut t.enqueue,
-                || self.enqueue(arena, slot, &streams, start, count),
+                || self.enqueue(arena, slot, &streams, start, count, marks.as_deref()),
             )?;
             staged += 1;
         }
@@ -432,7 +538,18 @@ impl Call<'_> {
         streams: &Streams,
         start: usize,
         count: usize,
+        marks: Option<&[CUevent]>,
     ) -> Result<()> {
+        // Timing events of a traced call: mark `k` recorded on `stream`.
+        let mark = |k: usize, stream: &CudaStream| -> Result<()> {
+            match marks {
+                // SAFETY: the events are live (owned by the call's trace) and of this context.
+                Some(m) => guarded("recording a timing event", || unsafe {
+                    result::event::record(m[k], stream.cu_stream())
+                }),
+                None => Ok(()),
+            }
+        };
         let Call {
             gpu,
             program,
@@ -479,6 +596,7 @@ impl Call<'_> {
             .collect();
         // The slot's previous chunk is done (the host read its results after its download, which
         // followed its kernels and its upload): its arena and staging are free.
+        mark(0, up)?;
         if in_bytes > 0 {
             // SAFETY: the staging holds `in_bytes` written bytes and stays untouched until the
             // slot's download (ordered after this upload) is complete; the arena holds them too.
@@ -486,15 +604,18 @@ impl Call<'_> {
                 result::memcpy_htod_async(base, &staged[..in_bytes], up.cu_stream())
             })?;
         }
+        mark(1, up)?;
         if !single {
             guarded("ordering a chunk", || {
                 slot.uploaded.record(up)?;
                 main.wait(&slot.uploaded)
             })?;
         }
+        mark(2, main)?;
         // SAFETY: the arena holds `c >= count` instances of every argument, result and
         // intermediate; batch arguments hold `n` instances (checked by the caller).
         unsafe { program.launch_raw(gpu, main, count as u64, &ins, &out_ptrs, temps)? };
+        mark(3, main)?;
         if !single {
             guarded("ordering a chunk", || slot.computed.record(main))?;
         }
@@ -507,6 +628,9 @@ impl Call<'_> {
                     slot.computed.cu_event(),
                     cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
                 )?;
+            }
+            if let Some(m) = marks {
+                result::event::record(m[4], down.cu_stream())?;
             }
             if direct.is_none() {
                 result::memcpy_dtoh_async(
@@ -542,16 +666,35 @@ fn two_slots(ring: &mut [Ring], i: usize, j: usize) -> (&mut Ring, &Ring) {
     }
 }
 
-/// The chunks of a batch of `n` instances, at most `c` each. The first ones are smaller (a
-/// quarter, then half a chunk), so that the GPU starts early instead of waiting for a whole chunk
-/// to be staged and uploaded, and so are the last ones (half, then a quarter), so that little is
-/// left to download and read once the host has staged everything. Chunks in between are of equal
-/// size (within one instance).
-fn chunk_plan(n: usize, c: usize) -> Vec<(usize, usize)> {
+/// The chunks (first instance, count) of a batch of `n` instances, about `c` each. The first ones
+/// are smaller (a quarter, then half a chunk), so that the GPU starts early instead of waiting for
+/// a whole chunk to be staged and uploaded, and so are the last ones (half, then a quarter), so
+/// that little is left to download and read once the host has staged everything; chunks in
+/// between are of equal size. When a chunk holds 1.5 or more of the kernels' waves (`wave`
+/// instances fill the GPU once), chunks are whole waves (the batch's last chunk takes the rest):
+/// a partly idle last wave takes as long as a full one, which cost a kernel-bound call a fifth of
+/// its kernel time with chunks of 1.6 waves (Poly at 2^15 bits on an H200, 2026-11-25). Below
+/// that, rounding would drop the ramps (the first chunk would be a whole wave).
+fn chunk_plan(n: usize, c: usize, wave: usize) -> Vec<(usize, usize)> {
+    let unit = if wave >= 1 && 2 * c >= 3 * wave { wave } else { 1 };
+    let per = ((c + unit / 2) / unit).max(1);
+    let mut start = 0;
+    plan_sizes(n.div_ceil(unit), per)
+        .into_iter()
+        .map(|k| {
+            let chunk = (start, (k * unit).min(n - start));
+            start += chunk.1;
+            chunk
+        })
+        .collect()
+}
+
+/// Sizes of the chunks of `n` units, about `c` each, with the ramps of [`chunk_plan`].
+fn plan_sizes(n: usize, c: usize) -> Vec<usize> {
     let c = c.max(1);
     let ramp: Vec<usize> = [c / 4, c / 2].into_iter().filter(|&k| k > 0).collect();
     let ramps: usize = 2 * ramp.iter().sum::<usize>();
-    let sizes: Vec<usize> = if n > c && n >= ramps + c {
+    if n > c && n >= ramps + c {
         let middle = n - ramps;
         ramp.iter()
             .copied()
@@ -560,16 +703,7 @@ fn chunk_plan(n: usize, c: usize) -> Vec<(usize, usize)> {
             .collect()
     } else {
         even_split(n, n.div_ceil(c)).collect()
-    };
-    let mut start = 0;
-    sizes
-        .into_iter()
-        .map(|k| {
-            let chunk = (start, k);
-            start += k;
-            chunk
-        })
-        .collect()
+    }
 }
 
 /// `n` split into `parts` sizes that differ by at most one, larger first.
@@ -621,20 +755,27 @@ mod tests {
 
     #[test]
     fn chunk_plans_cover_the_batch_in_order() {
-        let grid = (1..200).flat_map(|n| (1..40).map(move |c| (n, c)));
-        for (n, c) in grid.chain([(4096, 1024), (65536, 12672), (1009, 7)]) {
-            let plan = chunk_plan(n, c);
+        let grid = (1..200).flat_map(|n| (1..40).flat_map(move |c| [1, 3, 8].map(|w| (n, c, w))));
+        for (n, c, wave) in grid.chain([(4096, 1024, 264), (65536, 12672, 4224), (1009, 7, 1)]) {
+            let plan = chunk_plan(n, c, wave);
+            let whole_waves = 2 * c >= 3 * wave;
             let mut next = 0;
             for &(s, k) in &plan {
-                assert_eq!(s, next, "{n} {c}");
-                assert!(k >= 1 && k <= c, "{n} {c}: {plan:?}");
+                assert_eq!(s, next, "{n} {c} {wave}");
+                assert!(k >= 1, "{n} {c} {wave}: {plan:?}");
+                if whole_waves {
+                    assert_eq!(s % wave, 0, "{n} {c} {wave}: {plan:?}");
+                    assert!(k <= c + wave / 2, "{n} {c} {wave}: {plan:?}");
+                } else {
+                    assert!(k <= c, "{n} {c} {wave}: {plan:?}");
+                }
                 next = s + k;
             }
-            assert_eq!(next, n, "{n} {c}");
+            assert_eq!(next, n, "{n} {c} {wave}");
         }
         // Ramps at both ends, equal chunks between.
         assert_eq!(
-            chunk_plan(4096, 1024),
+            chunk_plan(4096, 1024, 1),
             [
                 (0, 256),
                 (256, 512),
@@ -645,8 +786,23 @@ mod tests {
                 (3840, 256)
             ]
         );
-        assert_eq!(chunk_plan(800, 1024), [(0, 800)]);
+        assert_eq!(chunk_plan(800, 1024, 1), [(0, 800)]);
         // Too short for both ramps and a whole chunk: equal chunks.
-        assert_eq!(chunk_plan(2000, 1024), [(0, 1000), (1000, 1000)]);
+        assert_eq!(chunk_plan(2000, 1024, 1), [(0, 1000), (1000, 1000)]);
+        // Whole waves of 264 (16 waves, the last one partial): chunks of 4 waves, ramps of 1
+        // and 2.
+        let waves: Vec<usize> = chunk_plan(4096, 1024, 264)
+            .iter()
+            .map(|&(_, k)| k.div_ceil(264))
+            .collect();
+        assert_eq!(waves, [1, 2, 4, 3, 3, 2, 1]);
+        // Chunks of 1.94 waves: 2 waves each, a one-wave ramp.
+        let waves: Vec<usize> = chunk_plan(4096, 1024, 528)
+            .iter()
+            .map(|&(_, k)| k.div_ceil(528))
+            .collect();
+        assert_eq!(waves, [1, 2, 2, 2, 1]);
+        // A chunk below 1.5 waves: no rounding.
+        assert_eq!(chunk_plan(4096, 1024, 700), chunk_plan(4096, 1024, 1));
     }
 }
