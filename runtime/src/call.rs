@@ -676,7 +676,11 @@ fn two_slots(ring: &mut [Ring], i: usize, j: usize) -> (&mut Ring, &Ring) {
 /// its kernel time with chunks of 1.6 waves (Poly at 2^15 bits on an H200, 2026-11-25). Below
 /// that, rounding would drop the ramps (the first chunk would be a whole wave).
 fn chunk_plan(n: usize, c: usize, wave: usize) -> Vec<(usize, usize)> {
-    let unit = if wave >= 1 && 2 * c >= 3 * wave { wave } else { 1 };
+    let unit = if wave >= 1 && 2 * c >= 3 * wave {
+        wave
+    } else {
+        1
+    };
     let per = ((c + unit / 2) / unit).max(1);
     let mut start = 0;
     plan_sizes(n.div_ceil(unit), per)
