@@ -63,13 +63,7 @@ fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) ->
         return None; // warp shuffles and ballots need no shared memory
     }
     match &node.op {
-        // A deferred addition resolves nothing; one resolving its operands' pending carries first
-        // passes each warp's top count to the next warp (a second word per warp).
-        _ if sel.is_carry_scan(id) => match sel.chain_of_scan(id) {
-            Some(c) if c.defer => None,
-            Some(c) if c.pending_in => Some(slots * 8),
-            _ => Some(slots * 4),
-        },
+        _ if sel.is_carry_scan(id) => Some(slots * 4),
         Op::Scan { init, .. } | Op::Reduce { init, .. } => {
             Some(slots * 8 * init.leaves().len() as u32)
         }

@@ -2,14 +2,7 @@
 //! `map(partial) ; map(flags) ; scan.exclusive carry ; map(apply)` becomes PTX carry chains over a
 //! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
 //! of the carries between threads (`carry.rs`), instead of per-limb flag words.
-//!
-//! A sum that feeds only other additions leaves its carries between threads pending: each thread
-//! keeps the count its limbs owe the next thread's (sums add limb-wise and count-wise), and the
-//! addition that ends the chain takes each thread's incoming count into its limbs (at most one
-//! binary carry out) and resolves once. Six dependent additions over several warps thus pass two
-//! block barriers instead of six.
 
-use super::warp::FULL;
 use super::{Emitter, Val};
 use crate::isel::CarryChain;
 
@@ -27,18 +20,6 @@ impl Emitter<'_> {
         ));
         let out = self.declare_array(g.apply, q);
         let r = out[0].clone();
-        let operand_counts: String = [g.x, g.y]
-            .iter()
-            .filter_map(|v| self.pending[v.index()].clone())
-            .map(|p| format!(" + {p}"))
-            .collect();
-        // The count this thread's limbs owe the next thread's: declared outside the block, for the
-        // additions that use a deferred sum.
-        let owed = g.defer.then(|| {
-            let o = self.temp();
-            self.line(format!("u32 {o};"));
-            o
-        });
         self.open("{");
         let carry = self.temp();
         self.line(format!("u32 {carry} = 0u;"));
@@ -86,17 +67,6 @@ impl Emitter<'_> {
                 ops_in.join(", ")
             ));
         }
-        if let Some(o) = &owed {
-            self.line(format!("{o} = ({carry} & 1u){operand_counts};"));
-            self.close("}");
-            self.pending[g.apply.index()] = Some(o.clone());
-            self.finish_group(g, out, q, len);
-            return;
-        }
-        let t_count = self.sched.threads_per_instance;
-        if g.pending_in && t_count > 1 {
-            self.take_pending(g, &r, q, &carry, &operand_counts);
-        }
         // carry (borrow) out of this thread's limbs: add gives 0/1, sub gives 0/all ones
         let all = self.temp();
         let (fold, want) = if g.sub {
@@ -113,16 +83,9 @@ impl Emitter<'_> {
         self.line(format!(
             "const u32 {agg} = ({carry} & 1u) | (({all} == {want}) ? 2u : 0u);"
         ));
-        if t_count > 1 {
-            let flags = if t_count > 32 {
-                let st = self.staging(g.scan, "u32");
-                if g.pending_in {
-                    // The first word per warp carried the pending counts.
-                    let slots = self.sched.instances_per_block * self.sched.warps_per_instance();
-                    format!("({st} + {slots}u)")
-                } else {
-                    st
-                }
+        if self.sched.threads_per_instance > 1 {
+            let flags = if self.sched.threads_per_instance > 32 {
+                self.staging(g.scan, "u32")
             } else {
                 String::new()
             };
@@ -149,48 +112,6 @@ impl Emitter<'_> {
             ));
         }
         self.close("}");
-        self.finish_group(g, out, q, len);
-    }
-
-    /// Ends a deferred chain: with the operands' counts, this thread's limbs owe the next thread
-    /// `carry + counts` (in `carry`, which then becomes the binary carry out of the limbs after
-    /// the incoming count is added). The incoming count is the previous thread's: a shuffle
-    /// within a warp, shared memory across warps (the scan's staging, first word per warp).
-    fn take_pending(&mut self, g: &CarryChain, r: &str, q: u32, carry: &str, counts: &str) {
-        let t_count = self.sched.threads_per_instance;
-        let owed = self.temp();
-        self.line(format!("const u32 {owed} = ({carry} & 1u){counts};"));
-        let inc = self.temp();
-        self.line(format!("u32 {inc} = __shfl_up_sync({FULL}, {owed}, 1);"));
-        if t_count > 32 {
-            let st = self.staging(g.scan, "u32");
-            let w = self.sched.warps_per_instance();
-            self.line(format!(
-                "if (lane == 31u) {st}[slot * {w}u + warp] = {owed};"
-            ));
-            self.line("__syncthreads();");
-            self.line(format!(
-                "if (lane == 0u) {inc} = warp == 0u ? 0u : {st}[slot * {w}u + warp - 1u];"
-            ));
-        } else {
-            // The first thread of an instance takes nothing (below it: the previous instance).
-            self.line(format!("if (t == 0u) {inc} = 0u;"));
-        }
-        let mut text = vec![format!("add.cc.u64 %0, %0, %{};", q + 1)];
-        for i in 1..q {
-            text.push(format!("addc.cc.u64 %{i}, %{i}, 0;"));
-        }
-        text.push(format!("addc.u32 %{q}, 0, 0;"));
-        let mut outs: Vec<String> = (0..q).map(|i| format!("\"+l\"({r}[{i}])")).collect();
-        outs.push(format!("\"=r\"({carry})"));
-        self.line(format!(
-            "asm(\"{}\" : {} : \"l\"((u64){inc}));",
-            text.join(" "),
-            outs.join(", ")
-        ));
-    }
-
-    fn finish_group(&mut self, g: &CarryChain, out: Vec<String>, q: u32, len: u64) {
         let val = Val::Array {
             leaves: out,
             q,

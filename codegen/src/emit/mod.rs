@@ -65,9 +65,6 @@ struct Emitter<'a> {
     out: String,
     depth: usize,
     vals: Vec<Option<Val>>,
-    /// For a sum whose carries between threads are left pending (`CarryChain::defer`): the
-    /// register holding the count this thread's limbs owe the next thread.
-    pending: Vec<Option<String>>,
     temps: u32,
     /// Device functions the kernel calls, by name, in order of first use: written before the
     /// kernel, each once however many steps call it.
@@ -279,7 +276,6 @@ pub fn emit(
         out: String::new(),
         depth: 0,
         vals: vec![None; func.nodes.len()],
-        pending: vec![None; func.nodes.len()],
         temps: 0,
         functions: Vec::new(),
     };

@@ -104,14 +104,6 @@ pub struct CarryChain {
     pub flags: ValueId,
     pub scan: ValueId,
     pub apply: ValueId,
-    /// The sum feeds nothing but other additions: its carries between threads are left pending
-    /// (a count per thread, what the thread's limbs owe the next thread's) for the additions that
-    /// use it, since sums of such forms add limb-wise and count-wise. A chain of k additions then
-    /// resolves its carries once instead of k times (one block barrier or two instead of k).
-    pub defer: bool,
-    /// An operand's carries are pending: this addition takes the counts of the threads below
-    /// into its limbs (at most one binary carry each) before resolving as usual.
-    pub pending_in: bool,
 }
 
 /// The choice for one node.
@@ -137,14 +129,6 @@ impl Selection {
 
     pub fn is_carry_scan(&self, id: ValueId) -> bool {
         matches!(self.of(id), Some(Choice::CarryScan))
-    }
-
-    /// The carry chain whose carry scan is `scan`.
-    pub fn chain_of_scan(&self, scan: ValueId) -> Option<&CarryChain> {
-        self.choices.iter().find_map(|c| match c {
-            Some(Choice::CarryChain(g)) if g.scan == scan => Some(g),
-            _ => None,
-        })
     }
 
     /// The carry chain selected at this (partial map) node.
@@ -188,16 +172,11 @@ impl Selection {
                 let what = match self.of(id)? {
                     Choice::CarryScan => "carry scan: warp ballots".to_string(),
                     Choice::CarryChain(c) => format!(
-                        "{} {} {} .. {}: one carry chain{}",
+                        "{} {} {} .. {}: one carry chain",
                         c.x,
                         if c.sub { "-" } else { "+" },
                         c.y,
-                        c.apply,
-                        match (c.defer, c.pending_in) {
-                            (true, _) => ", carries left pending for the additions using it",
-                            (false, true) => ", resolving its operands' pending carries",
-                            (false, false) => "",
-                        }
+                        c.apply
                     ),
                     Choice::Product(Product::Classical { in_len, out_len }) => format!(
                         "classical product of {in_len}-limb operands, {out_len} limbs: slices in registers"
@@ -276,15 +255,11 @@ fn partial_of(func: &Func, c: &CarryChain) -> ValueId {
 fn carry_chains(func: &Func, sel: &Selection) -> Vec<CarryChain> {
     let uses = func.use_counts();
     let outputs = &func.outputs;
-    let mut user_lists: Vec<Vec<ValueId>> = vec![Vec::new(); func.nodes.len()];
-    for u in func.ids() {
-        for a in func.node(u).op.args() {
-            if !user_lists[a.index()].contains(&u) {
-                user_lists[a.index()].push(u);
-            }
-        }
-    }
-    let users = |v: ValueId| -> Vec<ValueId> { user_lists[v.index()].clone() };
+    let users = |v: ValueId| -> Vec<ValueId> {
+        func.ids()
+            .filter(|u| func.node(*u).op.args().contains(&v))
+            .collect()
+    };
     let intrinsic = |id: ValueId| match &func.node(id).op {
         Op::Map { f, args } => Intrinsic::of(f).map(|i| (i, args.as_slice())),
         _ => None,
@@ -329,35 +304,7 @@ fn carry_chains(func: &Func, sel: &Selection) -> Vec<CarryChain> {
             flags,
             scan,
             apply,
-            defer: false,
-            pending_in: false,
         });
-    }
-    // Deferred carries: a sum all of whose users are the partial maps of other additions (not
-    // subtractions, whose borrows would meet the pending counts with the other sign).
-    let add_partials: Vec<ValueId> = chains
-        .iter()
-        .filter(|c| !c.sub)
-        .map(|c| partial_of(func, c))
-        .collect();
-    // The count a thread owes grows with the chain (a sum owes one carry more than its operands
-    // together): past this bound a sum resolves instead, so that the counts stay within a u32.
-    const MAX_OWED: u64 = 1 << 30;
-    let mut owed: Vec<(ValueId, u64)> = Vec::new();
-    for c in chains.iter_mut() {
-        let used_by = users(c.apply);
-        let of = |v: ValueId| owed.iter().find(|(a, _)| *a == v).map_or(0, |(_, n)| *n);
-        let (ox, oy) = (of(c.x), of(c.y));
-        c.pending_in = ox + oy > 0;
-        let bound = 1 + ox + oy;
-        c.defer = !c.sub
-            && !outputs.contains(&c.apply)
-            && !used_by.is_empty()
-            && used_by.iter().all(|u| add_partials.contains(u))
-            && bound <= MAX_OWED;
-        if c.defer {
-            owed.push((c.apply, bound));
-        }
     }
     chains
 }
