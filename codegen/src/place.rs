@@ -32,6 +32,9 @@ pub struct Staging {
 pub struct Placement {
     pub places: Vec<Place>,
     pub staging: Vec<Staging>,
+    /// Offset of the warps' transposition buffers (see [`coalesced_vectors`]), after the
+    /// staging buffers: one per warp of the block, 16 bytes per vector.
+    pub transpose: Option<u32>,
     pub shared_bytes: u32,
     pub notes: Vec<String>,
 }
@@ -40,6 +43,45 @@ impl Placement {
     pub fn staging_of(&self, node: ValueId) -> Option<&Staging> {
         self.staging.iter().find(|s| s.node == node)
     }
+}
+
+/// Vectors of 16 bytes per thread when the global loads and stores of an array of `len` 64-bit
+/// words go through the warp's transposition buffer, `None` when they access memory directly.
+///
+/// A thread holds Q consecutive words. With Q = 4 or 8 its own 16-byte accesses lie 32 or 64
+/// bytes apart, so each warp-wide access spans 1-2 KiB and uses a half or a quarter of every
+/// sector it touches: on an H200, Q=4 kernels moved twice the L1 and L2 sectors of Q=2 ones for
+/// the same DRAM bytes, and ran at 74% of DRAM peak against 89% (`ncu`, bench/RESULTS.md,
+/// 2026-11-25). Through the buffer the warp reads vector `k * 32 + lane` of its contiguous
+/// region, then each thread its consecutive words (stores the reverse). That needs the warp's
+/// region contiguous (no padding, whole warps per block) and is left out of kernels with products,
+/// which are not bound by memory and whose shared memory is their operands'.
+pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64) -> Option<u32> {
+    let q = sched.q_of(len);
+    let v = q / 2;
+    let contiguous = sched.threads_per_instance as u64 * q as u64 == len;
+    (q % 2 == 0
+        && (2..=4).contains(&v)
+        && contiguous
+        && sched.block_threads % 32 == 0
+        && sel.products().next().is_none())
+    .then_some(v)
+}
+
+/// The lengths of the arrays of 64-bit words `func` loads from or stores to global memory.
+fn global_word_arrays(func: &Func) -> Vec<u64> {
+    let words = |t: &Type| match t {
+        Type::Big(s) => s.as_const().map(|b| b / 64),
+        Type::Array(e, n) if matches!(**e, Type::U64 | Type::Zp(_)) => n.as_const(),
+        _ => None,
+    };
+    let loads = func.nodes.iter().filter_map(|n| match &n.op {
+        Op::Limbs(_) => words(&n.ty),
+        Op::Param(_) if matches!(n.ty, Type::Array(..)) => words(&n.ty),
+        _ => None,
+    });
+    let stores = func.outputs.iter().filter_map(|o| words(func.ty(*o)));
+    loads.chain(stores).collect()
 }
 
 /// Bytes of staging a cross-warp step needs: one word (u32 for carry flags, u64 per leaf otherwise)
@@ -137,6 +179,15 @@ pub fn place(
         offsets.push(total);
         total += b.bytes.div_ceil(16) * 16;
     }
+    let vectors = global_word_arrays(func)
+        .into_iter()
+        .filter_map(|len| coalesced_vectors(sel, sched, len))
+        .max();
+    let transpose = vectors.map(|v| {
+        let at = total;
+        total += sched.block_threads * v * 16;
+        at
+    });
     let staging: Vec<Staging> = uses
         .iter()
         .map(|(node, bytes, colour)| Staging {
@@ -173,9 +224,17 @@ pub fn place(
             "cross-thread steps inside one warp: shuffles and ballots, no shared memory".into(),
         );
     }
+    if let Some(v) = vectors {
+        notes.push(format!(
+            "global loads and stores of {}-word-per-thread arrays coalesced through a per-warp transposition buffer ({} bytes per warp)",
+            2 * v,
+            32 * v * 16
+        ));
+    }
     Ok(Placement {
         places,
         staging,
+        transpose,
         shared_bytes: total,
         notes,
     })

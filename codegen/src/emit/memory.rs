@@ -40,11 +40,38 @@ impl Emitter<'_> {
         let buf = &self.inputs[param as usize];
         let (unit, units) = (buf.unit, buf.units);
         self.open("{");
-        self.line(format!(
-            "const {}* src = in{param} + inst * {units}ull + t * {q}u;",
-            unit.ctype()
-        ));
-        if q % 2 == 0 && units % 2 == 0 && unit == Unit::U64 {
+        let coalesced = self.coalesced(unit, units, len);
+        if coalesced.is_none() {
+            self.line(format!(
+                "const {}* src = in{param} + inst * {units}ull + t * {q}u;",
+                unit.ctype()
+            ));
+        }
+        if let Some(vecs) = coalesced {
+            // Coalesced: the warp reads vector `k * 32 + lane` of its contiguous region into its
+            // transposition buffer, then each thread its own consecutive limbs.
+            self.line(format!(
+                "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
+            ));
+            let tr = self.transposition(vecs);
+            let live = self.vector_live(vecs);
+            self.line("#pragma unroll");
+            self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
+            self.line("const u32 i = k * 32u + lane;");
+            self.line(format!(
+                "{tr}[i] = ({live}) ? src[i] : make_ulonglong2(0ull, 0ull);"
+            ));
+            self.close("}");
+            self.line("__syncwarp();");
+            self.line("#pragma unroll");
+            self.open(format!("for (int j = 0; j < {vecs}; ++j) {{"));
+            self.line(format!("const ulonglong2 w = {tr}[lane * {vecs}u + j];"));
+            self.line(format!("{v}[2 * j] = w.x;"));
+            self.line(format!("{v}[2 * j + 1] = w.y;"));
+            self.close("}");
+            // The buffer is free for the warp's next access only once every lane has read.
+            self.line("__syncwarp();");
+        } else if q % 2 == 0 && units % 2 == 0 && unit == Unit::U64 {
             // 16-byte loads: instance bases and thread offsets are both even, so aligned.
             self.line("#pragma unroll");
             self.open(format!("for (int k = 0; k < {}; ++k) {{", q / 2));
@@ -141,6 +168,29 @@ impl Emitter<'_> {
                 let buf = &self.outputs[k];
                 let (unit, units) = (buf.unit, buf.units);
                 self.line(format!("// {comment}"));
+                if let Some(vecs) = self.coalesced(unit, units, len) {
+                    // Coalesced, as loads are: every lane takes part, each vector guarded by its
+                    // own instance.
+                    self.open("{");
+                    let tr = self.transposition(vecs);
+                    let live = self.vector_live(vecs);
+                    self.line("#pragma unroll");
+                    self.line(format!(
+                        "for (int j = 0; j < {vecs}; ++j) {tr}[lane * {vecs}u + j] = make_ulonglong2({v}[2 * j], {v}[2 * j + 1]);"
+                    ));
+                    self.line("__syncwarp();");
+                    self.line(format!(
+                        "ulonglong2* dst = reinterpret_cast<ulonglong2*>(out{k}) + warp0 * {vecs}ull;"
+                    ));
+                    self.line("#pragma unroll");
+                    self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
+                    self.line("const u32 i = k * 32u + lane;");
+                    self.line(format!("if ({live}) dst[i] = {tr}[i];"));
+                    self.close("}");
+                    self.line("__syncwarp();");
+                    self.close("}");
+                    return;
+                }
                 self.open("if (live) {");
                 self.line(format!(
                     "{0}* dst = out{k} + inst * {units}ull + t * {q}u;",
@@ -192,6 +242,37 @@ impl Emitter<'_> {
             .staging_of(id)
             .expect("placement gives every cross-warp step a buffer");
         format!("reinterpret_cast<{elem}*>(bf_smem + {})", s.offset)
+    }
+
+    /// Vectors per thread when an array of `len` units of `unit` moves between global memory
+    /// and registers through the warp's transposition buffer ([`crate::place::coalesced_vectors`]
+    /// decides; the buffer was placed for it).
+    fn coalesced(&self, unit: Unit, units: u64, len: u64) -> Option<u32> {
+        if unit != Unit::U64 || units != len || self.placement.transpose.is_none() {
+            return None;
+        }
+        crate::place::coalesced_vectors(self.sel, self.sched, len)
+    }
+
+    /// This warp's transposition buffer, as 16-byte vectors (`vecs` per thread).
+    fn transposition(&self, vecs: u32) -> String {
+        let at = self
+            .placement
+            .transpose
+            .expect("a coalesced access has its buffer");
+        format!(
+            "(reinterpret_cast<ulonglong2*>(bf_smem + {at}) + (threadIdx.x >> 5) * {}u)",
+            32 * vecs
+        )
+    }
+
+    /// Whether vector `i` of the warp's region belongs to an instance of the batch: it is thread
+    /// `warp0 + i / vecs`'s.
+    fn vector_live(&self, vecs: u32) -> String {
+        format!(
+            "(warp0 + i / {vecs}u) / {}ull < n",
+            self.sched.threads_per_instance
+        )
     }
 
     /// Lane `lane` of each warp writes its `values` (one u64 per leaf) to the instance's slots of

@@ -100,6 +100,13 @@ impl Emitter<'_> {
                 placement.shared_bytes
             ));
         }
+        if placement.transpose.is_some() {
+            // The batch's first thread of this warp: coalesced accesses address the warp's region.
+            self.line(format!(
+                "const u64 warp0 = (u64)blockIdx.x * {}ull + (threadIdx.x & ~31u);",
+                sched.block_threads
+            ));
+        }
         self.line("(void)t; (void)slot; (void)live; (void)lane;");
     }
 }
