@@ -60,10 +60,10 @@ pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64) -> Option<
     let q = sched.q_of(len);
     let v = q / 2;
     let contiguous = sched.threads_per_instance as u64 * q as u64 == len;
-    (q % 2 == 0
+    (q.is_multiple_of(2)
         && (2..=4).contains(&v)
         && contiguous
-        && sched.block_threads % 32 == 0
+        && sched.block_threads.is_multiple_of(32)
         && sel.products().next().is_none())
     .then_some(v)
 }
