@@ -703,3 +703,28 @@ fn bit_kernels_compile_with_nvrtc() {
     }
     common::nvrtc_compiles(scalar_bits::kernel().unwrap(), &[]);
 }
+
+/// Coalesced accesses of one kernel share one stride through the warps' transposition buffers
+/// (one buffer per warp, reused by every access in turn), and each access reads and writes only
+/// within its warp's buffer: warps only synchronise within themselves.
+#[test]
+fn coalesced_accesses_of_one_kernel_share_the_warp_stride() {
+    // At 2^17 bits the argument and the `BITS` result have 2 words per thread (direct), the
+    // `2 * BITS` result 4 (coalesced); at 2^18 bits 4 and 8.
+    for bits in [131072u64, 262144] {
+        let src = widths::kernel()
+            .unwrap()
+            .cuda_source(&[bits], &bigfuse::Target::h100())
+            .unwrap();
+        let strides: std::collections::BTreeSet<&str> = src
+            .split("(threadIdx.x >> 5) * ")
+            .skip(1)
+            .map(|rest| rest.split('u').next().unwrap())
+            .collect();
+        assert_eq!(strides.len(), 1, "{bits}: {strides:?}");
+        assert!(
+            src.contains("[lane * 2u + j]"),
+            "{bits}: a coalesced access"
+        );
+    }
+}

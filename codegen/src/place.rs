@@ -32,9 +32,8 @@ pub struct Staging {
 pub struct Placement {
     pub places: Vec<Place>,
     pub staging: Vec<Staging>,
-    /// Offset of the warps' transposition buffers (see [`coalesced_vectors`]), after the
-    /// staging buffers: one per warp of the block, 16 bytes per vector.
-    pub transpose: Option<u32>,
+    /// The warps' transposition buffers (see [`coalesced_vectors`]), after the staging buffers.
+    pub transpose: Option<Transpose>,
     pub shared_bytes: u32,
     pub notes: Vec<String>,
 }
@@ -45,23 +44,36 @@ impl Placement {
     }
 }
 
+/// Where the warps' transposition buffers lie: one per warp of the block, each of `32 * vectors`
+/// 16-byte vectors. Every coalesced access of the kernel uses its warp's whole buffer at this
+/// stride, whatever its own vectors per thread: with strides of their own, the buffers of two
+/// warps at different accesses would overlap, and warps synchronise only within themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transpose {
+    pub offset: u32,
+    pub vectors: u32,
+}
+
 /// Vectors of 16 bytes per thread when the global loads and stores of an array of `len` 64-bit
 /// words go through the warp's transposition buffer, `None` when they access memory directly.
 ///
-/// A thread holds Q consecutive words. With Q = 4 or 8 its own 16-byte accesses lie 32 or 64
-/// bytes apart, so each warp-wide access spans 1-2 KiB and uses a half or a quarter of every
-/// sector it touches: on an H200, Q=4 kernels moved twice the L1 and L2 sectors of Q=2 ones for
-/// the same DRAM bytes, and ran at 74% of DRAM peak against 89% (`ncu`, bench/RESULTS.md,
-/// 2026-11-25). Through the buffer the warp reads vector `k * 32 + lane` of its contiguous
-/// region, then each thread its consecutive words (stores the reverse). That needs the warp's
-/// region contiguous (no padding, whole warps per block) and is left out of kernels with products,
-/// which are not bound by memory and whose shared memory is their operands'.
+/// A thread holds Q consecutive words. With Q = 4 its own two 16-byte accesses lie 32 bytes
+/// apart, so each warp-wide access spans 1 KiB and uses half of every sector it touches: on an
+/// H200, Q=4 kernels moved twice the L1 and L2 sectors of Q=2 ones for the same DRAM bytes, and
+/// ran at 74% of DRAM peak against 89% (`ncu`, bench/RESULTS.md, 2026-11-25). Through the buffer
+/// the warp reads vector `k * 32 + lane` of its contiguous region, then each thread its
+/// consecutive words (stores the reverse): 6-Add at 2^14..2^16 bits went from 86-88% to 97-98%
+/// of the copy, 1-Add at 2^18 from 88% to 102%. Q = 8 lost there (dot products 85-89% -> 74-78%:
+/// the reads from the buffer, 64 bytes apart, conflict four ways), so it keeps direct accesses.
+/// The warp's region must be contiguous (no padding, whole warps per block); kernels with
+/// products keep direct accesses too: they are not bound by memory, and their shared memory is
+/// their operands'.
 pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64) -> Option<u32> {
     let q = sched.q_of(len);
     let v = q / 2;
     let contiguous = sched.threads_per_instance as u64 * q as u64 == len;
     (q.is_multiple_of(2)
-        && (2..=4).contains(&v)
+        && v == 2
         && contiguous
         && sched.block_threads.is_multiple_of(32)
         && sel.products().next().is_none())
@@ -184,9 +196,9 @@ pub fn place(
         .filter_map(|len| coalesced_vectors(sel, sched, len))
         .max();
     let transpose = vectors.map(|v| {
-        let at = total;
+        let offset = total;
         total += sched.block_threads * v * 16;
-        at
+        Transpose { offset, vectors: v }
     });
     let staging: Vec<Staging> = uses
         .iter()

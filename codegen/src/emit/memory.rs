@@ -53,7 +53,7 @@ impl Emitter<'_> {
             self.line(format!(
                 "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
             ));
-            let tr = self.transposition(vecs);
+            let tr = self.transposition();
             let live = self.vector_live(vecs);
             self.line("#pragma unroll");
             self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
@@ -172,7 +172,7 @@ impl Emitter<'_> {
                     // Coalesced, as loads are: every lane takes part, each vector guarded by its
                     // own instance.
                     self.open("{");
-                    let tr = self.transposition(vecs);
+                    let tr = self.transposition();
                     let live = self.vector_live(vecs);
                     self.line("#pragma unroll");
                     self.line(format!(
@@ -254,15 +254,16 @@ impl Emitter<'_> {
         crate::place::coalesced_vectors(self.sel, self.sched, len)
     }
 
-    /// This warp's transposition buffer, as 16-byte vectors (`vecs` per thread).
-    fn transposition(&self, vecs: u32) -> String {
-        let at = self
+    /// This warp's transposition buffer, as 16-byte vectors (at the placement's stride).
+    fn transposition(&self) -> String {
+        let tr = self
             .placement
             .transpose
             .expect("a coalesced access has its buffer");
         format!(
-            "(reinterpret_cast<ulonglong2*>(bf_smem + {at}) + (threadIdx.x >> 5) * {}u)",
-            32 * vecs
+            "(reinterpret_cast<ulonglong2*>(bf_smem + {}) + (threadIdx.x >> 5) * {}u)",
+            tr.offset,
+            32 * tr.vectors
         )
     }
 
