@@ -80,6 +80,15 @@ pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64) -> Option<
     .then_some(v)
 }
 
+/// Vectors per thread of the kernel's transposition buffers: the most any of its coalesced
+/// global accesses needs, `None` when it has none.
+pub fn transposition_vectors(func: &Func, sel: &Selection, sched: &Schedule) -> Option<u32> {
+    global_word_arrays(func)
+        .into_iter()
+        .filter_map(|len| coalesced_vectors(sel, sched, len))
+        .max()
+}
+
 /// The lengths of the arrays of 64-bit words `func` loads from or stores to global memory.
 fn global_word_arrays(func: &Func) -> Vec<u64> {
     let words = |t: &Type| match t {
@@ -191,10 +200,7 @@ pub fn place(
         offsets.push(total);
         total += b.bytes.div_ceil(16) * 16;
     }
-    let vectors = global_word_arrays(func)
-        .into_iter()
-        .filter_map(|len| coalesced_vectors(sel, sched, len))
-        .max();
+    let vectors = transposition_vectors(func, sel, sched);
     let transpose = vectors.map(|v| {
         let offset = total;
         total += sched.block_threads * v * 16;

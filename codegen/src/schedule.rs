@@ -406,13 +406,7 @@ pub fn schedule(
     // registers (128 with 256-thread blocks) only binds programs that would otherwise crowd out
     // other blocks (Poly, NTT products).
     let min_blocks = hints.min_blocks.unwrap_or((512 / block).max(1)).max(1);
-    decisions.push(format!(
-        "__launch_bounds__({block}, {min_blocks}): at most {} registers per thread",
-        (target.regs_per_sm / (min_blocks * block)).min(255) / 8 * 8
-    ));
-    decisions.push(format!("{ipb} instance(s) per block of {block} threads"));
-    decisions.push(format!("about {est} registers per thread (estimate)"));
-    Ok(Schedule {
+    let mut sched = Schedule {
         threads_per_instance: t,
         instances_per_block: ipb,
         block_threads: block,
@@ -423,7 +417,28 @@ pub fn schedule(
         min_blocks,
         shared_limit: target.max_shared_per_block,
         decisions,
-    })
+    };
+    // Coalesced accesses (`place::coalesced_vectors`) cost a few registers; with 512-thread
+    // blocks that is the step from three blocks per SM to two: 6-Add at 2^17 bits took 45
+    // registers and ran at 76.5% of the copy, 86.7% when held to three blocks (40 registers;
+    // 85.8% before coalescing; H200, bench/RESULTS.md, 2026-11-25). 256-thread blocks lost with
+    // such a cap (98% -> 93%), so they keep theirs.
+    let coalesced = crate::place::transposition_vectors(func, sel, &sched).is_some();
+    if hints.min_blocks.is_none() && coalesced && block == 512 {
+        sched.min_blocks = 3;
+    }
+    sched.decisions.push(format!(
+        "__launch_bounds__({block}, {}): at most {} registers per thread",
+        sched.min_blocks,
+        (target.regs_per_sm / (sched.min_blocks * block)).min(255) / 8 * 8
+    ));
+    sched
+        .decisions
+        .push(format!("{ipb} instance(s) per block of {block} threads"));
+    sched
+        .decisions
+        .push(format!("about {est} registers per thread (estimate)"));
+    Ok(sched)
 }
 
 #[cfg(test)]
