@@ -36,6 +36,6 @@ if cargo tree --no-default-features -e normal -p bigfuse | grep -q cudarc; then
   exit 1
 fi
 cargo clippy --quiet --no-default-features -p bigfuse-runtime -p bigfuse --all-targets -- -D warnings
-cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --test backends --test errors --test batches --test arrays --test concurrency
+cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --test backends --test errors --test batches --test arrays --test concurrency --test multi
 cargo test --quiet --no-default-features -p bigfuse-runtime -p bigfuse --doc
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-default-features -p bigfuse-runtime -p bigfuse --lib --no-deps

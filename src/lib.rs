@@ -87,8 +87,8 @@ pub use bigfuse_runtime as runtime;
 
 pub use bigfuse_codegen::{Hints, Target};
 pub use bigfuse_runtime::{
-    kind, Arg, Batch, Column, CudaError, Device, Error, IntoArg, IntoOut, Kernel, MemoryUsage, Out,
-    Result,
+    kind, Arg, Batch, Column, CudaError, Device, Devices, Error, IntoArg, IntoOut, Kernel,
+    MemoryUsage, Out, Result, RunOn,
 };
 pub use num_bigint::BigUint;
 
@@ -99,7 +99,7 @@ pub mod programs;
 
 /// What a kernel-writing program needs.
 pub mod prelude {
-    pub use crate::{Batch, BigUint, Device, Kernel, Target};
+    pub use crate::{Batch, BigUint, Device, Devices, Kernel, Target};
 }
 
 #[doc(hidden)]

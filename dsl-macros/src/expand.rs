@@ -509,7 +509,8 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
         };
     let run_doc = format!(
         "Runs `{name_str}` over a batch: one value per instance in each argument (all of one length; \
-         big integers as `BigUint` or as little-endian `u64` limbs; or a `Batch` on the device).{sizes_doc}"
+         big integers as `BigUint` or as little-endian `u64` limbs; or a `Batch` on the device). \
+         `dev` is a `Device`, or `Devices` that share the batch (host data only).{sizes_doc}"
     );
     let run_into_doc = format!(
         "Runs `{name_str}` over a batch like `run`, writing each result into a vector you keep \
@@ -548,15 +549,15 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
             }
 
             #[doc = #run_doc]
-            pub fn run<'a>(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params),*) -> ::bigfuse::Result<#ret_ty> {
+            pub fn run<'a>(dev: &impl ::bigfuse::RunOn, #(#size_args: u64,)* #(#params),*) -> ::bigfuse::Result<#ret_ty> {
                 #(let mut #results = ::std::vec::Vec::new();)*
-                kernel()?.run_into(dev, &[#(#size_args),*], #args, &mut [#(#out_vars(&mut #results)),*])?;
+                ::bigfuse::RunOn::run_into(dev, kernel()?, &[#(#size_args),*], #args, &mut [#(#out_vars(&mut #results)),*])?;
                 ::core::result::Result::Ok(#ret_val)
             }
 
             #[doc = #run_into_doc]
-            pub fn run_into<'a, 'o>(dev: &::bigfuse::Device, #(#size_args: u64,)* #(#params,)* #(#out_params),*) -> ::bigfuse::Result<()> {
-                kernel()?.run_into(dev, &[#(#size_args),*], #args, &mut [#(::bigfuse::IntoOut::into_out(#out_names)),*])
+            pub fn run_into<'a, 'o>(dev: &impl ::bigfuse::RunOn, #(#size_args: u64,)* #(#params,)* #(#out_params),*) -> ::bigfuse::Result<()> {
+                ::bigfuse::RunOn::run_into(dev, kernel()?, &[#(#size_args),*], #args, &mut [#(::bigfuse::IntoOut::into_out(#out_names)),*])
             }
 
             #[doc = #launch_doc]

@@ -821,6 +821,56 @@ fn unsafe_free_cast_u32_ref(bytes: &[u8]) -> (usize, &[u32], usize) {
     (pre.len(), w, post.len())
 }
 
+/// The values of instances `range` of a host argument of parameter `slot` (checked with
+/// [`check_args`] first): the same kind of argument over fewer instances.
+pub(crate) fn instances_of<'a>(
+    slot: &Slot,
+    arg: &Arg<'a>,
+    range: std::ops::Range<usize>,
+) -> Result<Arg<'a>> {
+    let per = slot.per;
+    let (v0, v1) = (range.start * per, range.end * per);
+    Ok(match (*arg, slot.elem) {
+        (Arg::Big(v), _) => Arg::Big(&v[v0..v1]),
+        (Arg::U64(w), e) => {
+            let u = e.units();
+            Arg::U64(&w[v0 * u..v1 * u])
+        }
+        (Arg::U32(v), _) => Arg::U32(&v[v0..v1]),
+        (Arg::Bool(v), _) => Arg::Bool(&v[v0..v1]),
+        (Arg::Batch(_), _) => {
+            return Err(Error::Argument {
+                kernel: String::new(),
+                message: format!(
+                    "`{}` is a batch, which lives on one device; a call split over several devices takes host data (read the batch with `to_column` first, or call `run` on its device)",
+                    slot.name
+                ),
+            })
+        }
+    })
+}
+
+/// An empty destination of the same kind as `out`, for part of a batch.
+pub(crate) fn empty_like(out: &Out) -> Column {
+    match out {
+        Out::Big(_) => Column::Big(Vec::new()),
+        Out::Bool(_) => Column::Bool(Vec::new()),
+        Out::U32(_) => Column::U32(Vec::new()),
+        Out::U64(_) => Column::U64(Vec::new()),
+    }
+}
+
+/// Appends a part's results (a column made by [`empty_like`] for this `out`) to `out`.
+pub(crate) fn append(out: &mut Out, part: Column) {
+    match (out, part) {
+        (Out::Big(o), Column::Big(mut p)) => o.append(&mut p),
+        (Out::Bool(o), Column::Bool(mut p)) => o.append(&mut p),
+        (Out::U32(o), Column::U32(mut p)) => o.append(&mut p),
+        (Out::U64(o), Column::U64(mut p)) => o.append(&mut p),
+        _ => unreachable!("a part's column is made like its destination"),
+    }
+}
+
 /// Checks that the arguments match the parameters (count, kinds, equal instance counts) and
 /// returns the batch size.
 pub(crate) fn check_args(kernel: &str, params: &[Slot], args: &[Arg]) -> Result<usize> {

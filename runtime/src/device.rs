@@ -130,17 +130,17 @@ pub enum Device {
 
 impl Device {
     /// The first GPU if there is one, else the CPU backend (its description says why).
-    /// `BIGFUSE_DEVICE=cpu` forces the CPU backend; `BIGFUSE_DEVICE=gpu` makes a missing GPU an error.
+    /// `BIGFUSE_DEVICE=cpu` forces the CPU backend; `BIGFUSE_DEVICE=gpu` makes a missing GPU an
+    /// error, and `BIGFUSE_DEVICE=gpu:N` picks GPU `N` (an error when there is no such GPU).
     pub fn auto() -> Result<Device> {
-        match std::env::var("BIGFUSE_DEVICE").ok().as_deref() {
-            Some("cpu") => return Ok(Device::cpu()),
-            Some("gpu") => return Device::gpu(0),
-            Some(other) if !other.is_empty() => {
-                return Err(Error::NoGpu(format!(
-                "BIGFUSE_DEVICE={other} is not understood: use `cpu` or `gpu`, or leave it unset"
-            )))
-            }
-            _ => {}
+        if let Some(choice) = std::env::var("BIGFUSE_DEVICE")
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            return match parse_choice(&choice)? {
+                None => Ok(Device::cpu()),
+                Some(ordinal) => Device::gpu(ordinal),
+            };
         }
         match GpuDevice::new(0) {
             Ok(g) => Ok(Device::Gpu(Arc::new(g))),
@@ -149,6 +149,13 @@ impl Device {
                 fallback_reason: Some(e.to_string()),
             })),
         }
+    }
+
+    /// How many GPUs there are (0 without a driver, a GPU, or the `cuda` feature): their
+    /// ordinals for [`Device::gpu`] are `0..count`. [`Devices::gpus`](crate::Devices::gpus) takes
+    /// them all.
+    pub fn count() -> usize {
+        GpuDevice::count()
     }
 
     /// GPU `ordinal`, or an error saying why it cannot be used.
@@ -216,6 +223,23 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// `BIGFUSE_DEVICE`'s value: `None` for the CPU backend, else the GPU's ordinal.
+fn parse_choice(v: &str) -> Result<Option<usize>> {
+    match v.trim() {
+        "cpu" => Ok(None),
+        "gpu" => Ok(Some(0)),
+        other => other
+            .strip_prefix("gpu:")
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::NoGpu(format!(
+                    "BIGFUSE_DEVICE={other} is not understood: use `cpu`, `gpu`, or `gpu:N` for GPU N (0 for the first), or leave it unset"
+                ))
+            }),
+    }
+}
+
 /// For GPU tests: the GPU if there is one; `None` (the test should skip, saying so) if not, unless
 /// `BIGFUSE_REQUIRE_GPU=1`, in which case a missing GPU is an error, so a GPU run never passes by
 /// skipping.
@@ -227,6 +251,23 @@ pub fn gpu_for_tests() -> Result<Option<Arc<GpuDevice>>> {
         Err(e) => {
             eprintln!("skipping GPU test: {e}");
             Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_choice;
+
+    #[test]
+    fn device_choices_parse_or_say_what_is_understood() {
+        assert_eq!(parse_choice("cpu").unwrap(), None);
+        assert_eq!(parse_choice("gpu").unwrap(), Some(0));
+        assert_eq!(parse_choice("gpu:0").unwrap(), Some(0));
+        assert_eq!(parse_choice(" gpu:3 ").unwrap(), Some(3));
+        for bad in ["tpu", "gpu:", "gpu:-1", "gpu:x", "GPU"] {
+            let e = parse_choice(bad).unwrap_err().to_string();
+            assert!(e.contains("gpu:N"), "{bad}: {e}");
         }
     }
 }

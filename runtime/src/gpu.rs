@@ -73,6 +73,17 @@ pub(crate) fn guarded<T>(
 }
 
 impl GpuDevice {
+    /// How many GPUs the driver reports: 0 without a driver (or one older than CUDA 12.0, which
+    /// bigfuse cannot use) or without a usable GPU.
+    pub fn count() -> usize {
+        match driver_version() {
+            Some(v) if v >= (12, 0) => {
+                guarded("counting GPUs", CudaContext::device_count).map_or(0, |c| c.max(0) as usize)
+            }
+            _ => 0,
+        }
+    }
+
     /// Opens GPU `ordinal`. Errors (never panics) when there is no driver or no such GPU.
     pub fn new(ordinal: usize) -> Result<GpuDevice> {
         let Some(driver) = driver_version() else {

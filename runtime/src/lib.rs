@@ -17,6 +17,7 @@ pub mod column;
 pub mod device;
 pub mod error;
 pub mod kernel;
+pub mod multi;
 pub mod nvrtc;
 mod store;
 
@@ -45,3 +46,4 @@ pub use gpu::{GpuDevice, GpuKernel, GpuProgram, Resources};
 
 pub use kernel::{env_hints, Kernel, Specialized};
 pub use memory::DeviceBuffer;
+pub use multi::{Devices, RunOn};

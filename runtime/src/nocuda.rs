@@ -34,6 +34,11 @@ pub mod gpu {
     }
 
     impl GpuDevice {
+        /// No GPU can be used in this build: 0.
+        pub fn count() -> usize {
+            0
+        }
+
         /// Always [`Error::NoCuda`] in this build.
         pub fn new(ordinal: usize) -> Result<GpuDevice> {
             let _ = ordinal;
