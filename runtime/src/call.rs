@@ -639,6 +639,9 @@ impl Call<'_> {
                     down.cu_stream(),
                 )?;
             }
+            if let Some(m) = marks {
+                result::event::record(m[5], down.cu_stream())?;
+            }
             result::event::record(slot.downloaded.cu_event(), down.cu_stream())
         })
     }
