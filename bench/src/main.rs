@@ -13,6 +13,8 @@
 //!                 a user's calls (run, run_into, launch) from host data against the kernel alone,
 //!                 the floor max(PCIe, kernel) and GMP on all host cores (`--features gmp`); a
 //!                 chain of launches on device batches; the issue's Done-when bars
+//!     bench multi [--gpus N] [--runs R]    mul 4096 x 2^20 and Poly 2^15 x 2^17 on 1..N GPUs,
+//!                 device-resident, each GPU launching on its part at once; speedup over one GPU
 //!     bench pipeline [--chunks 0,1,2,4,8] [--ops mul,poly] [--runs R]
 //!                 run_into (limbs) and run (BigUint) at the Done-when sizes with the batch cut
 //!                 into k chunks (0: the runtime's choice), next to the PCIe floor
@@ -37,6 +39,7 @@ mod jit;
 mod json;
 mod kernels;
 mod measure;
+mod multi;
 mod ops;
 mod pcie;
 mod pipeline;
@@ -179,6 +182,15 @@ enum Cmd {
         /// write e2e-<op>.png (ms per call against NumBits) here
         #[arg(long)]
         plots: Option<PathBuf>,
+    },
+    /// Kernel-bound work on 1..N GPUs, device-resident (mul 4096 x 2^20, Poly 2^15 x 2^17): each
+    /// GPU launches on its part of the batch at once; ms, Gu32ops/s and the speedup over one GPU
+    Multi {
+        /// at most this many GPUs [default: all]
+        #[arg(long)]
+        gpus: Option<usize>,
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
     },
     /// How a call's time from host data (run_into on limbs, run on BigUint) depends on the chunks
     /// the pipeline cuts the batch into, at the Done-when sizes of issue 10, next to the PCIe floor
@@ -440,6 +452,15 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
             }
             fail_on("e2e", report.failures())
+        }
+        Cmd::Multi { gpus, runs } => {
+            let table = multi::run(&multi::Options {
+                cases: multi::default_cases(),
+                max_gpus: gpus,
+                runs,
+            })?;
+            println!("{table}");
+            Ok(())
         }
         Cmd::Pipeline { chunks, ops, runs } => {
             let table = pipeline::run(&pipeline::Options {
