@@ -450,10 +450,6 @@ impl Call<'_> {
         let (mut staged, mut done) = (0, 0);
         while done < chunks {
             let can_stage = staged < chunks && staged - done < slots;
-            let ready = done < staged
-                && guarded("querying a download", || {
-                    ring[done % slots].downloaded.try_is_complete()
-                })?;
             if !can_stage {
                 let slot = &ring[done % slots];
                 trace.time(
@@ -470,6 +466,11 @@ impl Call<'_> {
                 continue;
             }
             let (start, count) = plan[staged];
+            // Whether the oldest chunk in flight has its results on the host already.
+            let ready = done < staged
+                && guarded("querying a download", || {
+                    ring[done % slots].downloaded.try_is_complete()
+                })?;
             if ready {
                 // Staging one chunk and reading another share the threads: neither waits for the
                 // other's slowest piece (measured on an H100: calls 5-15% faster than one after
@@ -619,31 +620,26 @@ impl Call<'_> {
         if !single {
             guarded("ordering a chunk", || slot.computed.record(main))?;
         }
-        let staged_out = slot.staged_out.as_mut_bytes();
-        // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
-        guarded("downloading results", || unsafe {
-            if !single {
+        if !single {
+            // SAFETY: both handles are live events and streams of this context.
+            guarded("ordering a chunk", || unsafe {
                 result::stream::wait_event(
                     down.cu_stream(),
                     slot.computed.cu_event(),
                     cudarc::driver::sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                )?;
-            }
-            if let Some(m) = marks {
-                result::event::record(m[4], down.cu_stream())?;
-            }
-            if direct.is_none() {
-                result::memcpy_dtoh_async(
-                    &mut staged_out[..out_bytes],
-                    out_base,
-                    down.cu_stream(),
-                )?;
-            }
-            if let Some(m) = marks {
-                result::event::record(m[5], down.cu_stream())?;
-            }
-            result::event::record(slot.downloaded.cu_event(), down.cu_stream())
-        })
+                )
+            })?;
+        }
+        mark(4, down)?;
+        if direct.is_none() {
+            let staged_out = slot.staged_out.as_mut_bytes();
+            // SAFETY: as for the upload; the host reads the staging only after `downloaded`.
+            guarded("downloading results", || unsafe {
+                result::memcpy_dtoh_async(&mut staged_out[..out_bytes], out_base, down.cu_stream())
+            })?;
+        }
+        mark(5, down)?;
+        guarded("ordering a chunk", || slot.downloaded.record(down))
     }
 }
 
