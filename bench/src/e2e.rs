@@ -3,13 +3,14 @@
 //! one run. See [`crate::e2e_report`] for what each column is.
 
 use crate::e2e_report::{self as report, ChainRow, Report, Row, SETS};
-use crate::measure::{details, median_gpu_ms, median_ms, median_wall_ms, verify, verify_big, Busy};
+use crate::measure::{
+    bigs, details, median_gpu_ms, median_ms, median_wall_ms, verify, verify_big, Busy,
+};
 use crate::ops::{chain_launch, chain_reference, Op};
 use crate::{gmp, pcie, tables::detail};
 use bigfuse::runtime::{DeviceBuffer, GpuDevice, GpuProgram};
 use bigfuse::{Batch, BigUint, Device, Hints, Kernel};
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Untimed calls before each wall-clock figure (CUDA-event figures warm up three times).
@@ -56,15 +57,12 @@ struct Inputs {
 
 impl Inputs {
     fn new(dev: &Device, gpu: &GpuDevice, bits: u64, n: u64) -> bigfuse::Result<Inputs> {
-        let m = (bits / 64) as usize;
         let limbs: Vec<(Vec<u64>, Vec<u64>)> =
             (0..SETS).map(|s| random_operands(bits, n, s)).collect();
-        let big = |l: &[u64]| -> Vec<BigUint> {
-            l.par_chunks(m)
-                .map(bigfuse::runtime::big_from_limbs)
-                .collect()
-        };
-        let big = limbs.iter().map(|(a, b)| (big(a), big(b))).collect();
+        let big = limbs
+            .iter()
+            .map(|(a, b)| (bigs(a, bits), bigs(b, bits)))
+            .collect();
         let mut batches = Vec::new();
         let mut bufs = Vec::new();
         for (a, b) in &limbs {

@@ -17,7 +17,7 @@ use crate::measure::{
 };
 use crate::ops::Op;
 use bigfuse::runtime::GpuDevice;
-use bigfuse::{BigUint, Device};
+use bigfuse::Device;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -122,13 +122,6 @@ pub fn child(op: Op, bits: u64, n: usize, calls: usize) -> Result<String, String
     Ok(format!("{CHILD_TAG}{json}"))
 }
 
-fn as_big(limbs: &[u64], bits: u64) -> Vec<BigUint> {
-    limbs
-        .chunks((bits / 64) as usize)
-        .map(bigfuse::runtime::big_from_limbs)
-        .collect()
-}
-
 fn child_measure(op: Op, bits: u64, n: usize, calls: usize) -> bigfuse::Result<ChildReport> {
     if bits == 0 || !bits.is_multiple_of(64) || n == 0 {
         return Err(bigfuse::Error::Argument {
@@ -138,7 +131,10 @@ fn child_measure(op: Op, bits: u64, n: usize, calls: usize) -> bigfuse::Result<C
     }
     // The inputs exist before the clock starts.
     let (al, bl) = random_operands(bits, n as u64, 0);
-    let (a, b) = (as_big(&al, bits), as_big(&bl, bits));
+    let (a, b) = (
+        crate::measure::bigs(&al, bits),
+        crate::measure::bigs(&bl, bits),
+    );
     let start = Instant::now();
     let gpu = Arc::new(GpuDevice::new(0)?);
     let open_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -173,7 +169,10 @@ fn per_call(
     calls: usize,
 ) -> bigfuse::Result<()> {
     let (al, bl) = random_operands(bits, 1, 1);
-    let (a, b) = (as_big(&al, bits), as_big(&bl, bits));
+    let (a, b) = (
+        crate::measure::bigs(&al, bits),
+        crate::measure::bigs(&bl, bits),
+    );
     let reference = op.reference();
     let program = crate::e2e::program(op, gpu, bits)?;
     let (ad, bd) = (gpu.upload(&al, "a")?, gpu.upload(&bl, "b")?);

@@ -150,6 +150,14 @@ pub fn median_wall_ms<T>(
     Ok(median(&mut times))
 }
 
+/// Big integers from their little-endian limbs, `bits / 64` per value (converted in parallel).
+pub fn bigs(limbs: &[u64], bits: u64) -> Vec<BigUint> {
+    limbs
+        .par_chunks((bits / 64).max(1) as usize)
+        .map(bigfuse::runtime::big_from_limbs)
+        .collect()
+}
+
 /// log2 of NumBits x NumInsts (the paper's setup).
 pub const TOTAL_LOG: u32 = 32;
 

@@ -7,12 +7,11 @@
 
 use crate::e2e::random_operands;
 use crate::e2e_report::BAR_SIZES;
-use crate::measure::{median_wall_ms, verify};
+use crate::measure::{bigs, median_wall_ms, verify};
 use crate::ops::Op;
 use crate::pcie;
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{BigUint, Device};
-use rayon::prelude::*;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -53,15 +52,11 @@ pub fn run(o: &Options) -> Result<String, String> {
         "\n| op | NumBits x n | chunks asked | instances per chunk | (b) limbs ms | (a) BigUint ms | PCIe floor ms | (b)/PCIe | (a)/PCIe |\n|---|---|---|---|---|---|---|---|---|"
     );
     for (bits, n) in BAR_SIZES {
-        let m = (bits / 64) as usize;
         let sets: Vec<(Vec<u64>, Vec<u64>)> = (0..2).map(|s| random_operands(bits, n, s)).collect();
-        let big = |l: &[u64]| -> Vec<BigUint> {
-            l.par_chunks(m)
-                .map(bigfuse::runtime::big_from_limbs)
-                .collect()
-        };
-        let bigs: Vec<(Vec<BigUint>, Vec<BigUint>)> =
-            sets.iter().map(|(a, b)| (big(a), big(b))).collect();
+        let big: Vec<(Vec<BigUint>, Vec<BigUint>)> = sets
+            .iter()
+            .map(|(a, b)| (bigs(a, bits), bigs(b, bits)))
+            .collect();
         let bytes = 3.0 * (n * bits / 8) as f64;
         let floor =
             crate::e2e_report::transfer_ms(2.0 * bytes / 3.0, bytes / 3.0, bw.h2d_gbs, bw.d2h_gbs);
@@ -89,7 +84,7 @@ pub fn run(o: &Options) -> Result<String, String> {
                         op.run_into_limbs(&dev, bits, a, b, &mut limbs_out)
                     })?;
                     let a_ms = median_wall_ms(WARMUP, o.runs, |i| {
-                        let (a, b) = &bigs[i % 2];
+                        let (a, b) = &big[i % 2];
                         op.run_big(&dev, bits, a, b)
                     })?;
                     Ok((b_ms, a_ms))
