@@ -1,8 +1,8 @@
 //! bigfuse-codegen: the compiler passes, each a pure function of its input IR and a [`Target`].
 //!
 //! ```text
-//! specialize -> scalarize -> lower_zp -> lower -> dead_code -> unzip -> recognise -> merge_maps
-//!            -> isel -> schedule -> place -> emit
+//! specialize -> unroll -> divide -> scalarize -> lower_zp -> lower -> dead_code -> unzip
+//!            -> recognise -> merge_maps -> isel -> schedule -> place -> emit
 //! ```
 //! [`passes::PASSES`] lists them with their files; [`compile`] runs them in that order and records
 //! the IR after each rewriting pass for `explain`. [`plan`] decides between one kernel, a split
@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod chunk;
+pub mod divide;
 pub mod emit;
 pub mod error;
 pub mod fuse;
@@ -144,7 +145,9 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     stages.record("specialize", &concrete);
     let unrolled = bigfuse_core::unroll(&concrete)?;
     stages.record("unroll", &unrolled);
-    let scalar = scalarize::scalarize(&unrolled)?;
+    let divided = divide::divide(&unrolled)?;
+    stages.record("divide", &divided);
+    let scalar = scalarize::scalarize(&divided)?;
     stages.record("scalarize", &scalar);
     let zp_free = modular::lower_zp(&scalar)?;
     stages.record("lower_zp", &zp_free);

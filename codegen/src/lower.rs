@@ -50,7 +50,8 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
         )));
     }
     let unrolled = bigfuse_core::unroll(func)?;
-    let scalar = crate::scalarize::scalarize(&unrolled)?;
+    let divided = crate::divide::divide(&unrolled)?;
+    let scalar = crate::scalarize::scalarize(&divided)?;
     let zp_free = crate::modular::lower_zp(&scalar)?;
     lower_limbs(&zp_free, ntt_from_bits)
 }

@@ -26,6 +26,11 @@ pub const PASSES: &[Pass] = &[
         what: "loops become their rounds, the round's index a constant",
     },
     Pass {
+        name: "divide",
+        file: "codegen/src/divide.rs",
+        what: "big-integer division becomes a Newton reciprocal, products and corrections",
+    },
+    Pass {
         name: "scalarize",
         file: "codegen/src/scalarize.rs",
         what: "arrays of big integers and tuples become per-element values",

@@ -215,6 +215,26 @@ impl Builder {
         self.push(Op::BigMulWide(a, b))
     }
 
+    /// `a / b`, rounded down; `x / 0` is all ones. Big integers may differ in width (the
+    /// quotient has the dividend's); integer scalars must be of one type.
+    pub fn div(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigDiv(a, b))
+        } else {
+            self.binary(BinOp::Div, a, b)
+        }
+    }
+
+    /// `a % b`; `x % 0` is `x` (for big integers, modulo 2^width of the divisor's type, which
+    /// the remainder has).
+    pub fn rem(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        if self.is_big(a) || self.is_big(b) {
+            self.push(Op::BigRem(a, b))
+        } else {
+            self.binary(BinOp::Rem, a, b)
+        }
+    }
+
     /// The product of two limb arrays as `out_len` limbs, computed with `algo`.
     pub fn limb_mul(
         &mut self,

@@ -9,7 +9,7 @@ use crate::modular;
 use crate::types::Type;
 use crate::value::Value;
 use num_bigint::BigUint;
-use num_traits::One;
+use num_traits::{One, Zero};
 
 fn fail<T>(message: impl Into<String>) -> IrResult<T> {
     Err(IrError::Eval(message.into()))
@@ -345,6 +345,24 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             Value::Big((big(v(*a))? * big(v(*b))?) % m)
         }
         Op::BigMulWide(a, b) => Value::Big(big(v(*a))? * big(v(*b))?),
+        Op::BigDiv(a, b) => {
+            let bits = bits_of(ty)?;
+            let d = big(v(*b))?;
+            Value::Big(if d.is_zero() {
+                (BigUint::one() << bits) - 1u8
+            } else {
+                big(v(*a))? / d
+            })
+        }
+        Op::BigRem(a, b) => {
+            let bits = bits_of(ty)?;
+            let d = big(v(*b))?;
+            Value::Big(if d.is_zero() {
+                big(v(*a))? % (BigUint::one() << bits)
+            } else {
+                big(v(*a))? % d
+            })
+        }
         Op::LimbMul { a, b, out_len, .. } => {
             let n = out_len.as_const().unwrap_or(0) as usize;
             let to_big = |x: &Value| -> IrResult<BigUint> {

@@ -284,6 +284,12 @@ pub enum Op {
     BigMul(ValueId, ValueId),
     /// The full product of two `U<n>`, a `U<2n>`.
     BigMulWide(ValueId, ValueId),
+    /// The quotient `a / b`, rounded down, of a `U<n>` by a `U<m>` (any widths): a `U<n>`.
+    /// Division by zero gives `2^n - 1` (all ones), never a trap.
+    BigDiv(ValueId, ValueId),
+    /// The remainder `a % b` of a `U<n>` by a `U<m>`: a `U<m>`. `a % 0` is `a` modulo `2^m` (so
+    /// `(a / b) * b + a % b == a` still holds when `m >= n`).
+    BigRem(ValueId, ValueId),
 
     /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
     BigUnary(UnOp, ValueId),
@@ -370,6 +376,8 @@ impl Op {
             | Op::BigCmp(_, a, b)
             | Op::BigMul(a, b)
             | Op::BigMulWide(a, b)
+            | Op::BigDiv(a, b)
+            | Op::BigRem(a, b)
             | Op::BigBitwise(_, a, b)
             | Op::BigShift(_, a, b)
             | Op::BigBit(a, b)
@@ -406,6 +414,8 @@ impl Op {
             | Op::BigCmp(_, a, b)
             | Op::BigMul(a, b)
             | Op::BigMulWide(a, b)
+            | Op::BigDiv(a, b)
+            | Op::BigRem(a, b)
             | Op::BigBitwise(_, a, b)
             | Op::BigShift(_, a, b)
             | Op::BigBit(a, b)
@@ -443,6 +453,8 @@ impl Op {
                 | Op::BigCmp(..)
                 | Op::BigMul(..)
                 | Op::BigMulWide(..)
+                | Op::BigDiv(..)
+                | Op::BigRem(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)

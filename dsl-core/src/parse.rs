@@ -830,13 +830,16 @@ fn operation(
             let k = u32::try_from(k).map_err(|_| c.err(format!("field index {k} is too large")))?;
             Op::Extract(t, k)
         }
-        "big.add" | "big.sub" | "big.mul" | "big.mul_wide" | "big.lt" | "big.le" | "big.eq" => {
+        "big.add" | "big.sub" | "big.mul" | "big.mul_wide" | "big.div" | "big.rem" | "big.lt"
+        | "big.le" | "big.eq" => {
             let (a, b) = two(c, scope, m)?;
             match m {
                 "big.add" => Op::BigAdd(a, b),
                 "big.sub" => Op::BigSub(a, b),
                 "big.mul" => Op::BigMul(a, b),
                 "big.mul_wide" => Op::BigMulWide(a, b),
+                "big.div" => Op::BigDiv(a, b),
+                "big.rem" => Op::BigRem(a, b),
                 "big.lt" => Op::BigCmp(CmpOp::Lt, a, b),
                 "big.le" => Op::BigCmp(CmpOp::Le, a, b),
                 _ => Op::BigCmp(CmpOp::Eq, a, b),

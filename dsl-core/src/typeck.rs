@@ -87,6 +87,25 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 }
             }
         }
+        Op::BigDiv(a, b) | Op::BigRem(a, b) => match (ty(*a), ty(*b)) {
+            (Type::Big(_), Type::Big(_)) => {
+                if matches!(op, Op::BigDiv(..)) {
+                    ty(*a).clone()
+                } else {
+                    ty(*b).clone()
+                }
+            }
+            (ta, tb) => {
+                return Err(err(
+                    func,
+                    format!(
+                        "big-integer division needs two U<..>, not {} and {}",
+                        show(ta),
+                        show(tb)
+                    ),
+                ))
+            }
+        },
         Op::BigShift(s, x, amount) => {
             big_and_u32(func, ty(*x), ty(*amount), s.mnemonic())?;
             ty(*x).clone()

@@ -65,6 +65,8 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
                     | Op::BigSub(..)
                     | Op::BigMul(..)
                     | Op::BigMulWide(..)
+                    | Op::BigDiv(..)
+                    | Op::BigRem(..)
                     | Op::BigCmp(..)
                     | Op::BigUnary(..)
                     | Op::BigBitwise(..)

@@ -231,6 +231,8 @@ impl<'a> Emitter<'a> {
             | Op::BigCmp(..)
             | Op::BigMul(..)
             | Op::BigMulWide(..)
+            | Op::BigDiv(..)
+            | Op::BigRem(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)

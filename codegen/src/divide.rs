@@ -1,0 +1,513 @@
+//! Division of big integers: `big.div` and `big.rem` become products, shifts, comparisons and
+//! selects that the later passes already compile (in a kernel's parallel lowering and, for array
+//! elements, in `scalarize`'s per-thread limbs alike).
+//!
+//! The method is the one GMP and MCA (Brent & Zimmermann, *Modern Computer Arithmetic*, §3.4)
+//! describe for large operands, chosen because it is made of the products this compiler is good at
+//! and has no data-dependent control flow:
+//!
+//! 1. normalize the divisor `b` (width `m`) to `d = b << s` with its top bit set, `s = clz(b)`;
+//! 2. its reciprocal `v = floor((2^2m - 1) / d) - 2^m` within one unit (never above), by Newton's
+//!    iteration with doubling precision: MCA's Algorithm 3.5 in 32-bit words, its base case of 64
+//!    bits the exact 128-by-64-bit reciprocal of Hacker's Delight's `divlu` in u64 arithmetic;
+//! 3. the dividend shifted by `s`, cut into `m`-bit digits and divided digit by digit from the top
+//!    (one digit for `n <= m`), each step a 2-by-1 division: the quotient estimate
+//!    `u1 + high(u1 * v)` is at most 4 below the true digit (proof at [`two_by_one`]), so
+//!    four conditional subtractions of `d` make it exact;
+//! 4. the remainder shifted back by `s`.
+//!
+//! A divisor's reciprocal is computed once however many divisions use it, and `a / b` and `a % b`
+//! of the same operands share one division. Division by zero is defined, per instance, by selects:
+//! the quotient is all ones and the remainder the dividend modulo `2^m` (see [`Op::BigDiv`]).
+
+use crate::error::{CgResult, CodegenError};
+use bigfuse_core::rewrite::{same_output, Rewritten};
+use bigfuse_core::{
+    rewrite, BinOp, Builder, Func, Literal, Op, ShiftOp, Size, Type, UnOp, ValueId,
+};
+use std::collections::HashMap;
+
+/// Corrections after a 2-by-1 quotient estimate (see [`two_by_one`]).
+const DIGIT_CORRECTIONS: usize = 4;
+/// Corrections of a Newton step's product (MCA Algorithm 3.5, step 6): `a X_h` exceeds
+/// `2^(32(n+h))` by less than `2^(32l) X_h < 2^(32n+1) <= 4a` (see [`recip`]).
+const NEWTON_CORRECTIONS: usize = 4;
+
+/// `func` (concrete, loops unrolled) with every big-integer division replaced by its computation,
+/// in lambdas too. A no-op when there is none.
+pub fn divide(func: &Func) -> CgResult<Func> {
+    if !has_division(func) {
+        return Ok(func.clone());
+    }
+    let mut div = Divider::default();
+    rewrite(
+        func,
+        Builder::like(func),
+        Type::clone,
+        |b, m, _, node| div.rule(b, m, node),
+        same_output,
+    )
+}
+
+fn has_division(f: &Func) -> bool {
+    f.nodes.iter().any(|n| {
+        matches!(n.op, Op::BigDiv(..) | Op::BigRem(..))
+            || n.op.lambdas().iter().any(|l| has_division(l))
+    })
+}
+
+fn lambda(f: &Func) -> CgResult<Func> {
+    if !has_division(f) {
+        return Ok(f.clone());
+    }
+    let mut div = Divider::default();
+    rewrite(
+        f,
+        Builder::lambda(),
+        Type::clone,
+        |b, m, _, node| div.rule(b, m, node),
+        same_output,
+    )
+}
+
+/// A normalized divisor: the shift `s`, `d = b << s` and the reciprocal `v`.
+#[derive(Clone, Copy)]
+struct Normalized {
+    s: ValueId,
+    d: ValueId,
+    v: ValueId,
+    zero: ValueId,
+}
+
+/// The values one rewrite has built, so that a divisor's reciprocal and a pair's division are
+/// built once.
+#[derive(Default)]
+struct Divider {
+    divisors: HashMap<ValueId, Normalized>,
+    divisions: HashMap<(ValueId, ValueId), (ValueId, ValueId)>,
+}
+
+fn bits(b: &Builder, v: ValueId) -> u64 {
+    match b.ty(v) {
+        Type::Big(s) => s.as_const().expect("division runs on specialized programs"),
+        other => unreachable!("a big integer was expected, not {other}"),
+    }
+}
+
+/// The smallest multiple of 64 that holds `bits` bits.
+fn width(bits: u64) -> u64 {
+    bits.div_ceil(64).max(1) * 64
+}
+
+fn big(bits: u64) -> Type {
+    Type::Big(Size::lit(bits))
+}
+
+impl Divider {
+    fn rule(
+        &mut self,
+        b: &mut Builder,
+        m: &bigfuse_core::rewrite::Mapped,
+        node: &bigfuse_core::Node,
+    ) -> CgResult<Rewritten> {
+        Ok(match &node.op {
+            Op::BigDiv(x, y) => Rewritten::Value(self.div_rem(b, m.get(*x), m.get(*y))?.0),
+            Op::BigRem(x, y) => Rewritten::Value(self.div_rem(b, m.get(*x), m.get(*y))?.1),
+            op if op.lambdas().iter().any(|l| has_division(l)) => {
+                let mut op = op.clone();
+                match &mut op {
+                    Op::Map { f, .. } => **f = lambda(f)?,
+                    Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => **f = lambda(f)?,
+                    _ => unreachable!("only maps, scans and reductions carry lambdas"),
+                }
+                Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
+            }
+            _ => Rewritten::Copy,
+        })
+    }
+
+    /// Quotient and remainder of `a` (n bits) by `b` (m bits).
+    fn div_rem(
+        &mut self,
+        bld: &mut Builder,
+        a: ValueId,
+        b: ValueId,
+    ) -> CgResult<(ValueId, ValueId)> {
+        if let Some(qr) = self.divisions.get(&(a, b)) {
+            return Ok(*qr);
+        }
+        let (n, m) = (bits(bld, a), bits(bld, b));
+        let nd = self.normalize(bld, b)?;
+        // The dividend shifted like the divisor, in k + 1 digits of m bits; its top digit is below d.
+        let k = n.div_ceil(m).max(1);
+        let wide = bld.cast(a, big((k + 1) * m))?;
+        let shifted = bld.shift(ShiftOp::Shl, wide, nd.s)?;
+        let digit = |bld: &mut Builder, j: u64| -> CgResult<ValueId> {
+            let at = shr_const(bld, shifted, j * m)?;
+            Ok(bld.cast(at, big(m))?)
+        };
+        let mut r = digit(bld, k)?;
+        let mut q: Option<ValueId> = None;
+        for j in (0..k).rev() {
+            let u0 = digit(bld, j)?;
+            let (qj, rj) = two_by_one(bld, r, u0, nd)?;
+            r = rj;
+            let qj = bld.cast(qj, big(k * m))?;
+            let qj = shl_const(bld, qj, j * m)?;
+            q = Some(match q {
+                None => qj,
+                Some(q) => bld.or(q, qj)?,
+            });
+        }
+        let q = bld.cast(q.expect("at least one digit"), big(n))?;
+        let r = bld.shift(ShiftOp::Shr, r, nd.s)?;
+        // Division by zero: all ones, and the dividend modulo 2^m.
+        let ones = constant(bld, n, vec![u64::MAX; (n / 64) as usize]);
+        let q = bld.select(nd.zero, ones, q)?;
+        let a_mod = bld.cast(a, big(m))?;
+        let r = bld.select(nd.zero, a_mod, r)?;
+        self.divisions.insert((a, b), (q, r));
+        Ok((q, r))
+    }
+
+    fn normalize(&mut self, bld: &mut Builder, b: ValueId) -> CgResult<Normalized> {
+        if let Some(nd) = self.divisors.get(&b) {
+            return Ok(*nd);
+        }
+        let m = bits(bld, b);
+        let s = bld.count(UnOp::LeadingZeros, b)?;
+        let d = bld.shift(ShiftOp::Shl, b, s)?;
+        let zero_c = constant(bld, m, vec![]);
+        let zero = bld.eq(b, zero_c)?;
+        // X = 2^m + v, within one unit below floor((2^2m - 1) / d).
+        let x = recip(bld, d, m / 32)?;
+        let v = bld.cast(x, big(m))?;
+        let nd = Normalized { s, d, v, zero };
+        self.divisors.insert(b, nd);
+        Ok(nd)
+    }
+}
+
+/// `(q, r)` of `u1 * 2^m + u0` by `d` (all m bits, `u1 < d`, `d`'s top bit set), with
+/// `nd.v = X - 2^m` where `d * X < 2^2m <= d * (X + 2)`.
+///
+/// The estimate `q' = u1 + high(u1 * v) = floor(u1 * X / 2^m)` is never above the quotient `q`
+/// (`X <= 2^2m / d`), and `X > 2^2m / d - 2` gives `q' > u1 * 2^m / d - 3`, while
+/// `q <= (u1 * 2^m + u0) / d < u1 * 2^m / d + 2` (`u0 < 2^m <= 2d`): so `q - q' <= 4`, and four
+/// conditional subtractions of `d` from `u - q' * d` (computed modulo 2^(m+64), where it is below
+/// `5d < 2^(m+3)`) finish the digit.
+fn two_by_one(
+    bld: &mut Builder,
+    u1: ValueId,
+    u0: ValueId,
+    nd: Normalized,
+) -> CgResult<(ValueId, ValueId)> {
+    let m = bits(bld, u1);
+    let p = bld.mul_wide(u1, nd.v)?;
+    let high = shr_const(bld, p, m)?;
+    let high = bld.cast(high, big(m))?;
+    let mut q = bld.add(u1, high)?;
+    let w = m + 64;
+    let hi = bld.cast(u1, big(w))?;
+    let hi = shl_const(bld, hi, m)?;
+    let lo = bld.cast(u0, big(w))?;
+    let u = bld.or(hi, lo)?;
+    let qw = bld.cast(q, big(w))?;
+    let dw = bld.cast(nd.d, big(w))?;
+    let qd = bld.mul(qw, dw)?;
+    let mut r = bld.sub(u, qd)?;
+    let one = constant(bld, m, vec![1]);
+    for _ in 0..DIGIT_CORRECTIONS {
+        let over = bld.le(dw, r)?;
+        let r_less = bld.sub(r, dw)?;
+        r = bld.select(over, r_less, r)?;
+        let q_more = bld.add(q, one)?;
+        q = bld.select(over, q_more, q)?;
+    }
+    Ok((q, bld.cast(r, big(m))?))
+}
+
+/// MCA's ApproximateReciprocal in base 2^32: for `a` of `n` words (its value in `[2^(32n-1),
+/// 2^(32n))`, held in any width), `X` with `a * X < 2^(64n) <= a * (X + 2)`, so
+/// `X` is in `[2^(32n), 2^(32n+1))`; held in a width of at least 32n + 1 bits.
+fn recip(bld: &mut Builder, a: ValueId, n: u64) -> CgResult<ValueId> {
+    if n <= 2 {
+        // A 64-bit a (n = 1 never occurs: divisors have at least 64 bits, and the recursion
+        // stops at 2 words).
+        assert_eq!(n, 2, "reciprocals are built from 64 bits up");
+        let a64 = bld.cast(a, Type::U64)?;
+        let v = reciprocal_word(bld, a64)?;
+        let v = bld.cast(v, big(128))?;
+        let top = constant(bld, 128, power_of_two(64));
+        return Ok(bld.or(v, top)?);
+    }
+    let l = (n - 1) / 2;
+    let h = n - l;
+    let ah = shr_const(bld, a, 32 * l)?;
+    let ah = resize(bld, ah, width(32 * h))?;
+    let xh = recip(bld, ah, h)?;
+    // T = a * X_h, below 2^(32(n+h)+1); while T >= 2^(32(n+h)): X_h -= 1, T -= a.
+    let w = width(32 * n);
+    let aw = resize(bld, a, w)?;
+    let xw = resize(bld, xh, w)?;
+    let mut t = bld.mul_wide(aw, xw)?;
+    let a2 = bld.cast(aw, big(2 * w))?;
+    let mut xh = xw;
+    let limit = constant(bld, 2 * w, power_of_two(32 * (n + h)));
+    let one = constant(bld, w, vec![1]);
+    for _ in 0..NEWTON_CORRECTIONS {
+        let over = bld.le(limit, t)?;
+        let t_less = bld.sub(t, a2)?;
+        t = bld.select(over, t_less, t)?;
+        let x_less = bld.sub(xh, one)?;
+        xh = bld.select(over, x_less, xh)?;
+    }
+    // T = 2^(32(n+h)) - a X_h < 3a; U = floor(T / 2^(32l)) X_h; X = X_h 2^(32l) + U / 2^(32(2h-l)).
+    let t = bld.sub(limit, t)?;
+    let tm = shr_const(bld, t, 32 * l)?;
+    let wu = width(32 * h + 2);
+    let tm = resize(bld, tm, wu)?;
+    let xu = resize(bld, xh, wu)?;
+    let u = bld.mul_wide(tm, xu)?;
+    let u = shr_const(bld, u, 32 * (2 * h - l))?;
+    let wx = width(32 * n + 1);
+    let u = resize(bld, u, wx)?;
+    let xh = resize(bld, xh, wx)?;
+    let xh = shl_const(bld, xh, 32 * l)?;
+    Ok(bld.add(xh, u)?)
+}
+
+/// `floor((2^128 - 1) / d) - 2^64` for a u64 `d` with its top bit set: the quotient of
+/// `(2^64 - 1 - d) * 2^64 + (2^64 - 1)` by `d`, whose high word is below `d`, by Hacker's Delight's
+/// `divlu` (two 64-by-32-bit steps, each estimate corrected at most twice) in u64 operations.
+fn reciprocal_word(b: &mut Builder, d: ValueId) -> CgResult<ValueId> {
+    let c32 = b.u64(32);
+    let base = b.u64(1 << 32);
+    let low_mask = b.u64(u32::MAX as u64);
+    let u1 = b.not(d)?;
+    let vn1 = b.binary(BinOp::Shr, d, c32)?;
+    let vn0 = b.binary(BinOp::And, d, low_mask)?;
+    // Both halves of the low dividend word are all ones.
+    let half = low_mask;
+    let step = |b: &mut Builder, num: ValueId, un: ValueId| -> CgResult<ValueId> {
+        let mut q = b.binary(BinOp::Div, num, vn1)?;
+        let qv = b.mul(q, vn1)?;
+        let mut rhat = b.sub(num, qv)?;
+        let mut live = b.bool(true);
+        for _ in 0..2 {
+            // q >= 2^32 or q * vn0 > rhat * 2^32 + un; the product only counts when q < 2^32.
+            let big_q = b.le(base, q)?;
+            let qv0 = b.mul(q, vn0)?;
+            let r_hi = b.binary(BinOp::Shl, rhat, c32)?;
+            let r_un = b.binary(BinOp::Or, r_hi, un)?;
+            let too_big = b.lt(r_un, qv0)?;
+            let wrong = b.or(big_q, too_big)?;
+            let fix = b.and(live, wrong)?;
+            let one = b.u64(1);
+            let q_less = b.sub(q, one)?;
+            q = b.select(fix, q_less, q)?;
+            let r_more = b.add(rhat, vn1)?;
+            rhat = b.select(fix, r_more, rhat)?;
+            // A second correction only while rhat stays below 2^32.
+            let small = b.lt(rhat, base)?;
+            live = b.and(fix, small)?;
+        }
+        Ok(q)
+    };
+    let q1 = step(b, u1, half)?;
+    // un21 = u1 * 2^32 + un1 - q1 * d (mod 2^64).
+    let u1s = b.binary(BinOp::Shl, u1, c32)?;
+    let u1s = b.binary(BinOp::Or, u1s, half)?;
+    let q1d = b.mul(q1, d)?;
+    let un21 = b.sub(u1s, q1d)?;
+    let q0 = step(b, un21, half)?;
+    let q1s = b.binary(BinOp::Shl, q1, c32)?;
+    Ok(b.add(q1s, q0)?)
+}
+
+/// A `U<bits>` constant from its little-endian limbs.
+fn constant(b: &mut Builder, bits: u64, limbs: Vec<u64>) -> ValueId {
+    b.constant(Literal::Big(limbs, Size::lit(bits)))
+}
+
+fn power_of_two(k: u64) -> Vec<u64> {
+    let mut limbs = vec![0; (k / 64) as usize];
+    limbs.push(1 << (k % 64));
+    limbs
+}
+
+fn resize(b: &mut Builder, v: ValueId, to: u64) -> CgResult<ValueId> {
+    if bits(b, v) == to {
+        Ok(v)
+    } else {
+        Ok(b.cast(v, big(to))?)
+    }
+}
+
+fn shr_const(b: &mut Builder, v: ValueId, k: u64) -> CgResult<ValueId> {
+    shift_const(b, ShiftOp::Shr, v, k)
+}
+
+fn shl_const(b: &mut Builder, v: ValueId, k: u64) -> CgResult<ValueId> {
+    shift_const(b, ShiftOp::Shl, v, k)
+}
+
+fn shift_const(b: &mut Builder, op: ShiftOp, v: ValueId, k: u64) -> CgResult<ValueId> {
+    if k == 0 {
+        return Ok(v);
+    }
+    let k =
+        u32::try_from(k).map_err(|_| CodegenError::Unsupported(format!("a shift by {k} bits")))?;
+    let k = b.u32(k);
+    Ok(b.shift(op, v, k)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bigfuse_core::{eval, Value};
+    use num_bigint::{BigUint, RandBigInt};
+    use rand::{Rng, SeedableRng};
+
+    fn values(bits: u64, rng: &mut impl Rng, random: usize) -> Vec<BigUint> {
+        let one = BigUint::from(1u8);
+        let top = &one << bits;
+        let mut v = vec![
+            BigUint::from(0u8),
+            one.clone(),
+            BigUint::from(2u8),
+            BigUint::from(3u8),
+            &top - 1u8,
+            &top - 2u8,
+            &one << (bits - 1),
+            (&one << (bits - 1)) + 1u8,
+            (&one << (bits - 1)) - 1u8,
+            (&one << (bits / 2)) - 1u8,
+            &one << (bits / 2),
+            BigUint::from(u64::MAX),
+            (&one << 64) + 1u8,
+        ];
+        for _ in 0..random {
+            let len = rng.gen_range(1..=bits);
+            v.push(rng.gen_biguint(len));
+        }
+        v.retain(|x| *x < top);
+        v
+    }
+
+    fn divider(n: u64, m: u64) -> (Func, Func) {
+        let mut b = Builder::new("divrem", &[]);
+        let x = b.param("a", big(n));
+        let y = b.param("b", big(m));
+        let q = b.div(x, y).unwrap();
+        let r = b.rem(x, y).unwrap();
+        let f = b.finish(&[q, r]).unwrap();
+        let g = divide(&f).unwrap();
+        (f, g)
+    }
+
+    fn check(n: u64, m: u64, random: usize, seed: u64) {
+        let (f, g) = divider(n, m);
+        assert!(!has_division(&g));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let xs = values(n, &mut rng, random);
+        let ys = values(m, &mut rng, random);
+        for x in &xs {
+            for y in &ys {
+                let args = [Value::Big(x.clone()), Value::Big(y.clone())];
+                let want = eval(&f, &args).unwrap();
+                let got = eval(&g, &args).unwrap();
+                assert_eq!(got, want, "{n}-bit {x:#x} by {m}-bit {y:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn word_reciprocals_are_exact() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut b = Builder::lambda();
+        let d = b.param("d", Type::U64);
+        let v = reciprocal_word(&mut b, d).unwrap();
+        let f = b.finish(&[v]).unwrap();
+        let mut ds = vec![
+            1u64 << 63,
+            (1 << 63) + 1,
+            u64::MAX,
+            u64::MAX - 1,
+            0xc000_0000_0000_0000,
+        ];
+        ds.extend((0..20000).map(|_| rng.gen::<u64>() | 1 << 63));
+        ds.extend((0..64).map(|k| (1 << 63) | (1u64 << k)));
+        ds.extend((0..32).map(|k| u64::MAX << k));
+        for d in ds {
+            let want = (u128::MAX / d as u128 - (1u128 << 64)) as u64;
+            let got = eval(&f, &[Value::U64(d)]).unwrap();
+            assert_eq!(got, vec![Value::U64(want)], "d = {d:#x}");
+        }
+    }
+
+    #[test]
+    fn reciprocals_are_within_one_below() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for n in [2u64, 3, 4, 5, 6, 7, 8, 10, 16, 17, 32, 34, 64] {
+            let bits = 32 * n;
+            let mut b = Builder::new("recip", &[]);
+            let a = b.param("a", big(width(bits)));
+            let x = recip(&mut b, a, n).unwrap();
+            let f = b.finish(&[x]).unwrap();
+            let one = BigUint::from(1u8);
+            let low = &one << (bits - 1);
+            let mut inputs = vec![
+                low.clone(),
+                &low + 1u8,
+                (&one << bits) - 1u8,
+                (&one << bits) - 2u8,
+            ];
+            inputs.extend((0..300).map(|_| &low + rng.gen_biguint_below(&low)));
+            inputs.extend((0..bits - 1).map(|k| &low + (&one << k)));
+            inputs.extend((1..bits).map(|k| ((&one << bits) - 1u8) ^ ((&one << k) - 1u8)));
+            let limit = &one << (2 * bits);
+            for a in inputs {
+                let got = eval(&f, &[Value::Big(a.clone())]).unwrap();
+                let Value::Big(x) = &got[0] else {
+                    panic!("{got:?}")
+                };
+                assert!(
+                    &a * x < limit,
+                    "{n} words, a = {a:#x}: X = {x:#x} is too large"
+                );
+                assert!(
+                    &a * (x + 2u8) >= limit,
+                    "{n} words, a = {a:#x}: X = {x:#x} is too small"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn quotients_and_remainders_equal_num_bigint() {
+        for (k, (n, m)) in [
+            (64, 64),
+            (128, 128),
+            (128, 64),
+            (64, 128),
+            (192, 192),
+            (256, 128),
+            (320, 320),
+            (320, 192),
+            (512, 512),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            check(n, m, 24, k as u64);
+        }
+    }
+
+    #[test]
+    fn large_and_odd_widths() {
+        check(1088, 1088, 6, 1);
+        check(2048, 1024, 6, 2);
+        check(1024, 2048, 4, 3);
+    }
+}
