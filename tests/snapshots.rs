@@ -78,6 +78,19 @@ fn shift_xor_count_elements(xs: [U<BITS>; N], ys: [U<BITS>; N], k: u32) -> [u32;
     xs.zip(ys).map(|(a, b)| ((a << k) ^ b).count_ones())
 }
 
+/// Division of whole values: the divisor's clz and shift, its 64-bit reciprocal in u64 arithmetic
+/// (`divlu`), one 2-by-1 step with its four corrections, the remainder shifted back, and the
+/// selects of division by zero (codegen/src/divide.rs).
+#[bigfuse::kernel]
+fn divide_whole(a: U<BITS>, b: U<BITS>) -> (U<BITS>, U<BITS>) {
+    (a / b, a % b)
+}
+
+#[test]
+fn division_kernels() {
+    snap("divide_whole", divide_whole::kernel().unwrap(), 64);
+}
+
 #[test]
 fn bit_operation_kernels() {
     for bits in [256, 4096] {

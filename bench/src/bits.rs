@@ -30,9 +30,14 @@ pub enum BitOp {
     Normalize,
     /// bits `b mod 256 .. + 512` of `a`
     Extract,
+    /// `a / b` (issue 17 item 2; the bench's random operands are full width)
+    Div,
+    /// CGBN's `div_rem_wide` shape: `w = a * 2^BITS + b` by `d = b | 2^(BITS-1)`, both the
+    /// quotient and the remainder (their sum modulo 2^BITS is the kernel's one result)
+    DivWide,
 }
 
-pub const ALL: [BitOp; 7] = [
+pub const ALL: [BitOp; 9] = [
     BitOp::Xor,
     BitOp::AndNot,
     BitOp::Shl,
@@ -40,6 +45,8 @@ pub const ALL: [BitOp; 7] = [
     BitOp::Rotl,
     BitOp::Normalize,
     BitOp::Extract,
+    BitOp::Div,
+    BitOp::DivWide,
 ];
 
 impl BitOp {
@@ -52,6 +59,8 @@ impl BitOp {
             BitOp::Rotl => "rotl",
             BitOp::Normalize => "normalize",
             BitOp::Extract => "extract",
+            BitOp::Div => "div",
+            BitOp::DivWide => "divwide",
         }
     }
 
@@ -64,6 +73,8 @@ impl BitOp {
             BitOp::Rotl => "a.rotate_left(b as u32)",
             BitOp::Normalize => "a << b.leading_zeros()",
             BitOp::Extract => "a.extract_bits(b mod 256, 512)",
+            BitOp::Div => "a / b",
+            BitOp::DivWide => "(a:b).div_rem(b | 2^(BITS-1))",
         }
     }
 
@@ -112,6 +123,32 @@ impl BitOp {
                 let len = b.u32(512);
                 b.extract_bits(x, k, len)
             }
+            BitOp::Div => b.div(x, y),
+            BitOp::DivWide => {
+                let Type::Big(bits) = b.ty(x).clone() else {
+                    unreachable!("the operands are U<BITS>")
+                };
+                let wide = Type::Big(Size {
+                    factor: 2,
+                    param: bits.param,
+                });
+                // BITS as a u32: the leading zeros of a U<BITS> zero.
+                let zero = b.constant(bigfuse::ir::Literal::Big(vec![], bits));
+                let width = b.count(UnOp::LeadingZeros, zero)?;
+                let hi = b.cast(x, wide.clone())?;
+                let hi = b.shl(hi, width)?;
+                let lo = b.cast(y, wide)?;
+                let w = b.or(hi, lo)?;
+                let one = b.u32(1);
+                let below = b.sub(width, one)?;
+                let low_bits = b.mask(&Type::Big(bits), below)?;
+                let top = b.not(low_bits)?;
+                let d = b.or(y, top)?;
+                let q = b.div(w, d)?;
+                let r = b.rem(w, d)?;
+                let q = b.cast(q, Type::Big(bits))?;
+                b.add(q, r)
+            }
         }
     }
 
@@ -131,6 +168,13 @@ impl BitOp {
             }
             BitOp::Normalize => (a << (bits - b.bits())) % m,
             BitOp::Extract => (a >> k) % (BigUint::from(1u8) << 512u32),
+            BitOp::Div if b.bits() == 0 => &m - 1u8,
+            BitOp::Div => a / b,
+            BitOp::DivWide => {
+                let w = (a << bits) + b;
+                let d = b | (BigUint::from(1u8) << (bits - 1));
+                (&w / &d + &w % &d) % m
+            }
         }
     }
 }
@@ -373,6 +417,19 @@ mod gmp {
                     out.assign(a >> k);
                     out.keep_bits_mut(512);
                 }
+                BitOp::Div if *b == 0 => {
+                    out.assign(1);
+                    *out <<= bits;
+                    *out -= 1;
+                }
+                BitOp::Div => out.assign(a / b),
+                BitOp::DivWide => {
+                    let w = Integer::from(a << bits) + b;
+                    let mut d = b.clone();
+                    d.set_bit(bits - 1, true);
+                    let (q, r) = w.div_rem(d);
+                    out.assign(q + r);
+                }
             }
             out.keep_bits_mut(bits);
         }
@@ -429,7 +486,13 @@ mod tests {
         }
         for op in ALL {
             let kernel = Kernel::new(op.func()).unwrap();
-            for bits in [256u64, 4096, 65536] {
+            // Division kernels are large (a reciprocal by Newton's iteration): fewer sizes.
+            let sizes: &[u64] = if matches!(op, BitOp::Div | BitOp::DivWide) {
+                &[256, 1024]
+            } else {
+                &[256, 4096, 65536]
+            };
+            for &bits in sizes {
                 let plan = kernel
                     .plan(&[bits], &bigfuse::Target::h100(), &Hints::default())
                     .unwrap();

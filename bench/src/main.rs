@@ -122,8 +122,9 @@ enum Cmd {
         #[arg(long)]
         prime: Option<u64>,
     },
-    /// Bit operations on U<BITS> (xor, and-not, shifts, rotation, normalisation, bit fields) in GB/s
-    /// next to the copy and in Gops/s next to GMP on all host cores, NumBits x NumInsts = 2^32
+    /// Bit operations on U<BITS> (xor, and-not, shifts, rotation, normalisation, bit fields) and
+    /// division in GB/s next to the copy and in Gops/s next to GMP on all host cores, NumBits x
+    /// NumInsts = 2^32
     Bits {
         /// log2 of the smallest NumBits
         #[arg(long, default_value_t = 8)]
@@ -133,7 +134,8 @@ enum Cmd {
         max_log: u32,
         #[arg(long, default_value_t = 10)]
         runs: usize,
-        /// which operations (xor, andnot, shl, shr, rotl, normalize, extract) [default: all]
+        /// which operations (xor, andnot, shl, shr, rotl, normalize, extract, div, divwide)
+        /// [default: all but the divisions, whose kernels take seconds to compile at large sizes]
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         #[arg(long)]
@@ -376,7 +378,10 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
         } => {
             let ops: Vec<bits::BitOp> = if ops.is_empty() {
-                bits::ALL.to_vec()
+                bits::ALL
+                    .into_iter()
+                    .filter(|o| !matches!(o, bits::BitOp::Div | bits::BitOp::DivWide))
+                    .collect()
             } else {
                 ops.iter()
                     .map(|o| {

@@ -42,7 +42,7 @@ pub enum BOp {
     Xor,
     Shl,
     Shr,
-    /// On u32 and u64 only (x / 0 is all ones and x % 0 is x, as the IR defines them).
+    /// On u32, u64 and U<..> (x / 0 is all ones and x % 0 is x, as the IR defines them).
     Div,
     Rem,
 }
@@ -1264,6 +1264,28 @@ impl Checker {
                 ),
             };
         }
+        if name == "div_rem" {
+            nargs(1, "a.div_rem(b) takes one argument: the divisor")?;
+            let x = self.expr(&m.receiver, None)?;
+            let tx = self.ty(x);
+            let y = self.expr(&m.args[0], Some(&tx))?;
+            let ty = self.ty(y);
+            return match (&tx, &ty) {
+                (KType::Big(_), KType::Big(_)) => {
+                    let q = self.push(Inst::Binary(BOp::Div, x, y), tx.clone());
+                    let r = self.push(Inst::Binary(BOp::Rem, x, y), ty.clone());
+                    Ok(self.push(Inst::Tuple(vec![q, r]), KType::Tuple(vec![tx, ty])))
+                }
+                _ => err(
+                    m,
+                    format!(
+                        "`div_rem` divides a U<..> by a U<..> (of any widths) into the quotient and the remainder, not {} by {}",
+                        self.show(&tx),
+                        self.show(&ty)
+                    ),
+                ),
+            };
+        }
         let x = self.expr(&m.receiver, None)?;
         let tx = self.ty(x);
         let bits = matches!(tx, KType::Big(_) | KType::U32 | KType::U64);
@@ -1583,7 +1605,10 @@ impl Checker {
         };
         let (lt, rt) = (self.ty(l), self.ty(r));
         if lt != rt {
-            let hint = if matches!((&lt, &rt), (KType::Big(_), KType::Big(_))) {
+            let both_big = matches!((&lt, &rt), (KType::Big(_), KType::Big(_)));
+            let hint = if both_big && matches!(op, BOp::Div | BOp::Rem) {
+                " (`a.div_rem(b)` takes a divisor of another width; or convert one with `as U<..>`)"
+            } else if both_big {
                 " (convert one with `as U<..>`, which truncates or zero-extends)"
             } else {
                 ""
@@ -1622,14 +1647,7 @@ impl Checker {
             }
             BOp::Add | BOp::Sub if big || zp || lt.is_int() => lt,
             BOp::Mul if big || zp => lt,
-            BOp::Mul | BOp::Div | BOp::Rem if lt.is_int() => lt,
-            BOp::Div | BOp::Rem if big => {
-                let t = self.show(&lt);
-                let msg = format!(
-                    "division and remainder are not supported yet on {t} (they are on u32 and u64)"
-                );
-                return err(b.op, msg);
-            }
+            BOp::Mul | BOp::Div | BOp::Rem if lt.is_int() || big => lt,
             BOp::Div | BOp::Rem if zp => {
                 return err(
                     b.op,

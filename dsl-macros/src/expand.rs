@@ -152,8 +152,8 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                     BOp::Xor => quote!(b.xor(#a, #c)?),
                     BOp::Shl => quote!(b.binary(__ir::BinOp::Shl, #a, #c)?),
                     BOp::Shr => quote!(b.binary(__ir::BinOp::Shr, #a, #c)?),
-                    BOp::Div => quote!(b.binary(__ir::BinOp::Div, #a, #c)?),
-                    BOp::Rem => quote!(b.binary(__ir::BinOp::Rem, #a, #c)?),
+                    BOp::Div => quote!(b.div(#a, #c)?),
+                    BOp::Rem => quote!(b.rem(#a, #c)?),
                 }
             }
             Inst::Shift(op, a, k) => {

@@ -47,7 +47,15 @@ use proc_macro::TokenStream;
 /// extension), `as u64`, `as u32` (the low bits). On `u32` and `u64`: `rotate_left`,
 /// `rotate_right`, `leading_zeros`, `trailing_zeros`, `count_ones`, `bit(i)` as on `U<..>`, `<<` and
 /// `>>` by an amount of the value's type (taken modulo its width), and `/`, `%` (`x / 0` is all
-/// ones and `x % 0` is `x`, never a trap). Division of `U<..>` is not supported yet.
+/// ones and `x % 0` is `x`, never a trap).
+///
+/// Division. On `U<..>` (whole values and array elements): `a / b` and `a % b` (operands of one
+/// width), and `a.div_rem(b)`, a tuple `(a / b, a % b)` where `b` may have another width than `a`
+/// (the quotient has `a`'s width and the remainder `b`'s: e.g. a `U<{2 * BITS}>` product reduced
+/// by a `U<BITS>` modulus). Division by zero is defined for each instance: `a / 0` is all ones and
+/// `a % 0` is `a` (modulo 2^width of `b`), never a trap. The compiler divides by a Newton
+/// reciprocal of the divisor and products (`codegen/src/divide.rs`); one divisor's reciprocal
+/// serves every division by it in the kernel.
 ///
 /// Bounded loops. `let mut x = ..;` declares a variable that assignments change: `x = e;`,
 /// `x += e;` (and `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`, `<<=`, `>>=`); an assignment keeps the

@@ -66,8 +66,32 @@ fn loops(x: U<BITS>, e: U<BITS>, xs: [u64; N], k: u64) -> (U<BITS>, u32, [u64; N
     (acc, n, ys)
 }
 
+/// Division of U<..>: `/`, `%`, `/=`, `%=` and `div_rem` (a divisor of another width), on whole
+/// values and array elements.
+#[bigfuse::kernel]
+fn division(
+    a: U<BITS>,
+    b: U<BITS>,
+    w: U<{ 2 * BITS }>,
+    xs: [U<BITS>; N],
+) -> (U<BITS>, U<BITS>, U<{ 2 * BITS }>, U<BITS>, [U<BITS>; N]) {
+    let mut q = a;
+    q /= b;
+    let mut r = a;
+    r %= b;
+    let (wq, wr) = w.div_rem(b);
+    (q, a % b + r, wq, wr, xs.map(|x| x / (x >> 3 | U::ONE) + x % (x >> 2 | U::ONE)))
+}
+
 fn main() {
     let dev = bigfuse::Device::cpu();
+    let n = |v: u64| vec![bigfuse::BigUint::from(v)];
+    let (q, r, wq, wr, ys) =
+        division::run(&dev, 64, 1, &n(100), &n(7), &n(1000), &[bigfuse::BigUint::from(30u8)])
+            .unwrap();
+    assert_eq!((q[0].clone(), r[0].clone()), (n(14)[0].clone(), n(4)[0].clone()));
+    assert_eq!((wq[0].clone(), wr[0].clone()), (n(142)[0].clone(), n(6)[0].clone()));
+    assert_eq!(ys[0], bigfuse::BigUint::from(30u8 / 3 + 30 % 7));
     let big = |v: u64| vec![bigfuse::BigUint::from(v)];
     let (p, n, ys) = loops::run(&dev, 64, 2, &big(3), &big(0b1010), &[1u64, 2], &[5u64]).unwrap();
     assert_eq!(p[0], bigfuse::BigUint::from(3u64.pow(10)));

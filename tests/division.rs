@@ -1,0 +1,245 @@
+//! Division of big integers: `/`, `%`, `div_rem` (a divisor of another width), on whole
+//! `U<BITS>` values (the parallel lowering) and on elements of `[U<BITS>; N]` (one thread per
+//! element), fused with products. Every result is compared with num-bigint (computed here) on the
+//! CPU backend at both levels and on the GPU when there is one, at the test sizes plus odd ones,
+//! on edge values (0, 1, all ones, powers of two, a divisor above the dividend, divisor 1, equal
+//! operands) and random ones; division by zero gives its documented values.
+
+mod common;
+
+use bigfuse::prelude::*;
+use bigfuse::runtime::CpuLevel;
+use common::{all_ones, modulus, random_big, rng};
+use proptest::prelude::*;
+use rand::Rng;
+
+#[bigfuse::kernel]
+fn divrem(a: U<BITS>, b: U<BITS>) -> (U<BITS>, U<BITS>) {
+    (a / b, a % b)
+}
+
+/// A dividend twice as wide as the divisor (CGBN's `div_rem_wide` shape, without its
+/// precondition that the quotient fits BITS bits).
+#[bigfuse::kernel]
+fn wide_divrem(w: U<{ 2 * BITS }>, b: U<BITS>) -> (U<{ 2 * BITS }>, U<BITS>) {
+    w.div_rem(b)
+}
+
+/// Products reduced modulo m, and several divisions by one divisor (one reciprocal).
+#[bigfuse::kernel]
+fn modular(a: U<BITS>, b: U<BITS>, m: U<BITS>) -> (U<BITS>, U<BITS>, U<BITS>) {
+    let (_, ab) = a.mul_wide(b).div_rem(m);
+    let s = (a % m + b % m) % m;
+    (ab, s, (a * b) / m)
+}
+
+#[bigfuse::kernel]
+fn array_divrem(xs: [U<BITS>; N], ys: [U<BITS>; N]) -> ([U<BITS>; N], [U<BITS>; N]) {
+    let zs = xs.zip(ys);
+    (zs.map(|(x, y)| x / y), zs.map(|(x, y)| x % y))
+}
+
+fn quotient(a: &BigUint, b: &BigUint, bits: u64) -> BigUint {
+    if *b == BigUint::from(0u8) {
+        all_ones(bits)
+    } else {
+        a / b
+    }
+}
+
+fn remainder(a: &BigUint, b: &BigUint, bits: u64) -> BigUint {
+    if *b == BigUint::from(0u8) {
+        a % modulus(bits)
+    } else {
+        a % b
+    }
+}
+
+/// Values of `bits` bits worth dividing: the common edges, powers of two and their neighbours,
+/// short values (divisors far below the dividend).
+fn values(bits: u64, seed: u64) -> Vec<BigUint> {
+    let mut v = common::edge_values(bits);
+    for p in [1u64, 31, 32, 63, 64, 65, bits / 2, bits - 1] {
+        if p < bits {
+            let x = BigUint::from(1u8) << p;
+            v.push(&x + 1u8);
+            v.push(&x - 1u8);
+            v.push(x);
+        }
+    }
+    v.push(BigUint::from(3u8));
+    v.push(BigUint::from(7u8));
+    let mut r = rng(seed ^ bits);
+    for _ in 0..4 {
+        v.push(random_big(&mut r, bits));
+    }
+    v
+}
+
+/// Pairs (a, b): every value by a spread of the others, and a by a, a by a + 1, a by 1.
+fn pairs(bits: u64, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
+    let vs = values(bits, seed);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (i, x) in vs.iter().enumerate() {
+        for j in [0, 1, 3, 7, 11] {
+            a.push(x.clone());
+            b.push(vs[(i + j) % vs.len()].clone());
+        }
+        a.push(x.clone());
+        b.push((x + 1u8) % modulus(bits));
+        a.push(x.clone());
+        b.push(BigUint::from(1u8));
+    }
+    (a, b)
+}
+
+fn is_lowered(dev: &Device) -> bool {
+    matches!(dev, Device::Cpu(c) if c.level == CpuLevel::Lowered)
+}
+
+/// The test sizes and odd ones; the lowered evaluator interprets every limb of the reciprocal's
+/// products, so it stops at 2048 bits.
+fn sizes(dev: &Device) -> Vec<u64> {
+    let mut s: Vec<u64> = common::SIZES
+        .iter()
+        .copied()
+        .filter(|&b| b <= 8192)
+        .collect();
+    s.push(1088);
+    if is_lowered(dev) {
+        s.retain(|&b| b <= 2048);
+    }
+    s
+}
+
+fn check_whole(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
+    let ctx = |what: &str, i: usize| {
+        format!(
+            "{what} at {bits} bits on {dev}, instance {i}: a={:#x} b={:#x}",
+            a[i], b[i]
+        )
+    };
+    let (q, r) = divrem::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        assert_eq!(q[i], quotient(&a[i], &b[i], bits), "{}", ctx("a / b", i));
+        assert_eq!(r[i], remainder(&a[i], &b[i], bits), "{}", ctx("a % b", i));
+    }
+    // The wide dividend: a * 2^bits + b's complement, by b.
+    let w: Vec<BigUint> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x << bits) + (all_ones(bits) - y))
+        .collect();
+    let (wq, wr) = wide_divrem::run(dev, bits, &w, b).unwrap();
+    for i in 0..a.len() {
+        assert_eq!(
+            wq[i],
+            quotient(&w[i], &b[i], 2 * bits),
+            "{}",
+            ctx("wide q", i)
+        );
+        assert_eq!(wr[i], remainder(&w[i], &b[i], bits), "{}", ctx("wide r", i));
+    }
+    let m = modulus(bits);
+    let c: Vec<BigUint> = b.iter().map(|y| (y * 3u8 + 1u8) % &m).collect();
+    let (ab, s, abq) = modular::run(dev, bits, a, b, &c).unwrap();
+    for i in 0..a.len() {
+        let p = &a[i] * &b[i];
+        assert_eq!(ab[i], remainder(&p, &c[i], bits), "{}", ctx("a b mod m", i));
+        // The kernel's sum wraps modulo 2^bits like every U<BITS> sum.
+        let sum = (remainder(&a[i], &c[i], bits) + remainder(&b[i], &c[i], bits)) % &m;
+        assert_eq!(
+            s[i],
+            remainder(&sum, &c[i], bits),
+            "{}",
+            ctx("(a + b) mod m", i)
+        );
+        assert_eq!(
+            abq[i],
+            quotient(&(p % &m), &c[i], bits),
+            "{}",
+            ctx("(a b) / m", i)
+        );
+    }
+}
+
+#[test]
+fn whole_values_edge_cases() {
+    for dev in common::devices() {
+        for bits in sizes(&dev) {
+            let (a, b) = pairs(bits, 1);
+            check_whole(&dev, bits, &a, &b);
+        }
+    }
+}
+
+fn check_arrays(dev: &Device, bits: u64, len: usize, a: &[BigUint], b: &[BigUint]) {
+    let (q, r) = array_divrem::run(dev, bits, len as u64, a, b).unwrap();
+    for i in 0..a.len() {
+        let ctx = format!(
+            "element {i} at {bits} bits x {len} on {dev}: {:#x} by {:#x}",
+            a[i], b[i]
+        );
+        assert_eq!(q[i], quotient(&a[i], &b[i], bits), "quotient of {ctx}");
+        assert_eq!(r[i], remainder(&a[i], &b[i], bits), "remainder of {ctx}");
+    }
+}
+
+#[test]
+fn array_elements_edge_cases() {
+    for dev in common::devices() {
+        for bits in [64u64, 128, 192, 320, 512] {
+            let (a, b) = pairs(bits, 2);
+            // Whole arrays of 4 elements: pad to a multiple.
+            let len = 4;
+            let n = a.len().div_ceil(len) * len;
+            let pad =
+                |v: &[BigUint]| -> Vec<BigUint> { v.iter().cycle().take(n).cloned().collect() };
+            check_arrays(&dev, bits, len, &pad(&a), &pad(&b));
+        }
+    }
+}
+
+/// Random operands: the dividend and divisor of independent random lengths.
+fn random_pairs(bits: u64, seed: u64, n: usize) -> (Vec<BigUint>, Vec<BigUint>) {
+    let mut r = rng(seed);
+    let one = |r: &mut rand::rngs::StdRng| {
+        let x = random_big(r, bits);
+        let keep = r.gen_range(1..=bits);
+        x % modulus(keep)
+    };
+    let a = (0..n).map(|_| one(&mut r)).collect();
+    let b = (0..n).map(|_| one(&mut r)).collect();
+    (a, b)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn random_values_cpu(limbs in 1u64..=12, seed in any::<u64>(), n in 1usize..12) {
+        let bits = limbs * 64;
+        let (a, b) = random_pairs(bits, seed, n);
+        check_whole(&Device::cpu_lowered(), bits, &a, &b);
+    }
+
+    #[test]
+    fn random_values_gpu(limbs in 1u64..=128, seed in any::<u64>(), n in 1usize..300) {
+        let Some(dev) = common::gpu() else { return Ok(()) };
+        let bits = limbs * 64;
+        let (a, b) = random_pairs(bits, seed, n);
+        check_whole(&dev, bits, &a, &b);
+    }
+}
+
+#[test]
+fn nvrtc_compiles_every_division_kernel() {
+    for bits in [64u64, 256, 320, 1024, 1088, 4096] {
+        common::nvrtc_compiles(divrem::kernel().unwrap(), &[bits]);
+        common::nvrtc_compiles(wide_divrem::kernel().unwrap(), &[bits]);
+        common::nvrtc_compiles(modular::kernel().unwrap(), &[bits]);
+    }
+    for bits in [64u64, 320] {
+        common::nvrtc_compiles(array_divrem::kernel().unwrap(), &[bits, 4]);
+    }
+}
