@@ -26,18 +26,12 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
                 ));
             }
         }
-        // Check against a prefix of the function so that `infer` sees only earlier nodes.
-        let prefix = Func {
-            name: func.name.clone(),
-            size_params: func.size_params.clone(),
-            params: func.params.clone(),
-            nodes: func.nodes[..i].to_vec(),
-            outputs: vec![],
-        };
+        // The arguments are earlier nodes (checked above), so `infer` reads only those: the
+        // function as it is stands for its prefix (a copy per node would make this quadratic).
         match &node.op {
-            Op::Cast(a) => check_cast(func, prefix.ty(*a), &node.ty)?,
+            Op::Cast(a) => check_cast(func, func.ty(*a), &node.ty)?,
             op => {
-                let t = infer(&prefix, op)?;
+                let t = infer(func, op)?;
                 if t != node.ty {
                     return Err(malformed(
                         func,
