@@ -621,7 +621,10 @@ mod tests {
         let v = gpu_reads_back(&useradd_json(AWKWARD_GPU, 20, &hints, &rows), "/gpu");
         assert_eq!(v["bench"], "useradd");
         assert_eq!(v["target_ratio"], TARGET_RATIO);
-        assert_eq!(v["hints"], "q=-,block=128,width=-,minb=-,ntt=-,chunk=-");
+        assert_eq!(
+            v["hints"],
+            "q=-,block=128,width=-,minb=-,ntt=-,chunk=-,thread=-"
+        );
         assert_eq!(
             serde_json::from_value::<Hints>(v["hints"].clone()).unwrap(),
             hints

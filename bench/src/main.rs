@@ -72,7 +72,7 @@ struct Common {
     #[arg(long, default_value_t = 20)]
     runs: usize,
     /// schedules to time besides the default, e.g. `q=2` or `minb=1,width=8`
-    /// (keys: q, block, width, minb, ntt)
+    /// (keys: q, block, width, minb, ntt, thread)
     #[arg(long = "variant")]
     variants: Vec<String>,
     /// write the figures here as JSON

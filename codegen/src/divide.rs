@@ -49,7 +49,8 @@ pub fn divide(func: &Func) -> CgResult<Func> {
     )
 }
 
-fn has_division(f: &Func) -> bool {
+/// True when `f` (or one of its lambdas) divides big integers.
+pub fn has_division(f: &Func) -> bool {
     f.nodes.iter().any(|n| {
         matches!(n.op, Op::BigDiv(..) | Op::BigRem(..))
             || n.op.lambdas().iter().any(|l| has_division(l))

@@ -1,8 +1,8 @@
 //! bigfuse-codegen: the compiler passes, each a pure function of its input IR and a [`Target`].
 //!
 //! ```text
-//! specialize -> unroll -> divide -> scalarize -> lower_zp -> lower -> dead_code -> unzip
-//!            -> recognise -> merge_maps -> isel -> schedule -> place -> emit
+//! specialize -> unroll -> divide -> per_thread -> scalarize -> lower_zp -> lower -> dead_code
+//!            -> unzip -> recognise -> merge_maps -> isel -> schedule -> place -> emit
 //! ```
 //! [`passes::PASSES`] lists them with their files; [`compile`] runs them in that order and records
 //! the IR after each rewriting pass for `explain`. [`plan`] decides between one kernel, a split
@@ -24,6 +24,7 @@ pub mod modular;
 pub mod mul;
 pub mod ntt;
 pub mod passes;
+pub mod per_thread;
 pub mod place;
 pub mod plan;
 pub mod polymul;
@@ -147,7 +148,13 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     stages.record("unroll", &unrolled);
     let divided = divide::divide(&unrolled)?;
     stages.record("divide", &divided);
-    let scalar = scalarize::scalarize(&divided)?;
+    let threaded = if per_thread::chosen(&unrolled, &divided, hints.per_thread) {
+        per_thread::per_thread(&divided)?
+    } else {
+        divided
+    };
+    stages.record("per_thread", &threaded);
+    let scalar = scalarize::scalarize(&threaded)?;
     stages.record("scalarize", &scalar);
     let zp_free = modular::lower_zp(&scalar)?;
     stages.record("lower_zp", &zp_free);

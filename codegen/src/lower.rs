@@ -51,6 +51,11 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
     }
     let unrolled = bigfuse_core::unroll(func)?;
     let divided = crate::divide::divide(&unrolled)?;
+    let divided = if crate::per_thread::chosen(&unrolled, &divided, None) {
+        crate::per_thread::per_thread(&divided)?
+    } else {
+        divided
+    };
     let scalar = crate::scalarize::scalarize(&divided)?;
     let zp_free = crate::modular::lower_zp(&scalar)?;
     lower_limbs(&zp_free, ntt_from_bits)

@@ -31,6 +31,11 @@ pub const PASSES: &[Pass] = &[
         what: "big-integer division becomes a Newton reciprocal, products and corrections",
     },
     Pass {
+        name: "per_thread",
+        file: "codegen/src/per_thread.rs",
+        what: "a program of small whole values becomes one map over one-element arrays: one thread per instance",
+    },
+    Pass {
         name: "scalarize",
         file: "codegen/src/scalarize.rs",
         what: "arrays of big integers and tuples become per-element values",

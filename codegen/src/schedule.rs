@@ -11,7 +11,7 @@ use bigfuse_core::{Func, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -31,13 +31,16 @@ pub struct Hints {
     pub min_blocks: Option<u32>,
     /// Elements per chunk of a long reduction (default [`crate::chunk::CHUNK_LEN`]).
     pub chunk_len: Option<u64>,
+    /// One thread per instance for programs of whole small values (`thread=1`), or not
+    /// (`thread=0`); by default [`crate::per_thread::chosen`]'s rule.
+    pub per_thread: Option<bool>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 6] = ["q", "block", "width", "minb", "ntt", "chunk"];
+    pub const KEYS: [&'static str; 7] = ["q", "block", "width", "minb", "ntt", "chunk", "thread"];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -62,6 +65,14 @@ impl Hints {
             "minb" => self.min_blocks = small()?,
             "ntt" => self.ntt_from_bits = num()?,
             "chunk" => self.chunk_len = num()?,
+            "thread" => {
+                self.per_thread = match num()? {
+                    None => None,
+                    Some(0) => Some(false),
+                    Some(1) => Some(true),
+                    Some(_) => return Err(format!("`{key}={value}`: write 1, 0 or -")),
+                }
+            }
             other => {
                 return Err(format!(
                     "unknown schedule key `{other}` ({})",
@@ -136,6 +147,7 @@ impl std::fmt::Display for Hints {
             v(&self.min_blocks),
             v(&self.ntt_from_bits),
             v(&self.chunk_len),
+            v(&self.per_thread.map(u8::from)),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -451,11 +463,15 @@ mod tests {
             q: Some(4),
             min_blocks: Some(1),
             ntt_from_bits: Some(1 << 15),
+            per_thread: Some(true),
             ..Hints::default()
         };
         let text = h.to_string();
-        assert_eq!(text, "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-");
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 6)));
+        assert_eq!(
+            text,
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1"
+        );
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 7)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -463,7 +479,7 @@ mod tests {
             (g.q, g.block_threads, g.min_blocks),
             (None, Some(256), Some(1))
         );
-        for bad in ["q", "q=x", "q=99999999999", "speed=3"] {
+        for bad in ["q", "q=x", "q=99999999999", "speed=3", "thread=2"] {
             assert!(Hints::default().with(bad).is_err(), "{bad}");
         }
     }
@@ -501,7 +517,10 @@ mod tests {
                 ..Hints::default()
             };
             let json = serde_json::to_string(&h).unwrap();
-            assert_eq!(json, r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-""#);
+            assert_eq!(
+                json,
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-""#
+            );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.
             let map: BTreeMap<String, Hints> =

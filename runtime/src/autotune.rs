@@ -33,7 +33,7 @@ pub struct Tuned {
     pub timings: Vec<(String, f64)>,
 }
 
-/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-`
+/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-`
 /// (the text form of [`Hints`], defined with it).
 pub fn format_hints(h: &Hints) -> String {
     h.to_string()

@@ -108,6 +108,15 @@ pub fn env_hints() -> Hints {
         ntt_from_bits: read("BIGFUSE_NTT_FROM").map(u64::from),
         min_blocks: read("BIGFUSE_MIN_BLOCKS"),
         chunk_len: read("BIGFUSE_CHUNK").map(u64::from),
+        per_thread: match std::env::var("BIGFUSE_PER_THREAD")
+            .ok()
+            .as_deref()
+            .map(str::trim)
+        {
+            Some("1") => Some(true),
+            Some("0") => Some(false),
+            _ => None,
+        },
     }
 }
 
@@ -501,6 +510,10 @@ fn check_layouts(kernel: &str, spec: &Specialized, program: &GpuProgram) -> Resu
 /// integers that are array elements become tuples of their limbs.
 fn limb_form(v: Value, ty: &Type) -> Value {
     match (v, ty) {
+        // A whole value of a program the `per_thread` pass made one map over one element.
+        (v, Type::Array(e, n)) if !matches!(v, Value::Array(_)) && n.as_const() == Some(1) => {
+            Value::Array(vec![limb_form(v, e)])
+        }
         (Value::Big(x), Type::Tuple(ts)) => {
             let mut d = x.to_u64_digits();
             d.resize(ts.len(), 0);
@@ -516,6 +529,16 @@ fn limb_form(v: Value, ty: &Type) -> Value {
 /// The inverse of [`limb_form`] for a result of (reference-level) type `ty`.
 fn big_form(v: Value, ty: &Type) -> Value {
     match (v, ty) {
+        // The one element of a `per_thread` program's result.
+        (Value::Array(mut xs), t) if !matches!(t, Type::Array(..)) && xs.len() == 1 => {
+            match (xs.pop().expect("one element"), t) {
+                (Value::Tuple(limbs), Type::Big(_)) => {
+                    let words: Vec<u64> = limbs.iter().filter_map(Value::as_u64).collect();
+                    Value::Big(bigfuse_core::eval::limbs_to_big(&words))
+                }
+                (x, _) => x,
+            }
+        }
         (Value::Array(xs), Type::Array(e, _)) if matches!(**e, Type::Big(_)) => Value::Array(
             xs.into_iter()
                 .map(|x| match x {
