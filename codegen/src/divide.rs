@@ -12,7 +12,7 @@
 //!    bits the exact 128-by-64-bit reciprocal of Hacker's Delight's `divlu` in u64 arithmetic;
 //! 3. the dividend shifted by `s`, cut into `m`-bit digits and divided digit by digit from the top
 //!    (one digit for `n <= m`), each step a 2-by-1 division: the quotient estimate
-//!    `u1 + high(u1 * v)` is at most 4 below the true digit (proof at [`two_by_one`]), so
+//!    `u1 + high(u1 * v)` is at most 4 below the true digit (proof at `two_by_one`), so
 //!    four conditional subtractions of `d` make it exact;
 //! 4. the remainder shifted back by `s`.
 //!

@@ -41,8 +41,24 @@ pub fn lower(func: &Func) -> CgResult<Func> {
 }
 
 /// Lowers a concrete (specialized) program. The result has the same parameters and outputs, and no
-/// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT.
+/// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT. Every
+/// instance keeps the parallel lowering (see [`lower_compiled`] for what `compile` does).
 pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
+    lower_passes(func, ntt_from_bits, Some(false))
+}
+
+/// What [`crate::compile`] lowers for these hints: [`lower_with`]'s passes, with `per_thread`
+/// between `divide` and `scalarize` where its rule (or the hint) picks it, so that parameters and
+/// results may be one-element arrays. The CPU backend's lowered level evaluates this.
+pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
+    lower_passes(
+        func,
+        hints.ntt_from_bits.unwrap_or(NTT_FROM_BITS),
+        hints.per_thread,
+    )
+}
+
+fn lower_passes(func: &Func, ntt_from_bits: u64, per_thread: Option<bool>) -> CgResult<Func> {
     if !func.is_concrete() {
         return Err(CodegenError::Unsupported(format!(
             "`{}` must be specialized before lowering",
@@ -51,7 +67,7 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
     }
     let unrolled = bigfuse_core::unroll(func)?;
     let divided = crate::divide::divide(&unrolled)?;
-    let divided = if crate::per_thread::chosen(&unrolled, &divided, None) {
+    let divided = if crate::per_thread::chosen(&unrolled, &divided, per_thread) {
         crate::per_thread::per_thread(&divided)?
     } else {
         divided

@@ -574,8 +574,11 @@ mod tests {
                 ntt_from_bits in hint(any::<u64>()),
                 min_blocks in hint(any::<u32>()),
                 chunk_len in hint(any::<u64>()),
+                per_thread in hint(any::<bool>()),
             ) {
-                let h = Hints { q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len };
+                let h = Hints {
+                    q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
+                };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));
                 prop_assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);

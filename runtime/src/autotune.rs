@@ -39,11 +39,11 @@ pub fn format_hints(h: &Hints) -> String {
     h.to_string()
 }
 
-/// Parses what [`format_hints`] writes (entries written before `chunk` existed too); `None` for
-/// anything else.
+/// Parses what [`format_hints`] writes (entries written before `chunk` or `thread` existed too);
+/// `None` for anything else.
 pub fn parse_hints(text: &str) -> Option<Hints> {
     let (h, keys) = Hints::default().with(text).ok()?;
-    (keys == 5 || keys == 6).then_some(h)
+    (5..=Hints::KEYS.len()).contains(&keys).then_some(h)
 }
 
 fn cache_file() -> Option<PathBuf> {
@@ -322,6 +322,7 @@ mod tests {
             min_blocks: Some(1),
             ntt_from_bits: Some(32768),
             chunk_len: Some(2048),
+            per_thread: Some(false),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
         // Entries written before the chunk length existed still parse.

@@ -5,7 +5,9 @@ use crate::column::{check_args, check_values, Arg, Column, Out, Slot};
 use crate::device::{CpuLevel, Device};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuDevice, GpuProgram};
-use bigfuse_codegen::{compile, compile_plan, lower, BufferLayout, Compiled, Hints, Plan, Target};
+use bigfuse_codegen::{
+    compile, compile_plan, lower::lower_compiled, BufferLayout, Compiled, Hints, Plan, Target,
+};
 use bigfuse_core::{eval, specialize, validate, Func, Type, Value};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -435,7 +437,7 @@ fn run_cpu(spec: &Specialized, level: CpuLevel, args: &[Arg], n: usize) -> Resul
         CpuLevel::Reference => concrete,
         CpuLevel::Lowered => {
             if spec.lowered.get().is_none() {
-                let _ = spec.lowered.set(lower(concrete)?);
+                let _ = spec.lowered.set(lower_compiled(concrete, &env_hints())?);
             }
             spec.lowered.get().unwrap_or(concrete)
         }
