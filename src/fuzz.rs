@@ -68,7 +68,8 @@ fn amount(r: &mut Rng, bits: u64) -> u32 {
 const SHIFTS: [ShiftOp; 4] = ShiftOp::ALL;
 const COUNTS: [UnOp; 3] = [UnOp::LeadingZeros, UnOp::TrailingZeros, UnOp::CountOnes];
 
-/// A random DAG of additions, subtractions, products, comparisons, selects, bit operations
+/// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions and
+/// remainders), comparisons, selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
 /// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
 /// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
@@ -102,7 +103,17 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
             }
             5 if products => {
                 let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
-                let v = b.mul(x, y)?;
+                // Division where its kernels stay small (one thread per instance): most of the
+                // time up to 512 bits.
+                let v = if bits <= 512 && r.chance(60) {
+                    if r.chance(50) {
+                        b.div(x, y)?
+                    } else {
+                        b.rem(x, y)?
+                    }
+                } else {
+                    b.mul(x, y)?
+                };
                 bigs.push(v);
             }
             6 | 7 => {

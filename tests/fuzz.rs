@@ -1,4 +1,4 @@
-//! Differential fuzzing: random programs (DAGs of +, -, *, comparisons, selects, scalar operations;
+//! Differential fuzzing: random programs (DAGs of +, -, *, /, %, comparisons, selects, scalar operations;
 //! random sizes; batches of 1, primes and more) through the compiler, compared with the reference
 //! evaluator — on the CPU (lowered evaluator, every pass, NVRTC for a sample) in every test run,
 //! and on the GPU whenever one is present. `bench fuzz` runs many more on a GPU.
