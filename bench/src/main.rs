@@ -126,6 +126,7 @@ enum Cmd {
     /// Bit operations on U<BITS> (xor, and-not, shifts, rotation, normalisation, bit fields) and
     /// division in GB/s next to the copy and in Gops/s next to GMP on all host cores, NumBits x
     /// NumInsts = 2^32
+    #[command(alias = "ops")]
     Bits {
         /// log2 of the smallest NumBits
         #[arg(long, default_value_t = 8)]
