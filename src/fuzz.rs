@@ -68,8 +68,8 @@ fn amount(r: &mut Rng, bits: u64) -> u32 {
 const SHIFTS: [ShiftOp; 4] = ShiftOp::ALL;
 const COUNTS: [UnOp; 3] = [UnOp::LeadingZeros, UnOp::TrailingZeros, UnOp::CountOnes];
 
-/// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions and
-/// remainders), comparisons, selects, bit operations
+/// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
+/// remainders and square roots), comparisons, selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
 /// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
 /// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
@@ -106,10 +106,10 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 // Division where its kernels stay small (one thread per instance): most of the
                 // time up to 512 bits.
                 let v = if bits <= 512 && r.chance(60) {
-                    if r.chance(50) {
-                        b.div(x, y)?
-                    } else {
-                        b.rem(x, y)?
+                    match r.below(5) {
+                        0 | 1 => b.div(x, y)?,
+                        2 | 3 => b.rem(x, y)?,
+                        _ => b.isqrt(x)?,
                     }
                 } else {
                     b.mul(x, y)?

@@ -1,4 +1,4 @@
-//! Division of big integers: `/`, `%`, `div_rem` (a divisor of another width), on whole
+//! Division of big integers: `/`, `%`, `div_rem` (a divisor of another width) and `isqrt`, on whole
 //! `U<BITS>` values (the parallel lowering) and on elements of `[U<BITS>; N]` (one thread per
 //! element), fused with products. Every result is compared with num-bigint (computed here) on the
 //! CPU backend at both levels and on the GPU when there is one, at the test sizes plus odd ones,
@@ -31,6 +31,16 @@ fn modular(a: U<BITS>, b: U<BITS>, m: U<BITS>) -> (U<BITS>, U<BITS>, U<BITS>) {
     let (_, ab) = a.mul_wide(b).div_rem(m);
     let s = (a % m + b % m) % m;
     (ab, s, (a * b) / m)
+}
+
+#[bigfuse::kernel]
+fn roots(a: U<BITS>, w: U<{ 2 * BITS }>) -> (U<BITS>, U<{ 2 * BITS }>) {
+    (a.isqrt(), w.isqrt())
+}
+
+#[bigfuse::kernel]
+fn array_roots(xs: [U<BITS>; N]) -> [U<BITS>; N] {
+    xs.map(|x| x.isqrt())
 }
 
 #[bigfuse::kernel]
@@ -167,6 +177,51 @@ fn check_whole(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
     }
 }
 
+/// Square roots of the values, of their squares and of their squares' neighbours.
+fn check_roots(dev: &Device, bits: u64, a: &[BigUint]) {
+    let m = modulus(bits);
+    let mut xs: Vec<BigUint> = a.to_vec();
+    for x in a {
+        let h = x % modulus(bits / 2);
+        xs.push(&h * &h);
+        xs.push((&h * &h + 2u8 * &h) % &m);
+    }
+    let w: Vec<BigUint> = xs.iter().map(|x| x * x + x).collect();
+    let (r, rw) = roots::run(dev, bits, &xs, &w).unwrap();
+    for i in 0..xs.len() {
+        assert_eq!(
+            r[i],
+            xs[i].sqrt(),
+            "isqrt of {:#x} at {bits} bits on {dev}",
+            xs[i]
+        );
+        assert_eq!(rw[i], w[i].sqrt(), "isqrt of the wide {:#x} on {dev}", w[i]);
+    }
+}
+
+#[test]
+fn square_roots_edge_cases() {
+    for dev in common::devices() {
+        for bits in sizes(&dev) {
+            let (a, _) = pairs(bits, 3);
+            check_roots(&dev, bits, &a);
+        }
+        let bits = 320;
+        let (a, _) = pairs(bits, 4);
+        let len = 4;
+        let n = a.len() / len * len;
+        let r = array_roots::run(&dev, bits, len as u64, &a[..n]).unwrap();
+        for i in 0..n {
+            assert_eq!(
+                r[i],
+                a[i].sqrt(),
+                "element {i}: isqrt of {:#x} on {dev}",
+                a[i]
+            );
+        }
+    }
+}
+
 #[test]
 fn whole_values_edge_cases() {
     for dev in common::devices() {
@@ -245,5 +300,9 @@ fn nvrtc_compiles_every_division_kernel() {
     }
     for bits in [64u64, 320] {
         common::nvrtc_compiles(array_divrem::kernel().unwrap(), &[bits, 4]);
+        common::nvrtc_compiles(array_roots::kernel().unwrap(), &[bits, 4]);
+    }
+    for bits in [64u64, 320, 1024] {
+        common::nvrtc_compiles(roots::kernel().unwrap(), &[bits]);
     }
 }

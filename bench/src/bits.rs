@@ -35,9 +35,11 @@ pub enum BitOp {
     /// CGBN's `div_rem_wide` shape: `w = a * 2^BITS + b` by `d = b | 2^(BITS-1)`, both the
     /// quotient and the remainder (their sum modulo 2^BITS is the kernel's one result)
     DivWide,
+    /// CGBN's `sqrt_wide` shape: the square root of `a * 2^BITS + b`
+    SqrtWide,
 }
 
-pub const ALL: [BitOp; 9] = [
+pub const ALL: [BitOp; 10] = [
     BitOp::Xor,
     BitOp::AndNot,
     BitOp::Shl,
@@ -47,6 +49,7 @@ pub const ALL: [BitOp; 9] = [
     BitOp::Extract,
     BitOp::Div,
     BitOp::DivWide,
+    BitOp::SqrtWide,
 ];
 
 impl BitOp {
@@ -61,6 +64,7 @@ impl BitOp {
             BitOp::Extract => "extract",
             BitOp::Div => "div",
             BitOp::DivWide => "divwide",
+            BitOp::SqrtWide => "sqrtwide",
         }
     }
 
@@ -75,6 +79,7 @@ impl BitOp {
             BitOp::Extract => "a.extract_bits(b mod 256, 512)",
             BitOp::Div => "a / b",
             BitOp::DivWide => "(a:b).div_rem(b | 2^(BITS-1))",
+            BitOp::SqrtWide => "(a:b).isqrt()",
         }
     }
 
@@ -124,6 +129,23 @@ impl BitOp {
                 b.extract_bits(x, k, len)
             }
             BitOp::Div => b.div(x, y),
+            BitOp::SqrtWide => {
+                let Type::Big(bits) = b.ty(x).clone() else {
+                    unreachable!("the operands are U<BITS>")
+                };
+                let wide = Type::Big(Size {
+                    factor: 2,
+                    param: bits.param,
+                });
+                let zero = b.constant(bigfuse::ir::Literal::Big(vec![], bits));
+                let width = b.count(UnOp::LeadingZeros, zero)?;
+                let hi = b.cast(x, wide.clone())?;
+                let hi = b.shl(hi, width)?;
+                let lo = b.cast(y, wide)?;
+                let w = b.or(hi, lo)?;
+                let r = b.isqrt(w)?;
+                b.cast(r, Type::Big(bits))
+            }
             BitOp::DivWide => {
                 let Type::Big(bits) = b.ty(x).clone() else {
                     unreachable!("the operands are U<BITS>")
@@ -170,6 +192,7 @@ impl BitOp {
             BitOp::Extract => (a >> k) % (BigUint::from(1u8) << 512u32),
             BitOp::Div if b.bits() == 0 => &m - 1u8,
             BitOp::Div => a / b,
+            BitOp::SqrtWide => ((a << bits) + b).sqrt() % m,
             BitOp::DivWide => {
                 let w = (a << bits) + b;
                 let d = b | (BigUint::from(1u8) << (bits - 1));
@@ -423,6 +446,10 @@ mod gmp {
                     *out -= 1;
                 }
                 BitOp::Div => out.assign(a / b),
+                BitOp::SqrtWide => {
+                    let w = Integer::from(a << bits) + b;
+                    out.assign(w.sqrt());
+                }
                 BitOp::DivWide => {
                     let w = Integer::from(a << bits) + b;
                     let mut d = b.clone();
@@ -487,7 +514,7 @@ mod tests {
         for op in ALL {
             let kernel = Kernel::new(op.func()).unwrap();
             // Division kernels are large (a reciprocal by Newton's iteration): fewer sizes.
-            let sizes: &[u64] = if matches!(op, BitOp::Div | BitOp::DivWide) {
+            let sizes: &[u64] = if matches!(op, BitOp::Div | BitOp::DivWide | BitOp::SqrtWide) {
                 &[256, 1024]
             } else {
                 &[256, 4096, 65536]

@@ -136,8 +136,9 @@ enum Cmd {
         max_log: u32,
         #[arg(long, default_value_t = 10)]
         runs: usize,
-        /// which operations (xor, andnot, shl, shr, rotl, normalize, extract, div, divwide)
-        /// [default: all but the divisions, whose kernels take seconds to compile at large sizes]
+        /// which operations (xor, andnot, shl, shr, rotl, normalize, extract, div, divwide,
+        /// sqrtwide) [default: all but the divisions and the square root, whose kernels take
+        /// seconds to compile at large sizes]
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         #[arg(long)]
@@ -382,7 +383,12 @@ fn run(cli: Cli) -> Result<(), String> {
             let ops: Vec<bits::BitOp> = if ops.is_empty() {
                 bits::ALL
                     .into_iter()
-                    .filter(|o| !matches!(o, bits::BitOp::Div | bits::BitOp::DivWide))
+                    .filter(|o| {
+                        !matches!(
+                            o,
+                            bits::BitOp::Div | bits::BitOp::DivWide | bits::BitOp::SqrtWide
+                        )
+                    })
                     .collect()
             } else {
                 ops.iter()

@@ -49,10 +49,10 @@ pub fn divide(func: &Func) -> CgResult<Func> {
     )
 }
 
-/// True when `f` (or one of its lambdas) divides big integers.
+/// True when `f` (or one of its lambdas) divides big integers or takes their square roots.
 pub fn has_division(f: &Func) -> bool {
     f.nodes.iter().any(|n| {
-        matches!(n.op, Op::BigDiv(..) | Op::BigRem(..))
+        matches!(n.op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..))
             || n.op.lambdas().iter().any(|l| has_division(l))
     })
 }
@@ -114,6 +114,7 @@ impl Divider {
         Ok(match &node.op {
             Op::BigDiv(x, y) => Rewritten::Value(self.div_rem(b, m.get(*x), m.get(*y))?.0),
             Op::BigRem(x, y) => Rewritten::Value(self.div_rem(b, m.get(*x), m.get(*y))?.1),
+            Op::BigIsqrt(x) => Rewritten::Value(self.isqrt(b, m.get(*x))?),
             op if op.lambdas().iter().any(|l| has_division(l)) => {
                 let mut op = op.clone();
                 match &mut op {
@@ -169,6 +170,88 @@ impl Divider {
         let r = bld.select(nd.zero, a_mod, r)?;
         self.divisions.insert((a, b), (q, r));
         Ok((q, r))
+    }
+
+    /// `floor(sqrt(a))`: `a` zero-extended to N = 64 * 2^j bits and shifted left by an even
+    /// amount until one of its top two bits is set, then Zimmermann's Karatsuba square root
+    /// ([`Divider::sqrt_rem`]), the root shifted back by half the amount.
+    fn isqrt(&mut self, bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
+        let n = bits(bld, a);
+        let padded = n.next_power_of_two().max(64);
+        let x = resize(bld, a, padded)?;
+        let z = bld.count(UnOp::LeadingZeros, x)?;
+        let one = bld.u32(1);
+        let t = bld.binary(BinOp::Shr, z, one)?;
+        let twice = bld.binary(BinOp::Shl, t, one)?;
+        let x = bld.shift(ShiftOp::Shl, x, twice)?;
+        let (s, _) = self.sqrt_rem(bld, x)?;
+        let s = bld.shift(ShiftOp::Shr, s, t)?;
+        // The root of an N-bit value has at most N/2 bits; a zero input gives zero (its shifted
+        // value is not normalized, so the root is chosen here).
+        let s = resize(bld, s, n)?;
+        let zero = constant(bld, n, vec![]);
+        let is_zero = bld.eq(a, zero)?;
+        Ok(bld.select(is_zero, zero, s)?)
+    }
+
+    /// `(s, r)` with `s^2 + r = x`, `s = floor(sqrt(x))`, for `x` of N = 64 * 2^j bits whose
+    /// top two bits are not both zero (MCA Algorithm 1.12, SqrtRem, in base 2^(N/4)): the root
+    /// of the top half, one division by twice that root for the next quarter, one square and at
+    /// most one correction. `s` has N/2 bits, `r` (at most 2s) width(N/2 + 1).
+    fn sqrt_rem(&mut self, bld: &mut Builder, x: ValueId) -> CgResult<(ValueId, ValueId)> {
+        let big_n = bits(bld, x);
+        if big_n == 64 {
+            let x64 = bld.cast(x, Type::U64)?;
+            let s = isqrt_word(bld, x64)?;
+            let sq = bld.mul(s, s)?;
+            let r = bld.sub(x64, sq)?;
+            let s = bld.cast(s, big(64))?;
+            let r = bld.cast(r, big(128))?;
+            return Ok((s, r));
+        }
+        let k = big_n / 4;
+        let half = shr_const(bld, x, 2 * k)?;
+        let half = bld.cast(half, big(2 * k))?;
+        let (s1, r1) = self.sqrt_rem(bld, half)?;
+        // a1, a0: the two low digits of x.
+        let wq = width(2 * k + 1);
+        let a1 = shr_const(bld, x, k)?;
+        let a1 = bld.cast(a1, big(width(k)))?;
+        let mask = constant(bld, width(k), low_mask(k));
+        let a1 = bld.and(a1, mask)?;
+        let a0 = bld.cast(x, big(width(k)))?;
+        let a0 = bld.and(a0, mask)?;
+        // (q, u) = divrem(r1 * 2^k + a1, 2 s1).
+        let num = resize(bld, r1, wq)?;
+        let num = shl_const(bld, num, k)?;
+        let a1w = resize(bld, a1, wq)?;
+        let num = bld.or(num, a1w)?;
+        let wd = width(k + 1);
+        let den = resize(bld, s1, wd)?;
+        let den = shl_const(bld, den, 1)?;
+        let (q, u) = self.div_rem(bld, num, den)?;
+        // s = s1 * 2^k + q; r = u * 2^k + a0 - q^2, once corrected when negative.
+        let s1w = resize(bld, s1, wq)?;
+        let s1w = shl_const(bld, s1w, k)?;
+        let s = bld.add(s1w, q)?;
+        let uw = resize(bld, u, wq)?;
+        let uw = shl_const(bld, uw, k)?;
+        let a0w = resize(bld, a0, wq)?;
+        let t1 = bld.or(uw, a0w)?;
+        let q2 = bld.mul(q, q)?;
+        let negative = bld.lt(t1, q2)?;
+        let r_pos = bld.sub(t1, q2)?;
+        let twice_s = shl_const(bld, s, 1)?;
+        let one = constant(bld, wq, vec![1]);
+        let r_neg = bld.add(t1, twice_s)?;
+        let r_neg = bld.sub(r_neg, one)?;
+        let r_neg = bld.sub(r_neg, q2)?;
+        let r = bld.select(negative, r_neg, r_pos)?;
+        let s_less = bld.sub(s, one)?;
+        let s = bld.select(negative, s_less, s)?;
+        let s = resize(bld, s, 2 * k)?;
+        let r = resize(bld, r, width(2 * k + 1))?;
+        Ok((s, r))
     }
 
     fn normalize(&mut self, bld: &mut Builder, b: ValueId) -> CgResult<Normalized> {
@@ -324,6 +407,32 @@ fn reciprocal_word(b: &mut Builder, d: ValueId) -> CgResult<ValueId> {
     let q0 = step(b, un21, half)?;
     let q1s = b.binary(BinOp::Shl, q1, c32)?;
     Ok(b.add(q1s, q0)?)
+}
+
+/// `floor(sqrt(x))` of a u64 `x >= 2^62` (the base of [`Divider::sqrt_rem`]): Newton's iteration
+/// `y = (s + x / s) / 2` from `s = 2^32 - 1`, which is above the root and so decreases to it;
+/// from a relative error below 1, eight rounds reach it (the error squares each round: below
+/// 2^-32 after five, then the integer steps settle).
+fn isqrt_word(b: &mut Builder, x: ValueId) -> CgResult<ValueId> {
+    let mut s = b.u64(u32::MAX as u64);
+    let one = b.u64(1);
+    for _ in 0..8 {
+        let q = b.binary(BinOp::Div, x, s)?;
+        let sum = b.add(s, q)?;
+        let y = b.binary(BinOp::Shr, sum, one)?;
+        let lower = b.lt(y, s)?;
+        s = b.select(lower, y, s)?;
+    }
+    Ok(s)
+}
+
+/// The limbs of `2^k - 1`.
+fn low_mask(k: u64) -> Vec<u64> {
+    let mut limbs = vec![u64::MAX; (k / 64) as usize];
+    if k % 64 != 0 {
+        limbs.push((1u64 << (k % 64)) - 1);
+    }
+    limbs
 }
 
 /// A `U<bits>` constant from its little-endian limbs.
@@ -502,6 +611,40 @@ mod tests {
         .enumerate()
         {
             check(n, m, 24, k as u64);
+        }
+    }
+
+    fn check_isqrt(n: u64, random: usize, seed: u64) {
+        let mut b = Builder::new("isqrt", &[]);
+        let x = b.param("a", big(n));
+        let r = b.isqrt(x).unwrap();
+        let f = b.finish(&[r]).unwrap();
+        let g = divide(&f).unwrap();
+        assert!(!has_division(&g));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut xs = values(n, &mut rng, random);
+        for v in values(n / 2, &mut rng, random) {
+            xs.push(&v * &v);
+            xs.push(&v * &v + 2u8 * &v); // (v + 1)^2 - 1
+        }
+        xs.retain(|x| x.bits() <= n);
+        for x in xs {
+            let got = eval(&g, &[Value::Big(x.clone())]).unwrap();
+            assert_eq!(
+                got,
+                vec![Value::Big(x.sqrt())],
+                "isqrt of the {n}-bit {x:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn square_roots_equal_num_bigint() {
+        for (k, n) in [64u64, 128, 192, 256, 320, 512, 1024]
+            .into_iter()
+            .enumerate()
+        {
+            check_isqrt(n, 40, k as u64);
         }
     }
 

@@ -28,7 +28,7 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "divide",
         file: "codegen/src/divide.rs",
-        what: "big-integer division becomes a Newton reciprocal, products and corrections",
+        what: "big-integer division and square roots become Newton reciprocals, products and corrections",
     },
     Pass {
         name: "per_thread",

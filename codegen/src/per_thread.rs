@@ -86,6 +86,11 @@ pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
                         Type::Big(s) => s.as_const(),
                         _ => None,
                     },
+                    // A square root divides by roots of half its width.
+                    Op::BigIsqrt(a) => match before.ty(a) {
+                        Type::Big(s) => s.as_const().map(|b| b / 2),
+                        _ => None,
+                    },
                     _ => None,
                 })
                 .max();

@@ -225,6 +225,11 @@ impl Builder {
         }
     }
 
+    /// The square root of a big integer, rounded down.
+    pub fn isqrt(&mut self, a: ValueId) -> IrResult<ValueId> {
+        self.push(Op::BigIsqrt(a))
+    }
+
     /// `a % b`; `x % 0` is `x` (for big integers, modulo 2^width of the divisor's type, which
     /// the remainder has).
     pub fn rem(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {

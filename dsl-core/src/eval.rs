@@ -354,6 +354,7 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 big(v(*a))? / d
             })
         }
+        Op::BigIsqrt(a) => Value::Big(big(v(*a))?.sqrt()),
         Op::BigRem(a, b) => {
             let bits = bits_of(ty)?;
             let d = big(v(*b))?;

@@ -290,6 +290,8 @@ pub enum Op {
     /// The remainder `a % b` of a `U<n>` by a `U<m>`: a `U<m>`. `a % 0` is `a` modulo `2^m` (so
     /// `(a / b) * b + a % b == a` still holds when `m >= n`).
     BigRem(ValueId, ValueId),
+    /// The square root of a `U<n>`, rounded down: a `U<n>`.
+    BigIsqrt(ValueId),
 
     /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
     BigUnary(UnOp, ValueId),
@@ -366,6 +368,7 @@ impl Op {
             | Op::Limbs(a)
             | Op::FromLimbs(a)
             | Op::BigUnary(_, a)
+            | Op::BigIsqrt(a)
             | Op::ZpInv(a) => {
                 vec![*a]
             }
@@ -406,6 +409,7 @@ impl Op {
             | Op::Limbs(a)
             | Op::FromLimbs(a)
             | Op::BigUnary(_, a)
+            | Op::BigIsqrt(a)
             | Op::ZpInv(a) => *a = f(*a),
             Op::Binary(_, a, b)
             | Op::ZpPow(a, b)
@@ -455,6 +459,7 @@ impl Op {
                 | Op::BigMulWide(..)
                 | Op::BigDiv(..)
                 | Op::BigRem(..)
+                | Op::BigIsqrt(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)

@@ -861,6 +861,7 @@ fn operation(
             }
         }
         "limbs" => Op::Limbs(v(c)?),
+        "big.isqrt" => Op::BigIsqrt(v(c)?),
         "from_limbs" => Op::FromLimbs(v(c)?),
         "iota" => Op::Iota(c.size(names)?),
         "map" => {

@@ -87,6 +87,15 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 }
             }
         }
+        Op::BigIsqrt(a) => match ty(*a) {
+            t @ Type::Big(_) => t.clone(),
+            other => {
+                return Err(err(
+                    func,
+                    format!("big.isqrt needs a U<..>, not {}", show(other)),
+                ))
+            }
+        },
         Op::BigDiv(a, b) | Op::BigRem(a, b) => match (ty(*a), ty(*b)) {
             (Type::Big(_), Type::Big(_)) => {
                 if matches!(op, Op::BigDiv(..)) {

@@ -61,6 +61,7 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
                     | Op::BigMulWide(..)
                     | Op::BigDiv(..)
                     | Op::BigRem(..)
+                    | Op::BigIsqrt(..)
                     | Op::BigCmp(..)
                     | Op::BigUnary(..)
                     | Op::BigBitwise(..)

@@ -94,6 +94,8 @@ pub enum Inst {
     Const(Lit),
     Binary(BOp, usize, usize),
     Not(usize),
+    /// `x.isqrt()` of a U<..>: its square root, rounded down.
+    Isqrt(usize),
     /// A shift or rotation of a U<..> by a u32 amount, or a rotation of a u32/u64 (scalar `<<` and
     /// `>>` stay `Binary`).
     Shift(Shift, usize, usize),
@@ -152,6 +154,7 @@ impl Inst {
         match self {
             Inst::Param(_) | Inst::Const(_) | Inst::Iota(_) | Inst::LoopIndex => {}
             Inst::Not(a)
+            | Inst::Isqrt(a)
             | Inst::Count(_, a)
             | Inst::Mask(a)
             | Inst::Cast(a)
@@ -1310,6 +1313,14 @@ impl Checker {
                 let i = self.amount(&m.args[0], "a bit index")?;
                 Ok(self.push(Inst::Bit(x, i), KType::Bool))
             }
+            (KType::Big(_), "isqrt") => {
+                nargs(0, "x.isqrt() takes no arguments")?;
+                Ok(self.push(Inst::Isqrt(x), tx))
+            }
+            (_, "isqrt") => err(
+                &m.method,
+                format!("`isqrt` applies to U<..>, not {}", self.show(&tx)),
+            ),
             (KType::Big(_), "extract_bits") => {
                 nargs(2, "x.extract_bits(lo, len) takes the lowest bit's index and the field's length, both u32")?;
                 let lo = self.amount(&m.args[0], "the position of a bit field")?;

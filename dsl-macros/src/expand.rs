@@ -192,6 +192,10 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let (a, f, lo, len) = (id(a), id(f), id(lo), id(len));
                 quote!(b.insert_bits(#a, #f, #lo, #len)?)
             }
+            Inst::Isqrt(a) => {
+                let a = id(a);
+                quote!(b.isqrt(#a)?)
+            }
             Inst::Not(a) => {
                 let a = id(a);
                 quote!(b.not(#a)?)

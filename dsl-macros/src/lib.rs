@@ -55,7 +55,8 @@ use proc_macro::TokenStream;
 /// by a `U<BITS>` modulus). Division by zero is defined for each instance: `a / 0` is all ones and
 /// `a % 0` is `a` (modulo 2^width of `b`), never a trap. The compiler divides by a Newton
 /// reciprocal of the divisor and products (`codegen/src/divide.rs`); one divisor's reciprocal
-/// serves every division by it in the kernel.
+/// serves every division by it in the kernel. `a.isqrt()` on `U<..>`: the square root rounded
+/// down (Zimmermann's Karatsuba square root, one division per level).
 ///
 /// Bounded loops. `let mut x = ..;` declares a variable that assignments change: `x = e;`,
 /// `x += e;` (and `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`, `<<=`, `>>=`); an assignment keeps the

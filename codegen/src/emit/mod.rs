@@ -233,6 +233,7 @@ impl<'a> Emitter<'a> {
             | Op::BigMulWide(..)
             | Op::BigDiv(..)
             | Op::BigRem(..)
+            | Op::BigIsqrt(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)
