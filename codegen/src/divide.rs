@@ -429,7 +429,7 @@ fn isqrt_word(b: &mut Builder, x: ValueId) -> CgResult<ValueId> {
 /// The limbs of `2^k - 1`.
 fn low_mask(k: u64) -> Vec<u64> {
     let mut limbs = vec![u64::MAX; (k / 64) as usize];
-    if k % 64 != 0 {
+    if !k.is_multiple_of(64) {
         limbs.push((1u64 << (k % 64)) - 1);
     }
     limbs
