@@ -1,6 +1,6 @@
-//! Division of big integers: `big.div` and `big.rem` become products, shifts, comparisons and
-//! selects that the later passes already compile (in a kernel's parallel lowering and, for array
-//! elements, in `scalarize`'s per-thread limbs alike).
+//! Division of big integers: `big.div`, `big.rem` and `big.isqrt` become products, shifts,
+//! comparisons and selects that the later passes already compile (in a kernel's parallel lowering
+//! and, for array elements, in `scalarize`'s per-thread limbs alike).
 //!
 //! The method is the one GMP and MCA (Brent & Zimmermann, *Modern Computer Arithmetic*, §3.4)
 //! describe for large operands, chosen because it is made of the products this compiler is good at
@@ -15,6 +15,9 @@
 //!    `u1 + high(u1 * v)` is at most 4 below the true digit (proof at `two_by_one`), so
 //!    four conditional subtractions of `d` make it exact;
 //! 4. the remainder shifted back by `s`.
+//!
+//! `big.isqrt` is Zimmermann's Karatsuba square root (MCA Algorithm 1.12) over these divisions:
+//! per level the root of the top half, one division by twice it, one square, one correction.
 //!
 //! A divisor's reciprocal is computed once however many divisions use it, and `a / b` and `a % b`
 //! of the same operands share one division. Division by zero is defined, per instance, by selects:
