@@ -130,37 +130,13 @@ impl BitOp {
             }
             BitOp::Div => b.div(x, y),
             BitOp::SqrtWide => {
-                let Type::Big(bits) = b.ty(x).clone() else {
-                    unreachable!("the operands are U<BITS>")
-                };
-                let wide = Type::Big(Size {
-                    factor: 2,
-                    param: bits.param,
-                });
-                let zero = b.constant(bigfuse::ir::Literal::Big(vec![], bits));
-                let width = b.count(UnOp::LeadingZeros, zero)?;
-                let hi = b.cast(x, wide.clone())?;
-                let hi = b.shl(hi, width)?;
-                let lo = b.cast(y, wide)?;
-                let w = b.or(hi, lo)?;
+                let (w, bits, _) = wide_operand(b, x, y)?;
                 let r = b.isqrt(w)?;
                 b.cast(r, Type::Big(bits))
             }
             BitOp::DivWide => {
-                let Type::Big(bits) = b.ty(x).clone() else {
-                    unreachable!("the operands are U<BITS>")
-                };
-                let wide = Type::Big(Size {
-                    factor: 2,
-                    param: bits.param,
-                });
-                // BITS as a u32: the leading zeros of a U<BITS> zero.
-                let zero = b.constant(bigfuse::ir::Literal::Big(vec![], bits));
-                let width = b.count(UnOp::LeadingZeros, zero)?;
-                let hi = b.cast(x, wide.clone())?;
-                let hi = b.shl(hi, width)?;
-                let lo = b.cast(y, wide)?;
-                let w = b.or(hi, lo)?;
+                let (w, bits, width) = wide_operand(b, x, y)?;
+                // d = y | 2^(BITS-1): the mask of the low BITS - 1 bits, inverted.
                 let one = b.u32(1);
                 let below = b.sub(width, one)?;
                 let low_bits = b.mask(&Type::Big(bits), below)?;
@@ -200,6 +176,29 @@ impl BitOp {
             }
         }
     }
+}
+
+/// `a * 2^BITS + b` as a `U<2 * BITS>` (the wide operand of CGBN's `div_rem_wide` and
+/// `sqrt_wide`), BITS as a size and as a u32 value.
+fn wide_operand(
+    b: &mut Builder,
+    x: ValueId,
+    y: ValueId,
+) -> bigfuse::ir::IrResult<(ValueId, Size, ValueId)> {
+    let Type::Big(bits) = b.ty(x).clone() else {
+        unreachable!("the operands are U<BITS>")
+    };
+    let wide = Type::Big(Size {
+        factor: 2,
+        param: bits.param,
+    });
+    // BITS as a u32: the leading zeros of a U<BITS> zero.
+    let zero = b.constant(bigfuse::ir::Literal::Big(vec![], bits));
+    let width = b.count(UnOp::LeadingZeros, zero)?;
+    let hi = b.cast(x, wide.clone())?;
+    let hi = b.shl(hi, width)?;
+    let lo = b.cast(y, wide)?;
+    Ok((b.or(hi, lo)?, bits, width))
 }
 
 /// One operation at one size.

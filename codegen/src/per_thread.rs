@@ -26,29 +26,10 @@ pub fn eligible(func: &Func) -> bool {
     let value = |t: &Type| matches!(t, Type::Big(_) | Type::Bool | Type::U32 | Type::U64);
     func.params.iter().all(|p| value(&p.ty))
         && func.outputs.iter().all(|o| value(func.ty(*o)))
-        && func.nodes.iter().all(|n| {
-            n.ty.leaves().iter().all(value)
-                && matches!(
-                    n.op,
-                    Op::Param(_)
-                        | Op::Const(_)
-                        | Op::Unary(..)
-                        | Op::Binary(..)
-                        | Op::Cast(_)
-                        | Op::Select(..)
-                        | Op::Tuple(_)
-                        | Op::Extract(..)
-                        | Op::BigAdd(..)
-                        | Op::BigSub(..)
-                        | Op::BigMul(..)
-                        | Op::BigMulWide(..)
-                        | Op::BigCmp(..)
-                        | Op::BigUnary(..)
-                        | Op::BigBitwise(..)
-                        | Op::BigShift(..)
-                        | Op::BigBit(..)
-                )
-        })
+        && func
+            .nodes
+            .iter()
+            .all(|n| n.ty.leaves().iter().all(value) && n.op.is_element_op())
 }
 
 /// The widest big integer `func` computes with (0 when none).

@@ -470,6 +470,35 @@ impl Op {
         )
     }
 
+    /// True for the operations a lambda (an operator over array elements) may compute: on scalars,
+    /// tuples and big integers, nothing over arrays. `validate` holds lambdas to it, and codegen's
+    /// `per_thread` turns a program made only of them into one map.
+    pub fn is_element_op(&self) -> bool {
+        matches!(
+            self,
+            Op::Param(_)
+                | Op::Const(_)
+                | Op::Unary(..)
+                | Op::Binary(..)
+                | Op::Cast(_)
+                | Op::Select(..)
+                | Op::Tuple(_)
+                | Op::Extract(..)
+                | Op::BigAdd(..)
+                | Op::BigSub(..)
+                | Op::BigMul(..)
+                | Op::BigMulWide(..)
+                | Op::BigDiv(..)
+                | Op::BigRem(..)
+                | Op::BigIsqrt(..)
+                | Op::BigCmp(..)
+                | Op::BigUnary(..)
+                | Op::BigBitwise(..)
+                | Op::BigShift(..)
+                | Op::BigBit(..)
+        )
+    }
+
     /// True for operations that carry a lambda.
     pub fn lambdas(&self) -> Vec<&Func> {
         match self {

@@ -45,29 +45,7 @@ fn validate_inner(func: &Func, is_lambda: bool) -> IrResult<()> {
             }
         }
         if is_lambda {
-            let scalar_only = matches!(
-                node.op,
-                Op::Param(_)
-                    | Op::Const(_)
-                    | Op::Unary(..)
-                    | Op::Binary(..)
-                    | Op::Cast(_)
-                    | Op::Select(..)
-                    | Op::Tuple(_)
-                    | Op::Extract(..)
-                    | Op::BigAdd(..)
-                    | Op::BigSub(..)
-                    | Op::BigMul(..)
-                    | Op::BigMulWide(..)
-                    | Op::BigDiv(..)
-                    | Op::BigRem(..)
-                    | Op::BigIsqrt(..)
-                    | Op::BigCmp(..)
-                    | Op::BigUnary(..)
-                    | Op::BigBitwise(..)
-                    | Op::BigShift(..)
-                    | Op::BigBit(..)
-            );
+            let scalar_only = node.op.is_element_op();
             if !scalar_only || !node.ty.is_element() {
                 return Err(malformed(
                     func,
