@@ -293,7 +293,7 @@ fn two_by_one(
     let p = bld.mul_wide(u1, nd.v)?;
     let high = shr_const(bld, p, m)?;
     let high = bld.cast(high, big(m))?;
-    let mut q = bld.add(u1, high)?;
+    let q = bld.add(u1, high)?;
     let w = m + 64;
     let hi = bld.cast(u1, big(w))?;
     let hi = shl_const(bld, hi, m)?;
@@ -302,16 +302,35 @@ fn two_by_one(
     let qw = bld.cast(q, big(w))?;
     let dw = bld.cast(nd.d, big(w))?;
     let qd = bld.mul(qw, dw)?;
-    let mut r = bld.sub(u, qd)?;
-    let one = constant(bld, m, vec![1]);
-    for _ in 0..DIGIT_CORRECTIONS {
-        let over = bld.le(dw, r)?;
-        let r_less = bld.sub(r, dw)?;
-        r = bld.select(over, r_less, r)?;
-        let q_more = bld.add(q, one)?;
-        q = bld.select(over, q_more, q)?;
-    }
+    let r = bld.sub(u, qd)?;
+    let (r, q) = corrections(bld, DIGIT_CORRECTIONS, r, dw, dw, q, true)?;
     Ok((q, bld.cast(r, big(m))?))
+}
+
+/// `rounds` conditional steps of a correction loop without control flow: while `bound <= value`,
+/// `value -= step` and `count` moves by one (up or down), each round two selects.
+fn corrections(
+    bld: &mut Builder,
+    rounds: usize,
+    mut value: ValueId,
+    step: ValueId,
+    bound: ValueId,
+    mut count: ValueId,
+    up: bool,
+) -> CgResult<(ValueId, ValueId)> {
+    let one = constant(bld, bits(bld, count), vec![1]);
+    for _ in 0..rounds {
+        let over = bld.le(bound, value)?;
+        let less = bld.sub(value, step)?;
+        value = bld.select(over, less, value)?;
+        let moved = if up {
+            bld.add(count, one)?
+        } else {
+            bld.sub(count, one)?
+        };
+        count = bld.select(over, moved, count)?;
+    }
+    Ok((value, count))
 }
 
 /// MCA's ApproximateReciprocal in base 2^32: for `a` of `n` words (its value in `[2^(32n-1),
@@ -337,18 +356,10 @@ fn recip(bld: &mut Builder, a: ValueId, n: u64) -> CgResult<ValueId> {
     let w = width(32 * n);
     let aw = resize(bld, a, w)?;
     let xw = resize(bld, xh, w)?;
-    let mut t = bld.mul_wide(aw, xw)?;
+    let t = bld.mul_wide(aw, xw)?;
     let a2 = bld.cast(aw, big(2 * w))?;
-    let mut xh = xw;
     let limit = constant(bld, 2 * w, power_of_two(32 * (n + h)));
-    let one = constant(bld, w, vec![1]);
-    for _ in 0..NEWTON_CORRECTIONS {
-        let over = bld.le(limit, t)?;
-        let t_less = bld.sub(t, a2)?;
-        t = bld.select(over, t_less, t)?;
-        let x_less = bld.sub(xh, one)?;
-        xh = bld.select(over, x_less, xh)?;
-    }
+    let (t, xh) = corrections(bld, NEWTON_CORRECTIONS, t, a2, limit, xw, false)?;
     // T = 2^(32(n+h)) - a X_h < 3a; U = floor(T / 2^(32l)) X_h; X = X_h 2^(32l) + U / 2^(32(2h-l)).
     let t = bld.sub(limit, t)?;
     let tm = shr_const(bld, t, 32 * l)?;

@@ -144,26 +144,13 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     let mut stages = Stages::default();
     let concrete = specialize(func, sizes)?;
     stages.record("specialize", &concrete);
-    let unrolled = bigfuse_core::unroll(&concrete)?;
-    stages.record("unroll", &unrolled);
-    let divided = divide::divide(&unrolled)?;
-    stages.record("divide", &divided);
-    let threaded = if per_thread::chosen(&unrolled, &divided, hints.per_thread) {
-        per_thread::per_thread(&divided)?
-    } else {
-        divided
-    };
-    stages.record("per_thread", &threaded);
-    let scalar = scalarize::scalarize(&threaded)?;
-    stages.record("scalarize", &scalar);
-    let zp_free = modular::lower_zp(&scalar)?;
-    stages.record("lower_zp", &zp_free);
-    let lowered = lower::lower_limbs(
-        &zp_free,
+    let lowered = lower::lower_passes(
+        &concrete,
         hints.ntt_from_bits.unwrap_or(lower::NTT_FROM_BITS),
+        hints.per_thread,
+        &mut |pass, f| stages.record(pass, f),
     )?;
     validate(&lowered)?;
-    stages.record("lower", &lowered);
     let fused = fuse::fuse_recorded(&lowered, &mut stages)?;
     let selection = isel::select(&fused.func)?;
     let sched = schedule(&fused.func, &selection, target, hints)?;

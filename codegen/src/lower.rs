@@ -44,7 +44,7 @@ pub fn lower(func: &Func) -> CgResult<Func> {
 /// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT. Every
 /// instance keeps the parallel lowering (see [`lower_compiled`] for what `compile` does).
 pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
-    lower_passes(func, ntt_from_bits, Some(false))
+    lower_passes(func, ntt_from_bits, Some(false), &mut |_, _| {})
 }
 
 /// What [`crate::compile`] lowers for these hints: [`lower_with`]'s passes, with `per_thread`
@@ -55,10 +55,18 @@ pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
         func,
         hints.ntt_from_bits.unwrap_or(NTT_FROM_BITS),
         hints.per_thread,
+        &mut |_, _| {},
     )
 }
 
-fn lower_passes(func: &Func, ntt_from_bits: u64, per_thread: Option<bool>) -> CgResult<Func> {
+/// The passes from `unroll` to `lower`, in the order of [`crate::PASSES`], handing each result to
+/// `record` under its pass's name ([`crate::compile`] records them for `explain`).
+pub(crate) fn lower_passes(
+    func: &Func,
+    ntt_from_bits: u64,
+    per_thread: Option<bool>,
+    record: &mut dyn FnMut(&'static str, &Func),
+) -> CgResult<Func> {
     if !func.is_concrete() {
         return Err(CodegenError::Unsupported(format!(
             "`{}` must be specialized before lowering",
@@ -66,15 +74,22 @@ fn lower_passes(func: &Func, ntt_from_bits: u64, per_thread: Option<bool>) -> Cg
         )));
     }
     let unrolled = bigfuse_core::unroll(func)?;
+    record("unroll", &unrolled);
     let divided = crate::divide::divide(&unrolled)?;
-    let divided = if crate::per_thread::chosen(&unrolled, &divided, per_thread) {
+    record("divide", &divided);
+    let threaded = if crate::per_thread::chosen(&unrolled, &divided, per_thread) {
         crate::per_thread::per_thread(&divided)?
     } else {
         divided
     };
-    let scalar = crate::scalarize::scalarize(&divided)?;
+    record("per_thread", &threaded);
+    let scalar = crate::scalarize::scalarize(&threaded)?;
+    record("scalarize", &scalar);
     let zp_free = crate::modular::lower_zp(&scalar)?;
-    lower_limbs(&zp_free, ntt_from_bits)
+    record("lower_zp", &zp_free);
+    let lowered = lower_limbs(&zp_free, ntt_from_bits)?;
+    record("lower", &lowered);
+    Ok(lowered)
 }
 
 /// The lowering of big-integer operations alone, on a program that [`crate::scalarize`] and

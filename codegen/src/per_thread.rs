@@ -118,12 +118,11 @@ pub fn per_thread(func: &Func) -> CgResult<Func> {
         vec![all]
     } else {
         let mut outs = Vec::with_capacity(results.len());
-        for (k, o) in func.outputs.iter().enumerate() {
+        for k in 0..results.len() {
             let mut f = Builder::lambda();
             let t = f.param("t", Type::Tuple(func.output_types()));
             let field = f.extract(t, k as u32)?;
             let f = f.finish(&[field])?;
-            let _ = o;
             outs.push(b.map(f, &[all])?);
         }
         outs
