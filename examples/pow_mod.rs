@@ -1,6 +1,6 @@
 //! x^e mod 2^BITS by square-and-multiply, written as a `for` loop over the bits of the exponent
-//! (unrolled when the kernel is specialized: BITS rounds of two products, so keep BITS modest),
-//! checked against num-bigint's `modpow`.
+//! (BITS rounds of two products: unrolled at small BITS, a loop in the CUDA from 320 bits, see
+//! codegen/src/loops.rs), checked against num-bigint's `modpow`.
 //!
 //!     cargo run --release --example pow_mod [BITS] [INSTANCES]
 

@@ -247,3 +247,35 @@ fn a_count_that_is_a_multiple_of_a_size() {
     }
     nvrtc_compiles(scaled_count::kernel().unwrap(), &[bits]);
 }
+
+/// Long loops of one-thread programs stay loops (codegen/src/loops.rs): square-and-multiply over
+/// every bit at 320..1088 bits (tens of thousands of limb operations unrolled), on both CPU
+/// levels and the GPU, both directions of the exponent, and the CUDA holds a `for` loop.
+#[test]
+fn long_loops_stay_loops() {
+    for bits in [320u64, 512, 1088] {
+        let m = modulus(bits);
+        let (xs, es) = inputs(bits, 8);
+        let want: Vec<BigUint> = xs.iter().zip(&es).map(|(x, e)| x.modpow(e, &m)).collect();
+        let ones: Vec<u32> = es.iter().map(|e| e.count_ones() as u32).collect();
+        for dev in devices() {
+            let got = pow_bits::run(&dev, bits, &xs, &es)
+                .unwrap_or_else(|e| panic!("{bits} bits on {dev}: {e}"));
+            assert_eq!(got, want, "{bits} bits on {dev}");
+            let (got, counted) = pow_counting::run(&dev, bits, &xs, &es)
+                .unwrap_or_else(|e| panic!("{bits} bits on {dev}: {e}"));
+            assert_eq!(got, want, "{bits} bits on {dev}");
+            assert_eq!(counted, ones, "{bits} bits on {dev}");
+        }
+        let cuda = pow_bits::kernel()
+            .unwrap()
+            .cuda_source(&[bits], &bigfuse::Target::h100())
+            .unwrap();
+        assert!(
+            cuda.contains("#pragma unroll 1"),
+            "{bits} bits: no loop in\n{cuda}"
+        );
+        nvrtc_compiles(pow_bits::kernel().unwrap(), &[bits]);
+        nvrtc_compiles(pow_counting::kernel().unwrap(), &[bits]);
+    }
+}

@@ -203,3 +203,9 @@ fn polynomial_product_kernels() {
         common::nvrtc_compiles(kernel, &sizes);
     }
 }
+
+/// A loop that stays a loop: its carried limbs in variables, a `for` held to one round at a time.
+#[test]
+fn rolled_loop_kernels() {
+    snap("pow_bits_rolled", pow_bits::kernel().unwrap(), 320);
+}

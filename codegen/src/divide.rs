@@ -57,6 +57,7 @@ pub fn has_division(f: &Func) -> bool {
     f.nodes.iter().any(|n| {
         matches!(n.op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..))
             || n.op.lambdas().iter().any(|l| has_division(l))
+            || matches!(&n.op, Op::Loop { body, .. } if has_division(body))
     })
 }
 
@@ -67,7 +68,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
     let mut div = Divider::default();
     rewrite(
         f,
-        Builder::lambda(),
+        Builder::like(f),
         Type::clone,
         |b, m, _, node| div.rule(b, m, node),
         same_output,
@@ -125,6 +126,15 @@ impl Divider {
                     Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => **f = lambda(f)?,
                     _ => unreachable!("only maps, scans and reductions carry lambdas"),
                 }
+                Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
+            }
+            // A loop that stayed a loop divides in its body, each round anew.
+            Op::Loop { count, body, args } if has_division(body) => {
+                let op = Op::Loop {
+                    count: *count,
+                    body: Box::new(lambda(body)?),
+                    args: args.clone(),
+                };
                 Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
             }
             _ => Rewritten::Copy,

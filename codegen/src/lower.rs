@@ -73,7 +73,7 @@ pub(crate) fn lower_passes(
             func.name
         )));
     }
-    let unrolled = bigfuse_core::unroll(func)?;
+    let unrolled = crate::loops::unroll(func, per_thread)?;
     record("unroll", &unrolled);
     let divided = crate::divide::divide(&unrolled)?;
     record("divide", &divided);

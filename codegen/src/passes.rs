@@ -22,8 +22,8 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "unroll",
-        file: "dsl-core/src/unroll.rs",
-        what: "loops become their rounds, the round's index a constant",
+        file: "codegen/src/loops.rs",
+        what: "loops become their rounds, the round's index a constant; long loops of one-thread programs stay loops",
     },
     Pass {
         name: "divide",

@@ -20,16 +20,19 @@ use bigfuse_core::{Builder, Func, Op, Size, Type, ValueId};
 /// division's CUDA takes NVRTC 12-18 s.
 pub const MAX_BITS: u64 = 512;
 
-/// True when every value of `func` can live in one thread: big integers and scalars (no arrays,
-/// residues or loops), and every operation one a closure may compute.
+/// True when every value of `func` can live in one thread: big integers and scalars (no arrays
+/// or residues), and every operation one a closure may compute, or a loop of such operations.
 pub fn eligible(func: &Func) -> bool {
     let value = |t: &Type| matches!(t, Type::Big(_) | Type::Bool | Type::U32 | Type::U64);
     func.params.iter().all(|p| value(&p.ty))
         && func.outputs.iter().all(|o| value(func.ty(*o)))
-        && func
-            .nodes
-            .iter()
-            .all(|n| n.ty.leaves().iter().all(value) && n.op.is_element_op())
+        && func.nodes.iter().all(|n| {
+            n.ty.leaves().iter().all(value)
+                && match &n.op {
+                    Op::Loop { body, .. } => eligible(body),
+                    op => op.is_element_op(),
+                }
+        })
 }
 
 /// The widest big integer `func` computes with (0 when none).
@@ -50,8 +53,12 @@ pub fn widest(func: &Func) -> u64 {
 /// multiplies or divides values of at most [`MAX_BITS`] (a division: divisors of at most
 /// [`MAX_BITS`], values of at most twice that). Additions and bit operations alone keep the
 /// parallel lowering, whose accesses to memory are coalesced. `wanted` (a hint) overrides the rule
-/// where the program is eligible.
+/// where the program is eligible. A program that kept a loop ([`crate::loops`]) runs so always:
+/// no other lowering compiles loops.
 pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
+    if crate::loops::has_loop(after) {
+        return true;
+    }
     eligible(after)
         && wanted.unwrap_or_else(|| {
             let w = widest(before);

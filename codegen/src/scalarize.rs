@@ -55,9 +55,10 @@ fn lambda_has_big(f: &Func) -> bool {
     f.params
         .iter()
         .any(|p| !p.ty.leaves().iter().all(Type::is_scalar))
-        || f.nodes
-            .iter()
-            .any(|n| n.ty.leaves().iter().any(|l| matches!(l, Type::Big(_))))
+        || f.nodes.iter().any(|n| {
+            n.ty.leaves().iter().any(|l| matches!(l, Type::Big(_)))
+                || matches!(&n.op, Op::Loop { body, .. } if lambda_has_big(body))
+        })
 }
 
 /// Lowers big-integer array elements and closure values of a concrete program (a no-op when
@@ -136,7 +137,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
     }
     rewrite(
         f,
-        Builder::lambda(),
+        Builder::like(f),
         |t| scalar_type(t, true),
         |b, mapped, id, node| {
             let m = |v: ValueId| mapped.get(v);
@@ -198,6 +199,12 @@ fn lambda(f: &Func) -> CgResult<Func> {
                     b.tuple(&limbs)?
                 }
                 Op::Cast(a) => b.cast(m(*a), node.ty.clone())?,
+                // A loop that stayed a loop (one thread per instance): its body computes on limbs too.
+                Op::Loop { count, body, args } => b.push(Op::Loop {
+                    count: *count,
+                    body: Box::new(lambda(body)?),
+                    args: args.iter().map(|a| m(*a)).collect(),
+                })?,
                 other if other.is_high_level() => {
                     return Err(CodegenError::Unsupported(format!(
                         "`{}` inside a closure over big integers",

@@ -448,7 +448,8 @@ impl Op {
         }
     }
 
-    /// True for the big-integer operations that lowering removes.
+    /// True for the big-integer operations that lowering removes. Loops are not among them: a
+    /// loop of a one-thread program stays a loop down to the CUDA (its body is lowered).
     pub fn is_high_level(&self) -> bool {
         matches!(
             self,
@@ -464,15 +465,15 @@ impl Op {
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)
                 | Op::BigBit(..)
-                | Op::Loop { .. }
                 | Op::ZpPow(..)
                 | Op::ZpInv(..)
         )
     }
 
     /// True for the operations a lambda (an operator over array elements) may compute: on scalars,
-    /// tuples and big integers, nothing over arrays. `validate` holds lambdas to it, and codegen's
-    /// `per_thread` turns a program made only of them into one map.
+    /// tuples and big integers, nothing over arrays, and loops (whose bodies `validate` holds to
+    /// the same rule). `validate` holds lambdas to it, and codegen's `per_thread` turns a program
+    /// made only of them into one map.
     pub fn is_element_op(&self) -> bool {
         matches!(
             self,
@@ -496,6 +497,7 @@ impl Op {
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)
                 | Op::BigBit(..)
+                | Op::Loop { .. }
         )
     }
 
@@ -565,6 +567,10 @@ impl Func {
                 && !n.ty.mentions_zp()
                 && !self.is_big_select_or_cast(n)
                 && n.op.lambdas().iter().all(|l| l.is_lowered())
+                && match &n.op {
+                    Op::Loop { body, .. } => body.is_lowered(),
+                    _ => true,
+                }
         })
     }
 

@@ -33,6 +33,6 @@ pub use print::{node_text, print};
 pub use rewrite::{rewrite, Mapped, Rewritten};
 pub use specialize::{check_bits, specialize, MAX_BITS};
 pub use types::{Size, Type};
-pub use unroll::unroll;
+pub use unroll::{unroll, unroll_where};
 pub use validate::validate;
 pub use value::Value;

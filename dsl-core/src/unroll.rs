@@ -1,7 +1,10 @@
-//! Unrolling: every loop of a specialized program becomes its rounds, one after another, with the
+//! Unrolling: the loops of a specialized program become their rounds, one after another, with the
 //! round's index a constant. Loops in loop bodies unroll first. A loop that carries several
 //! values gives a tuple; the fields read from it are the rounds' values themselves, so no tuple
 //! of big integers or arrays reaches code generation.
+//!
+//! [`unroll`] unrolls every loop; [`unroll_where`] keeps the loops a caller chooses (codegen keeps
+//! long loops of one-thread programs, which it emits as loops).
 
 use crate::builder::Builder;
 use crate::error::{IrError, IrResult};
@@ -16,6 +19,12 @@ pub const MAX_UNROLLED_NODES: usize = 1 << 20;
 
 /// `func` (concrete) with every loop unrolled.
 pub fn unroll(func: &Func) -> IrResult<Func> {
+    unroll_where(func, &|_, _| false)
+}
+
+/// `func` (concrete) with its loops unrolled except those for which `keep(body, rounds)` holds
+/// (their bodies' own loops are unrolled or kept by the same rule).
+pub fn unroll_where(func: &Func, keep: &dyn Fn(&Func, u64) -> bool) -> IrResult<Func> {
     if !func.nodes.iter().any(|n| matches!(n.op, Op::Loop { .. })) {
         return Ok(func.clone());
     }
@@ -39,8 +48,16 @@ pub fn unroll(func: &Func) -> IrResult<Func> {
         |b, m, id, node| {
             Ok::<_, IrError>(match &node.op {
                 Op::Loop { count, body, args } => {
-                    let body = unroll(body)?;
+                    let body = unroll_where(body, keep)?;
                     let rounds = count.as_const().unwrap_or(0);
+                    if keep(&body, rounds) {
+                        let op = Op::Loop {
+                            count: *count,
+                            body: Box::new(body),
+                            args: args.clone(),
+                        };
+                        return Ok(Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?));
+                    }
                     let args: Vec<ValueId> = args.iter().map(|a| m.get(*a)).collect();
                     let k = body.outputs.len();
                     let mut state = args.clone();

@@ -68,3 +68,18 @@ pub fn poly(a: U<BITS>, b: U<BITS>) -> U<BITS> {
 pub fn square(a: U<BITS>) -> U<BITS> {
     a * a
 }
+
+/// `x^e mod 2^BITS`, square-and-multiply over every bit of `e`: a loop that stays a loop from
+/// 320 bits (codegen/src/loops.rs).
+#[bigfuse::kernel]
+pub fn pow_bits(x: U<BITS>, e: U<BITS>) -> U<BITS> {
+    let mut acc: U<BITS> = U::ONE;
+    let mut sq = x;
+    for i in 0..BITS {
+        if e.bit(i) {
+            acc = acc * sq;
+        }
+        sq *= sq;
+    }
+    acc
+}

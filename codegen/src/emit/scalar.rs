@@ -130,19 +130,60 @@ impl Emitter<'_> {
                 }
                 Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
                 Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
+                Op::Loop { count, body, args } => {
+                    let args: Vec<Vec<String>> = args.iter().map(|a| arg(*a)).collect();
+                    self.rolled_loop(count.as_const().unwrap_or(0), body, &args)
+                }
                 other => {
                     unreachable!("validated lambdas hold only scalar operations, not {other:?}")
                 }
             };
             vals.push(new);
         }
-        let result = vals[f.outputs[0].index()].clone();
+        // A lambda has one result; a loop body one per carried value, written one after another.
+        let result: Vec<String> = f
+            .outputs
+            .iter()
+            .flat_map(|o| vals[o.index()].clone())
+            .collect();
         for (d, r) in dest.iter().zip(result) {
             if *d != r {
                 self.line(format!("{d} = {r};"));
             }
         }
         self.close("}");
+    }
+
+    /// A loop that stayed a loop (see `crate::loops`): the carried values live in variables
+    /// declared before it, each round computes the next ones from them and the captured values,
+    /// then overwrites them. Returns the variables, which hold the result after the last round.
+    fn rolled_loop(&mut self, rounds: u64, body: &Func, args: &[Vec<String>]) -> Vec<String> {
+        let carried = body.outputs.len();
+        let types: Vec<Type> = body.output_types().iter().flat_map(Type::leaves).collect();
+        let init: Vec<String> = args[..carried].concat();
+        self.line(format!("// a loop of {rounds} rounds"));
+        let state = self.vars(&types, &init);
+        let index = self.temp();
+        // Unrolling is what this loop avoids: the CUDA compiler is held to one round at a time.
+        self.line("#pragma unroll 1");
+        self.open(format!(
+            "for (u32 {index} = 0u; {index} < {rounds}u; ++{index}) {{"
+        ));
+        let next = self.vars(&types, &vec!["0".to_string(); types.len()]);
+        let mut inputs = vec![vec![index.clone()]];
+        let mut at = 0;
+        for t in body.output_types() {
+            let n = t.leaf_count();
+            inputs.push(state[at..at + n].to_vec());
+            at += n;
+        }
+        inputs.extend(args[carried..].iter().cloned());
+        self.apply(body, &inputs, &next);
+        for (s, n) in state.iter().zip(&next) {
+            self.line(format!("{s} = {n};"));
+        }
+        self.close("}");
+        state
     }
 
     /// A scalar operation: `make` writes the result's leaves from the arguments' leaves.
