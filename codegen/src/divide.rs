@@ -54,11 +54,7 @@ pub fn divide(func: &Func) -> CgResult<Func> {
 
 /// True when `f` (or one of its lambdas) divides big integers or takes their square roots.
 pub fn has_division(f: &Func) -> bool {
-    f.nodes.iter().any(|n| {
-        matches!(n.op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..))
-            || n.op.lambdas().iter().any(|l| has_division(l))
-            || matches!(&n.op, Op::Loop { body, .. } if has_division(body))
-    })
+    f.any_op(&|op| matches!(op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..)))
 }
 
 fn lambda(f: &Func) -> CgResult<Func> {

@@ -39,6 +39,8 @@ pub fn cost(f: &Func) -> u64 {
                 Op::Param(_) | Op::Const(_) | Op::Tuple(_) | Op::Extract(..) => 0,
                 Op::BigMul(..) | Op::BigMulWide(..) => widest * widest,
                 Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..) => 10 * widest * widest,
+                // Two Montgomery products (2.5 products each) per bit of the exponent.
+                Op::BigPowMod(_, e, _) => 5 * limbs(f.ty(*e)) * 64 * widest * widest,
                 Op::Loop { count, body, .. } => {
                     count.as_const().unwrap_or(0).saturating_mul(cost(body))
                 }
@@ -63,9 +65,7 @@ pub fn unroll(func: &Func, wanted: Option<bool>) -> bigfuse_core::IrResult<Func>
 
 /// True when `f` (or a loop inside it) still holds a loop.
 pub fn has_loop(f: &Func) -> bool {
-    f.nodes
-        .iter()
-        .any(|n| matches!(n.op, Op::Loop { .. }) || n.op.lambdas().iter().any(|l| has_loop(l)))
+    f.any_op(&|op| matches!(op, Op::Loop { .. }))
 }
 
 #[cfg(test)]

@@ -83,7 +83,9 @@ pub(crate) fn lower_passes(
         divided
     };
     record("per_thread", &threaded);
-    let scalar = crate::scalarize::scalarize(&threaded)?;
+    let powered = crate::montgomery::pow_mod(&threaded)?;
+    record("pow_mod", &powered);
+    let scalar = crate::scalarize::scalarize(&powered)?;
     record("scalarize", &scalar);
     let zp_free = crate::modular::lower_zp(&scalar)?;
     record("lower_zp", &zp_free);

@@ -387,6 +387,9 @@ fn count(b: &mut Builder, op: UnOp, x: ValueId, n: usize) -> CgResult<ValueId> {
 /// amount is set), so no limb is ever picked by a run-time index; then the amount's bits within a
 /// limb (`k & 63`) join each limb with its neighbour. Shifts by `64 n` bits or more give 0.
 fn shift(b: &mut Builder, op: ShiftOp, x: ValueId, k: ValueId, n: usize) -> CgResult<ValueId> {
+    if let Op::Const(Literal::U32(k)) = b.func().node(k).op {
+        return shift_by(b, op, x, k as u64, n);
+    }
     let xs = limbs(b, x, n)?;
     let bits = b.u32(64 * n as u32);
     let zero = b.u64(0);
@@ -459,6 +462,59 @@ fn shift(b: &mut Builder, op: ShiftOp, x: ValueId, k: ValueId, n: usize) -> CgRe
             Some(inside) => b.select(inside, v, zero)?,
             None => v,
         });
+    }
+    Ok(b.tuple(&out)?)
+}
+
+/// A shift or rotation by a constant: each limb is one or two limbs of `x` moved, no selects.
+fn shift_by(b: &mut Builder, op: ShiftOp, x: ValueId, k: u64, n: usize) -> CgResult<ValueId> {
+    let xs = limbs(b, x, n)?;
+    let bits = 64 * n as u64;
+    let rotate = matches!(op, ShiftOp::Rotl | ShiftOp::Rotr);
+    let zero = b.u64(0);
+    if !rotate && k >= bits {
+        return Ok(b.tuple(&vec![zero; n])?);
+    }
+    // As a left rotation or shift by `k` (a right one by k is a left one by bits - k).
+    let left = matches!(op, ShiftOp::Shl | ShiftOp::Rotl);
+    let k = if rotate { k % bits } else { k };
+    let (whole, r) = ((k / 64) as isize, (k % 64) as u32);
+    // Limb i of the result takes bits from source limbs i -/+ whole and the next one beyond.
+    let source = |j: isize| -> Option<ValueId> {
+        if rotate {
+            Some(xs[j.rem_euclid(n as isize) as usize])
+        } else if (0..n as isize).contains(&j) {
+            Some(xs[j as usize])
+        } else {
+            None
+        }
+    };
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n as isize {
+        let (main, beyond) = if left {
+            (source(i - whole), source(i - whole - 1))
+        } else {
+            (source(i + whole), source(i + whole + 1))
+        };
+        let (there, spill) = if left {
+            (BinOp::Shl, BinOp::Shr)
+        } else {
+            (BinOp::Shr, BinOp::Shl)
+        };
+        let mut v = match main {
+            Some(m) if r == 0 => m,
+            Some(m) => {
+                let r = b.u64(r as u64);
+                b.binary(there, m, r)?
+            }
+            None => zero,
+        };
+        if let (Some(nb), true) = (beyond, r != 0) {
+            let back = b.u64(64 - r as u64);
+            let part = b.binary(spill, nb, back)?;
+            v = if v == zero { part } else { b.or(v, part)? };
+        }
+        out.push(v);
     }
     Ok(b.tuple(&out)?)
 }
@@ -553,6 +609,41 @@ mod tests {
 
     /// Programs mapping one bit-level operation over `xs: [U<BITS>; N]`, `ys: [U<BITS>; N]` with
     /// the amounts `k: u32`, `j: u32` broadcast.
+    /// Shifts and rotations by constants (`shift_by`, no selects) equal the evaluator's, at
+    /// amounts around limb edges and past the width.
+    #[test]
+    fn shifts_by_constants() {
+        let bits = 192u64;
+        let x = (BigUint::from(0x0123_4567_89ab_cdefu64) << 130u32)
+            | (BigUint::from(u64::MAX) << 40u32)
+            | BigUint::from(0xf00du32);
+        for op in [ShiftOp::Shl, ShiftOp::Shr, ShiftOp::Rotl, ShiftOp::Rotr] {
+            for k in [0u32, 1, 5, 63, 64, 65, 128, 130, 191, 192, 200, 400] {
+                let mut l = Builder::lambda();
+                let xv = l.param("x", Type::Big(Size::lit(bits)));
+                let kv = l.u32(k);
+                let r = l.shift(op, xv, kv).unwrap();
+                let f = l.finish(&[r]).unwrap();
+                let g = lambda(&f).unwrap();
+                assert!(!g.nodes.iter().any(|n| matches!(n.op, Op::Select(..))));
+                let want = eval(&f, &[Value::Big(x.clone())]).unwrap().remove(0);
+                let limbs: Vec<Value> = (0..3)
+                    .map(|i: u32| {
+                        Value::U64((&x >> (64 * i)).iter_u64_digits().next().unwrap_or(0))
+                    })
+                    .collect();
+                let got = eval(&g, &[Value::Tuple(limbs)]).unwrap().remove(0);
+                let Value::Big(w) = want else { panic!() };
+                let Value::Tuple(ls) = got else { panic!() };
+                let got = ls.iter().rev().fold(BigUint::from(0u8), |acc, l| match l {
+                    Value::U64(v) => (acc << 64u32) | BigUint::from(*v),
+                    _ => panic!(),
+                });
+                assert_eq!(got, w, "{op:?} by {k}");
+            }
+        }
+    }
+
     fn bit_programs() -> Vec<(&'static str, Func)> {
         let ops = [
             "not", "and", "or", "xor", "shl", "shr", "rotl", "rotr", "clz", "ctz", "popc", "bit",

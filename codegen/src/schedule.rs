@@ -382,7 +382,13 @@ pub fn schedule(
         ));
     }
     let est = regs_at(t);
-    if est > target.max_regs_per_thread {
+    if est > target.max_regs_per_thread && max_len == 1 {
+        // One thread per instance (crate::per_thread): more threads cannot share the values, and
+        // the CUDA compiler keeps the excess in local memory (explain shows the spills).
+        decisions.push(format!(
+            "about {est} registers per thread at one thread per instance: the excess spills to local memory"
+        ));
+    } else if est > target.max_regs_per_thread {
         return Err(CodegenError::TooBig(format!(
             "`{}` needs about {est} registers per thread with {t} threads per instance \
              ({} elements each); a thread has {}. Use a smaller size or fewer simultaneous values.",

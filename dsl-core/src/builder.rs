@@ -230,6 +230,11 @@ impl Builder {
         self.push(Op::BigIsqrt(a))
     }
 
+    /// `x^e mod m` (see [`Op::BigPowMod`]).
+    pub fn pow_mod(&mut self, x: ValueId, e: ValueId, m: ValueId) -> IrResult<ValueId> {
+        self.push(Op::BigPowMod(x, e, m))
+    }
+
     /// `a % b`; `x % 0` is `x` (for big integers, modulo 2^width of the divisor's type, which
     /// the remainder has).
     pub fn rem(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {

@@ -355,6 +355,14 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             })
         }
         Op::BigIsqrt(a) => Value::Big(big(v(*a))?.sqrt()),
+        Op::BigPowMod(x, e, m) => {
+            let m = big(v(*m))?;
+            Value::Big(if !m.bit(0) {
+                (BigUint::one() << bits_of(ty)?) - 1u8
+            } else {
+                big(v(*x))?.modpow(big(v(*e))?, m)
+            })
+        }
         Op::BigRem(a, b) => {
             let bits = bits_of(ty)?;
             let d = big(v(*b))?;

@@ -292,6 +292,11 @@ pub enum Op {
     BigRem(ValueId, ValueId),
     /// The square root of a `U<n>`, rounded down: a `U<n>`.
     BigIsqrt(ValueId),
+    /// `base^exp mod m` of a base `U<n>`, an exponent `U<k>` (any width) and a modulus `U<n>`:
+    /// a `U<n>` below `m`. The modulus must be odd (Montgomery arithmetic); an even or zero
+    /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance.
+    /// A base at or above `m` is reduced; `x^0` is `1 mod m`.
+    BigPowMod(ValueId, ValueId, ValueId),
 
     /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
     BigUnary(UnOp, ValueId),
@@ -387,7 +392,7 @@ impl Op {
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
-            Op::Select(c, a, b) => vec![*c, *a, *b],
+            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) => vec![*c, *a, *b],
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
             Op::Map { args, .. } | Op::Loop { args, .. } => args.clone(),
             Op::Scan { input, flags, .. } => {
@@ -429,7 +434,7 @@ impl Op {
                 *a = f(*a);
                 *b = f(*b);
             }
-            Op::Select(c, a, b) => {
+            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) => {
                 *c = f(*c);
                 *a = f(*a);
                 *b = f(*b);
@@ -461,6 +466,7 @@ impl Op {
                 | Op::BigDiv(..)
                 | Op::BigRem(..)
                 | Op::BigIsqrt(..)
+                | Op::BigPowMod(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)
@@ -492,6 +498,7 @@ impl Op {
                 | Op::BigDiv(..)
                 | Op::BigRem(..)
                 | Op::BigIsqrt(..)
+                | Op::BigPowMod(..)
                 | Op::BigCmp(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
@@ -558,6 +565,15 @@ impl Func {
     /// True when no size is symbolic any more.
     pub fn is_concrete(&self) -> bool {
         self.params.iter().all(|p| p.ty.is_concrete()) && self.nodes.iter().all(node_is_concrete)
+    }
+
+    /// True when some operation of `self`, of its lambdas or of its loops' bodies satisfies `pred`.
+    pub fn any_op(&self, pred: &dyn Fn(&Op) -> bool) -> bool {
+        self.nodes.iter().any(|n| {
+            pred(&n.op)
+                || n.op.lambdas().iter().any(|l| l.any_op(pred))
+                || matches!(&n.op, Op::Loop { body, .. } if body.any_op(pred))
+        })
     }
 
     /// True when no high-level big-integer operation is left (lambdas included).

@@ -817,6 +817,11 @@ fn operation(
                 modulus: c.size(names)?,
             }
         }
+        "big.pow_mod" => {
+            let (x, e) = two(c, scope, m)?;
+            c.expect(",", "before the modulus of `big.pow_mod`")?;
+            Op::BigPowMod(x, e, v(c)?)
+        }
         "select" => {
             let (cond, a) = two(c, scope, m)?;
             c.expect(",", "between the operands of `select`")?;

@@ -87,6 +87,20 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 }
             }
         }
+        Op::BigPowMod(x, e, m) => match (ty(*x), ty(*e), ty(*m)) {
+            (tx @ Type::Big(sx), Type::Big(_), Type::Big(sm)) if sx == sm => tx.clone(),
+            (tx, te, tm) => {
+                return Err(err(
+                    func,
+                    format!(
+                        "big.pow_mod needs a base and a modulus U<..> of one size and an exponent U<..>, not {}, {} and {}",
+                        show(tx),
+                        show(te),
+                        show(tm)
+                    ),
+                ))
+            }
+        },
         Op::BigIsqrt(a) => match ty(*a) {
             t @ Type::Big(_) => t.clone(),
             other => {

@@ -96,6 +96,8 @@ pub enum Inst {
     Not(usize),
     /// `x.isqrt()` of a U<..>: its square root, rounded down.
     Isqrt(usize),
+    /// `x.pow_mod(e, m)`: x^e mod m of U<..>s (the exponent of any width).
+    PowMod(usize, usize, usize),
     /// A shift or rotation of a U<..> by a u32 amount, or a rotation of a u32/u64 (scalar `<<` and
     /// `>>` stay `Binary`).
     Shift(Shift, usize, usize),
@@ -171,7 +173,7 @@ impl Inst {
                 f(a);
                 f(b)
             }
-            Inst::ExtractBits(a, b, c) | Inst::Select(a, b, c) => {
+            Inst::ExtractBits(a, b, c) | Inst::Select(a, b, c) | Inst::PowMod(a, b, c) => {
                 f(a);
                 f(b);
                 f(c)
@@ -1317,6 +1319,20 @@ impl Checker {
                 nargs(0, "x.isqrt() takes no arguments")?;
                 Ok(self.push(Inst::Isqrt(x), tx))
             }
+            (KType::Big(_), "pow_mod") => {
+                nargs(2, "x.pow_mod(e, m) takes the exponent (a U<..> of any width) and the modulus (of x's type)")?;
+                let e = self.expr(&m.args[0], None)?;
+                if !matches!(self.ty(e), KType::Big(_)) {
+                    let te = self.ty(e);
+                    return err(&m.args[0], format!("the exponent of `pow_mod` is a U<..> (of any width), not {}; widen a u64 with `as U<64>`", self.show(&te)));
+                }
+                let md = self.expect(&m.args[1], &tx, "the modulus")?;
+                Ok(self.push(Inst::PowMod(x, e, md), tx))
+            }
+            (_, "pow_mod") => err(
+                &m.method,
+                format!("`pow_mod` applies to U<..>, not {} (residues modulo P have `pow`)", self.show(&tx)),
+            ),
             (_, "isqrt") => err(
                 &m.method,
                 format!("`isqrt` applies to U<..>, not {}", self.show(&tx)),

@@ -196,6 +196,10 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let a = id(a);
                 quote!(b.isqrt(#a)?)
             }
+            Inst::PowMod(x, e, md) => {
+                let (x, e, md) = (id(x), id(e), id(md));
+                quote!(b.pow_mod(#x, #e, #md)?)
+            }
             Inst::Not(a) => {
                 let a = id(a);
                 quote!(b.not(#a)?)

@@ -58,15 +58,22 @@ use proc_macro::TokenStream;
 /// serves every division by it in the kernel. `a.isqrt()` on `U<..>`: the square root rounded
 /// down (Zimmermann's Karatsuba square root, one division per level).
 ///
+/// Modular exponentiation. `x.pow_mod(e, m)` on `U<..>`: `x^e mod m` for an odd modulus `m` of
+/// `x`'s type and an exponent `e` of any width (e.g. `U<512>` beside a 2048-bit modulus). It is
+/// Montgomery arithmetic in one thread per instance (`codegen/src/montgomery.rs`); a base at or
+/// above `m` is reduced and `x^0` is `1 mod m`. An even or zero modulus gives all ones (`U::MAX`),
+/// which no residue equals, for that instance.
+///
 /// Bounded loops. `let mut x = ..;` declares a variable that assignments change: `x = e;`,
 /// `x += e;` (and `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`, `<<=`, `>>=`); an assignment keeps the
 /// variable's type. `if c { x = ..; } else { .. }` may be a statement (the `else` is optional):
 /// each variable a branch assigns selects between the branches' values. `for i in 0..K { .. }`
 /// runs K rounds, K an integer literal, a size (`BITS`) or a multiple of one (`2 * BITS`); `i` is a
 /// `u32`. The loop carries the `let mut` variables its body assigns (of any type but a tuple) and
-/// reads the other values it names; loops nest. Loops are unrolled when the kernel is specialized,
-/// so rounds × body make the kernel's size: a loop of many rounds over wide integers makes a large
-/// kernel (unrolling past 2^20 IR nodes is an error). There is no `while`, `loop`, `break` or
+/// reads the other values it names; loops nest. When the kernel is specialized the compiler
+/// unrolls a loop (the index a constant) or, for a long loop of a program over whole values
+/// (past 2^14 limb operations unrolled), keeps it a loop in the CUDA and runs the program one
+/// thread per instance (`codegen/src/loops.rs`); unrolling past 2^20 IR nodes is an error. There is no `while`, `loop`, `break` or
 /// `continue`, sizes cannot be divided (for one round per limb, declare `U<{64 * L}>` and loop
 /// `0..L`), and closures and `#[bigfuse::op]` functions have no loops.
 ///

@@ -234,6 +234,7 @@ impl<'a> Emitter<'a> {
             | Op::BigDiv(..)
             | Op::BigRem(..)
             | Op::BigIsqrt(..)
+            | Op::BigPowMod(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)
