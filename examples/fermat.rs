@@ -23,7 +23,7 @@ fn main() -> bigfuse::Result<()> {
     let mut rng = rand::thread_rng();
     let top = BigUint::from(1u8) << (bits - 1);
     let m: Vec<BigUint> = (0..n)
-        .map(|_| rng.gen_biguint(bits - 1) + &top | BigUint::from(1u8))
+        .map(|_| (rng.gen_biguint(bits - 1) + &top) | BigUint::from(1u8))
         .collect();
     let base = vec![BigUint::from(2u8); n];
     let t = std::time::Instant::now();
