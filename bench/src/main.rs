@@ -39,6 +39,7 @@ mod jit;
 mod json;
 mod kernels;
 mod measure;
+mod modexp;
 mod multi;
 mod ops;
 mod pcie;
@@ -143,6 +144,18 @@ enum Cmd {
         ops: Vec<String>,
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Modular exponentiation x^e mod m (pow_mod) at 256..4096-bit moduli with a 512-bit exponent
+    /// (and, with --full, a full-length one), ops/s next to GMP's mpz_powm and CGBN
+    Modexp {
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// modulus widths in bits
+        #[arg(long, value_delimiter = ',', default_values_t = [256u64, 512, 1024, 2048, 4096])]
+        sizes: Vec<u64>,
+        /// also exponents as wide as the modulus
+        #[arg(long)]
+        full: bool,
     },
     /// Polynomial products over Z (multi-prime NTT + CRT), N = 2^8..2^12, 64..256-bit coefficients, GMul/s
     Poly {
@@ -413,6 +426,14 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", bits::table(&gpu, runs, &rows));
             write(&json, &bits::json(&gpu, runs, &rows))?;
             fail_on("bits", bits::failures(&rows))
+        }
+        Cmd::Modexp { runs, sizes, full } => {
+            let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
+            let name = gpu.target().name.clone();
+            eprintln!("bench modexp on {name}");
+            let rows = modexp::run(&gpu, runs, &sizes, full).map_err(s)?;
+            println!("{}", modexp::table(&name, runs, &rows));
+            fail_on("modexp", modexp::failures(&rows))
         }
         Cmd::Poly { runs, json } => {
             let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
