@@ -37,6 +37,12 @@ fn fermat(a: U<BITS>, m: U<BITS>) -> (bool, U<BITS>) {
     (r == one, r + one)
 }
 
+/// Array elements: one power per element, each with its own exponent and modulus.
+#[bigfuse::kernel]
+fn element_powers(xs: [U<BITS>; N], es: [U<BITS>; N], ms: [U<BITS>; N]) -> [U<BITS>; N] {
+    xs.zip(es).zip(ms).map(|((x, e), m)| x.pow_mod(e, m))
+}
+
 fn want(x: &BigUint, e: &BigUint, m: &BigUint, bits: u64) -> BigUint {
     if !m.bit(0) {
         all_ones(bits)
@@ -159,4 +165,26 @@ fn fermat_test_fused() {
         assert!(!prime[4] && !prime[5] && !prime[7], "{dev}");
     }
     nvrtc_compiles(fermat::kernel().unwrap(), &[bits]);
+}
+
+#[test]
+fn powers_of_array_elements() {
+    for (bits, n) in [(128u64, 5u64), (320, 3)] {
+        let (xs, es, ms) = cases(bits, 3 * bits);
+        let used = xs.len() / n as usize * n as usize;
+        let (xs, es, ms) = (&xs[..used], &es[..used], &ms[..used]);
+        for dev in devices_for(bits) {
+            let got = element_powers::run(&dev, bits, n, xs, es, ms)
+                .unwrap_or_else(|e| panic!("{bits} bits on {dev}: {e}"));
+            assert_eq!(got.len(), used);
+            for k in 0..used {
+                assert_eq!(
+                    got[k],
+                    want(&xs[k], &es[k], &ms[k], bits),
+                    "element {k} at {bits} bits on {dev}"
+                );
+            }
+        }
+        nvrtc_compiles(element_powers::kernel().unwrap(), &[bits, n]);
+    }
 }

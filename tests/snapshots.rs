@@ -209,3 +209,8 @@ fn polynomial_product_kernels() {
 fn rolled_loop_kernels() {
     snap("pow_bits_rolled", pow_bits::kernel().unwrap(), 320);
 }
+
+#[test]
+fn pow_mod_kernels() {
+    snap("pow_mod", pow_mod::kernel().unwrap(), 128);
+}

@@ -156,6 +156,9 @@ enum Cmd {
         /// also exponents as wide as the modulus
         #[arg(long)]
         full: bool,
+        /// schedules to time besides the default, e.g. `block=256` or `minb=2`
+        #[arg(long = "variant")]
+        variants: Vec<String>,
     },
     /// Polynomial products over Z (multi-prime NTT + CRT), N = 2^8..2^12, 64..256-bit coefficients, GMul/s
     Poly {
@@ -427,12 +430,18 @@ fn run(cli: Cli) -> Result<(), String> {
             write(&json, &bits::json(&gpu, runs, &rows))?;
             fail_on("bits", bits::failures(&rows))
         }
-        Cmd::Modexp { runs, sizes, full } => {
+        Cmd::Modexp {
+            runs,
+            sizes,
+            full,
+            variants: vs,
+        } => {
+            let vs = variants(&vs)?;
             let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
             let name = gpu.target().name.clone();
             eprintln!("bench modexp on {name}");
-            let rows = modexp::run(&gpu, runs, &sizes, full).map_err(s)?;
-            println!("{}", modexp::table(&name, runs, &rows));
+            let (copy, rows) = modexp::run(&gpu, runs, &sizes, full, &vs).map_err(s)?;
+            println!("{}", modexp::table(&name, runs, copy, &rows));
             fail_on("modexp", modexp::failures(&rows))
         }
         Cmd::Poly { runs, json } => {

@@ -37,6 +37,8 @@ pub struct Row {
     pub bits: u64,
     pub ebits: u64,
     pub n: u64,
+    /// The schedule variant (`default`, or hints such as `block=256`).
+    pub variant: String,
     pub gpu: Result<Measured, String>,
     pub gmp_per_s: Option<f64>,
 }
@@ -50,11 +52,11 @@ impl Row {
     }
 }
 
-/// Instances on the GPU: enough to fill it where a power is cheap, fewer where it is long.
+/// Instances on the GPU: enough to fill it several times over with one thread each.
 fn instances(bits: u64, ebits: u64) -> u64 {
     let work = bits * bits * ebits; // about proportional to one power's time
     let n = (1u64 << 48) / work.max(1);
-    n.clamp(1 << 13, 1 << 18).next_power_of_two()
+    n.clamp(1 << 15, 1 << 18).next_power_of_two()
 }
 
 fn odd_modulus(rng: &mut impl Rng, bits: u64) -> Vec<u64> {
@@ -65,8 +67,22 @@ fn odd_modulus(rng: &mut impl Rng, bits: u64) -> Vec<u64> {
     m
 }
 
-pub fn run(gpu: &GpuDevice, runs: usize, sizes: &[u64], full: bool) -> bigfuse::Result<Vec<Row>> {
+/// Times every size (and, with `full`, a full-length exponent besides the 512-bit one) under
+/// every variant, printing each row as it is measured (a long run cut short keeps its rows).
+pub fn run(
+    gpu: &GpuDevice,
+    runs: usize,
+    sizes: &[u64],
+    full: bool,
+    variants: &[crate::variant::Variant],
+) -> bigfuse::Result<(f64, Vec<Row>)> {
     let kernel = Kernel::new(func())?;
+    // The same-run copy bandwidth every figure stands next to (powers are bound by arithmetic).
+    let words = 1usize << 26;
+    let src = gpu.upload(&vec![0x5a5a_5a5a_5a5a_5a5au64; words], "copy source")?;
+    let mut dst = gpu.alloc(words, "copy target")?;
+    let copy = crate::measure::copy_gbs(gpu, runs, &src, &mut dst)?;
+    eprintln!("  same-run device-to-device copy: {copy:.0} GB/s");
     let mut rows = Vec::new();
     for &bits in sizes {
         let shapes: Vec<u64> = if full && bits != 512 {
@@ -76,7 +92,7 @@ pub fn run(gpu: &GpuDevice, runs: usize, sizes: &[u64], full: bool) -> bigfuse::
         };
         for ebits in shapes {
             if crate::stopped() {
-                return Ok(rows);
+                return Ok((copy, rows));
             }
             let n = instances(bits, ebits);
             eprintln!("  modexp {bits} bits, {ebits}-bit exponent, {n} instances");
@@ -87,26 +103,30 @@ pub fn run(gpu: &GpuDevice, runs: usize, sizes: &[u64], full: bool) -> bigfuse::
                 .map(|_| rng.gen())
                 .collect();
             let m: Vec<u64> = (0..n).flat_map(|_| odd_modulus(&mut rng, bits)).collect();
-            let gpu_row = measure(gpu, &kernel, runs, bits, ebits, n, (&x, &e, &m));
-            if let Err(e) = &gpu_row {
-                eprintln!("    {e}");
-            }
             let gmp_per_s = gmp::per_s(bits, ebits, (&x, &e, &m), runs.min(3))?;
-            rows.push(Row {
-                bits,
-                ebits,
-                n,
-                gpu: gpu_row.map_err(|e| e.to_string()),
-                gmp_per_s,
-            });
+            for v in variants {
+                let gpu_row = measure(gpu, &kernel, &v.hints, runs, bits, ebits, n, (&x, &e, &m));
+                let row = Row {
+                    bits,
+                    ebits,
+                    n,
+                    variant: v.name.clone(),
+                    gpu: gpu_row.map_err(|e| e.to_string()),
+                    gmp_per_s,
+                };
+                eprintln!("    {}", line(&row));
+                rows.push(row);
+            }
         }
     }
-    Ok(rows)
+    Ok((copy, rows))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn measure(
     gpu: &GpuDevice,
     kernel: &Kernel,
+    hints: &Hints,
     runs: usize,
     bits: u64,
     ebits: u64,
@@ -114,7 +134,7 @@ fn measure(
     (x, e, m): (&[u64], &[u64], &[u64]),
 ) -> bigfuse::Result<Measured> {
     let t = std::time::Instant::now();
-    let program = kernel.prepare_with(gpu, &[bits, ebits], &Hints::default())?;
+    let program = kernel.prepare_with(gpu, &[bits, ebits], hints)?;
     eprintln!("    compiled in {:.1} s", t.elapsed().as_secs_f64());
     let inputs = [
         gpu.upload(x, "bases")?,
@@ -148,11 +168,11 @@ fn cell(v: Option<f64>) -> String {
     }
 }
 
-pub fn table(gpu: &str, runs: usize, rows: &[Row]) -> String {
+pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "GPU: {gpu}. x^e mod m, odd m with its top bit set, random x and e; operations per second = \
+        "GPU: {gpu}; same-run device-to-device copy {copy_gbs:.0} GB/s (read + written). x^e mod m, odd m with its top bit set, random x and e; operations per second = \
          instances / kernel time (median of {runs}); checked against num-bigint's modpow on sampled \
          instances. GMP: mpz_powm ({}) on all host cores. CGBN: its modexp with a 512-bit exponent, \
          best TPI, on an H200 (../shared/anchors).\n",
@@ -160,36 +180,41 @@ pub fn table(gpu: &str, runs: usize, rows: &[Row]) -> String {
     );
     let _ = writeln!(
         s,
-        "| modulus bits | exponent bits | instances | ops/s | GMP ops/s | / GMP | CGBN ops/s | / CGBN | kernel |"
+        "| modulus bits | exponent bits | variant | instances | ops/s | GMP ops/s | / GMP | CGBN ops/s | / CGBN | kernel |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
-        let anchor = if r.ebits == 512 { cgbn(r.bits) } else { None };
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => format!("{:.2}x", a / b),
-            _ => "-".into(),
-        };
-        let kernel = match &r.gpu {
-            Ok(m) => format!(
-                "{} regs, {} B local, {:.2} ms",
-                m.registers, m.local_bytes, m.ms
-            ),
-            Err(e) => format!("failed: {e}"),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {kernel} |",
-            r.bits,
-            r.ebits,
-            r.n,
-            cell(r.per_s()),
-            cell(r.gmp_per_s),
-            ratio(r.per_s(), r.gmp_per_s),
-            cell(anchor),
-            ratio(r.per_s(), anchor),
-        );
+        let _ = writeln!(s, "{}", line(r));
     }
     s
+}
+
+/// One row of the table.
+fn line(r: &Row) -> String {
+    let anchor = if r.ebits == 512 { cgbn(r.bits) } else { None };
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}x", a / b),
+        _ => "-".into(),
+    };
+    let kernel = match &r.gpu {
+        Ok(m) => format!(
+            "{} regs, {} B local, {:.2} ms",
+            m.registers, m.local_bytes, m.ms
+        ),
+        Err(e) => format!("failed: {e}"),
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {kernel} |",
+        r.bits,
+        r.ebits,
+        r.variant,
+        r.n,
+        cell(r.per_s()),
+        cell(r.gmp_per_s),
+        ratio(r.per_s(), r.gmp_per_s),
+        cell(anchor),
+        ratio(r.per_s(), anchor),
+    )
 }
 
 pub fn failures(rows: &[Row]) -> Vec<String> {
@@ -235,7 +260,21 @@ mod gmp {
         use rayon::prelude::*;
         use rug::Integer;
         let s = (bits / 64) as usize;
-        let count = (x.len() / s).min(1 << 12);
+        // About half a second of work: a first pass over 64 instances gives the rate.
+        let probe = std::time::Instant::now();
+        let k = (ebits / 64) as usize;
+        let first = 64.min(x.len() / s);
+        (0..first).into_par_iter().for_each(|i| {
+            let one = |v: &[u64], b: u64| crate::gmp::integers(b, v).remove(0);
+            let _ = one(&x[i * s..(i + 1) * s], bits)
+                .pow_mod_ref(
+                    &one(&e[i * k..(i + 1) * k], ebits),
+                    &one(&m[i * s..(i + 1) * s], bits),
+                )
+                .map(Integer::from);
+        });
+        let rate = first as f64 / probe.elapsed().as_secs_f64().max(1e-6);
+        let count = ((rate * 0.5) as usize).clamp(first, (x.len() / s).min(1 << 14));
         let xs = crate::gmp::integers(bits, &x[..count * s]);
         let es = crate::gmp::integers(ebits, &e[..count * (ebits / 64) as usize]);
         let ms = crate::gmp::integers(bits, &m[..count * s]);

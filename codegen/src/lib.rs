@@ -1,7 +1,7 @@
 //! bigfuse-codegen: the compiler passes, each a pure function of its input IR and a [`Target`].
 //!
 //! ```text
-//! specialize -> unroll (loops.rs) -> divide -> per_thread -> pow_mod -> scalarize -> lower_zp -> lower -> dead_code
+//! specialize -> unroll (loops.rs) -> divide -> per_thread -> scalarize -> lower_zp -> lower -> dead_code
 //!            -> unzip -> recognise -> merge_maps -> isel -> schedule -> place -> emit
 //! ```
 //! [`passes::PASSES`] lists them with their files; [`compile`] runs them in that order and records

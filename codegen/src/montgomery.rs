@@ -1,45 +1,42 @@
-//! Modular exponentiation modulo an odd big integer: `big.pow_mod x, e, m` becomes Montgomery
-//! arithmetic (Montgomery, 1985) on 64-bit limbs in one thread, in loops that stay loops.
+//! Modular exponentiation modulo an odd big integer: the plan of a `limb.pow_mod`, which
+//! `emit` writes as one device function per size (`emit/montgomery.rs`).
 //!
-//! The variant is CIOS (Koç, Acar and Kaliski, 1996): the product and the reduction interleaved
-//! limb by limb, one round per limb of the second factor, so only `-m^-1 mod 2^64` is needed and
-//! the code of a product is linear in the limbs (a rolled loop of `s` rounds of `2s`
-//! multiply-adds) where a product of whole big integers is quadratic: at 4096 bits the kernel
-//! stays small enough for NVRTC to compile in seconds. Written here on limbs rather than as
-//! big-integer products because those do not expose the interleaving.
+//! `big.pow_mod x, e, m` runs in one thread per instance: `per_thread` always takes a program
+//! that exponentiates, `scalarize` turns the operation into `limb.pow_mod` on the operands' limbs
+//! (inside a closure over array elements too), and emission calls the function planned here. The
+//! exponentiation is one heavy operation planned once, as products are: its steps are not IR,
+//! because their speed comes from what the IR cannot say (a table indexed at run time in local
+//! memory, 32-bit words multiplied into 64-bit accumulators, loops held rolled so that a 2048-bit
+//! power compiles in seconds). The host-compiled tests of `emit/montgomery.rs` check the
+//! generated C against num-bigint on the CPU.
 //!
-//! Per instance, with `n` the modulus' width (`s` limbs) and `k` the exponent's:
-//! 1. `-m^-1 mod 2^64` by Newton's iteration from `m` itself (correct to 3 bits for odd `m`, each
-//!    of five u64 steps doubling that);
-//! 2. `R^2 mod m` (`R = 2^n`) by `2n` modular doublings of 1 (a loop; no division needed);
-//! 3. `x R mod m` and `R mod m` by Montgomery products with `R^2`;
-//! 4. a loop over the exponent's bits from the top: square, multiply, keep the product where the
-//!    bit is set (a select: every instance runs the same steps whatever its exponent, and no
-//!    branch or memory access depends on the data; the CUDA compiler may still turn a select into
-//!    a branch, so this is not a constant-time guarantee);
-//! 5. a Montgomery product with 1 leaves the Montgomery form.
+//! The steps, for an `n`-bit modulus (`s = n / 32` words) and a `k`-bit exponent:
+//! 1. `-m^-1 mod 2^32` by Newton's iteration from `m` itself;
+//! 2. `R mod m` (`R = 2^n`): `m` shifted up until its top bit is set, `R` minus that, then halved
+//!    back down with a conditional subtraction per step (no step for a modulus of full width);
+//! 3. `R^2 mod m`, the Montgomery form of `2^n`: squarings and doublings over the bits of `n`;
+//! 4. a table of `x^j R mod m` for `j < 2^w` (`w` = [`PowModPlan::window`]);
+//! 5. fixed windows of `w` exponent bits from the top: `w` squarings, then a product by the table
+//!    entry the window picks (every window, also a zero one: the same steps for every exponent);
+//! 6. a product by 1 leaves the Montgomery form.
 //!
-//! An even or zero modulus has no Montgomery form: the result is all ones then (see
-//! [`Op::BigPowMod`]), chosen by a select at the end.
-//!
-//! The loops run in one thread per instance, so `per_thread` always takes a program that
-//! exponentiates; this pass runs after it, inside its map, and refuses `pow_mod` anywhere else.
+//! Every product is CIOS (Koç, Acar and Kaliski, 1996): one round per word of the second factor,
+//! which is read from local memory, so that the rounds stay a loop; the words of the first factor,
+//! the modulus and the accumulator stay in registers. An even or zero modulus has no Montgomery
+//! form: the result is all ones then (see [`bigfuse_core::Op::BigPowMod`]). The table lookup
+//! depends on the exponent, so this is not constant-time.
 
 use crate::error::{CgResult, CodegenError};
-use bigfuse_core::rewrite::{same_output, Rewritten};
-use bigfuse_core::{rewrite, BinOp, Builder, Func, Literal, Op, ShiftOp, Size, Type, ValueId};
+use bigfuse_core::{Func, Op};
 
 /// True when `f` (or a closure or loop inside it) exponentiates modulo a big integer.
 pub fn has_pow_mod(f: &Func) -> bool {
-    f.any_op(&|op| matches!(op, Op::BigPowMod(..)))
+    f.any_op(&|op| matches!(op, Op::BigPowMod(..) | Op::LimbPowMod(..)))
 }
 
-/// `func` with every `big.pow_mod` of its closures and loops expanded (a no-op without one). One
-/// at the top of a program means the program could not run one thread per instance.
-pub fn pow_mod(func: &Func) -> CgResult<Func> {
-    if !has_pow_mod(func) {
-        return Ok(func.clone());
-    }
+/// Refuses a `big.pow_mod` left among the program's own steps: one thread computes a power, so
+/// it belongs in a closure, or in a program that `per_thread` turned into one.
+pub fn check(func: &Func) -> CgResult<()> {
     if func.nodes.iter().any(|n| matches!(n.op, Op::BigPowMod(..))) {
         return Err(CodegenError::Unsupported(format!(
             "`{}`: `pow_mod` runs one thread per instance, in programs over whole big integers and \
@@ -48,359 +45,128 @@ pub fn pow_mod(func: &Func) -> CgResult<Func> {
             func.name
         )));
     }
-    expand(func)
+    Ok(())
 }
 
-fn expand(f: &Func) -> CgResult<Func> {
-    if !has_pow_mod(f) {
-        return Ok(f.clone());
+/// The widest window: its table holds 32 entries (8 KiB per thread at 2048 bits).
+pub const MAX_WINDOW: u32 = 5;
+
+/// How one `x^e mod m` is computed at these widths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PowModPlan {
+    /// The modulus' (and base's, and result's) width.
+    pub bits: u64,
+    /// The exponent's width.
+    pub exp_bits: u64,
+    /// Exponent bits per window.
+    pub window: u32,
+}
+
+impl PowModPlan {
+    /// The plan for a `bits`-bit modulus and an `exp_bits`-bit exponent (both multiples of 64).
+    pub fn new(bits: u64, exp_bits: u64) -> PowModPlan {
+        // The window that needs the fewest products: one per window plus the table's.
+        let window = (1..=MAX_WINDOW)
+            .min_by_key(|&w| exp_bits.div_ceil(w as u64) + (1u64 << w).saturating_sub(2))
+            .unwrap_or(1);
+        PowModPlan {
+            bits,
+            exp_bits,
+            window,
+        }
     }
-    rewrite(
-        f,
-        Builder::like(f),
-        Type::clone,
-        |b, m, _, node| {
-            Ok::<_, CodegenError>(match &node.op {
-                Op::BigPowMod(x, e, md) => {
-                    Rewritten::Value(power(b, m.get(*x), m.get(*e), m.get(*md))?)
+
+    /// 32-bit words of the modulus.
+    pub fn words(&self) -> usize {
+        (self.bits / 32) as usize
+    }
+
+    /// 32-bit words of the exponent.
+    pub fn exp_words(&self) -> usize {
+        (self.exp_bits / 32) as usize
+    }
+
+    /// Windows of the exponent, the top one possibly narrower.
+    pub fn windows(&self) -> u64 {
+        self.exp_bits.div_ceil(self.window as u64)
+    }
+
+    /// Montgomery products of one power: the squarings and doublings of `R^2`, the table, the
+    /// windows' squarings and products, and leaving the form.
+    pub fn products(&self) -> u64 {
+        let r2 = 64 - self.bits.leading_zeros() as u64;
+        let table = (1u64 << self.window) - 1;
+        let windows = self.windows() - 1;
+        r2 + table + windows * (self.window as u64 + 1) + 1
+    }
+
+    /// About the registers one thread needs: the first factor, the modulus and the accumulator
+    /// of a product, in 32-bit words, and some for indices and carries.
+    pub fn registers(&self) -> u32 {
+        3 * self.words() as u32 + 24
+    }
+
+    /// The device function's name.
+    pub fn function_name(&self) -> String {
+        format!("bf_pow_mod_{}_{}", self.bits, self.exp_bits)
+    }
+
+    /// One line for `explain`.
+    pub fn describe(&self) -> String {
+        format!(
+            "x^e mod m at {} bits with a {}-bit exponent: one thread per instance, Montgomery \
+             products (CIOS) on {} 32-bit words, fixed windows of {} bits over a table of {} \
+             powers in local memory, {} products in all; about {} registers",
+            self.bits,
+            self.exp_bits,
+            self.words(),
+            self.window,
+            1u64 << self.window,
+            self.products(),
+            self.registers()
+        )
+    }
+}
+
+/// The plans of every `limb.pow_mod` in `f` (closures and loops included), one per widths.
+pub fn plans(f: &Func) -> Vec<PowModPlan> {
+    let mut out = Vec::new();
+    collect(f, &mut out);
+    out
+}
+
+fn collect(f: &Func, out: &mut Vec<PowModPlan>) {
+    let limbs = |f: &Func, v| match f.ty(v) {
+        bigfuse_core::Type::Tuple(ls) => 64 * ls.len() as u64,
+        _ => 0,
+    };
+    for n in &f.nodes {
+        match &n.op {
+            Op::LimbPowMod(x, e, _) => {
+                let p = PowModPlan::new(limbs(f, *x), limbs(f, *e));
+                if !out.contains(&p) {
+                    out.push(p);
                 }
-                op if has_pow_mod_here(op) => {
-                    let mut op = op.clone();
-                    match &mut op {
-                        Op::Map { f, .. } | Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => {
-                            **f = expand(f)?
-                        }
-                        Op::Loop { body, .. } => **body = expand(body)?,
-                        _ => unreachable!("only closures and loops hold operations"),
-                    }
-                    Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
-                }
-                _ => Rewritten::Copy,
-            })
-        },
-        same_output,
-    )
-}
-
-/// True when a closure or loop body of `op` exponentiates.
-fn has_pow_mod_here(op: &Op) -> bool {
-    op.lambdas().iter().any(|l| has_pow_mod(l))
-        || matches!(op, Op::Loop { body, .. } if has_pow_mod(body))
-}
-
-fn bits(b: &Builder, v: ValueId) -> CgResult<u64> {
-    match b.ty(v) {
-        Type::Big(s) => s
-            .as_const()
-            .ok_or_else(|| CodegenError::Unsupported("pow_mod before specialization".into())),
-        other => Err(CodegenError::Unsupported(format!(
-            "pow_mod of a {other}: a U<..> was expected"
-        ))),
+            }
+            Op::Loop { body, .. } => collect(body, out),
+            op => op.lambdas().iter().for_each(|l| collect(l, out)),
+        }
     }
-}
-
-fn big(bits: u64) -> Type {
-    Type::Big(Size::lit(bits))
-}
-
-fn small(b: &mut Builder, bits: u64, v: u64) -> ValueId {
-    b.constant(Literal::Big(vec![v], Size::lit(bits)))
-}
-
-/// A big integer as its 64-bit limbs, least significant first (`scalarize` makes these
-/// extractions free).
-fn to_limbs(b: &mut Builder, v: ValueId, s: usize) -> CgResult<Vec<ValueId>> {
-    (0..s)
-        .map(|j| {
-            let w = if j == 0 {
-                v
-            } else {
-                let k = b.u32(64 * j as u32);
-                b.shift(ShiftOp::Shr, v, k)?
-            };
-            Ok(b.cast(w, Type::U64)?)
-        })
-        .collect()
-}
-
-/// The `U<64 s>` with these limbs.
-fn from_limbs(b: &mut Builder, limbs: &[ValueId]) -> CgResult<ValueId> {
-    let n = 64 * limbs.len() as u64;
-    let mut v = b.cast(limbs[0], big(n))?;
-    for (j, l) in limbs.iter().enumerate().skip(1) {
-        let w = b.cast(*l, big(n))?;
-        let k = b.u32(64 * j as u32);
-        let w = b.shift(ShiftOp::Shl, w, k)?;
-        v = b.or(v, w)?;
-    }
-    Ok(v)
-}
-
-/// The first values a loop carried out (a loop of one carried value gives it, not a tuple).
-fn fields(b: &mut Builder, out: ValueId, carried: usize) -> CgResult<Vec<ValueId>> {
-    if carried == 1 {
-        return Ok(vec![out]);
-    }
-    (0..carried)
-        .map(|j| Ok(b.extract(out, j as u32)?))
-        .collect()
-}
-
-/// `(high, low) = x * y + c + d`, which never overflows 128 bits.
-fn mul_add(
-    b: &mut Builder,
-    x: ValueId,
-    y: ValueId,
-    c: ValueId,
-    d: ValueId,
-) -> CgResult<(ValueId, ValueId)> {
-    let low = b.mul(x, y)?;
-    let high = b.binary(BinOp::MulHi, x, y)?;
-    let s1 = b.add(low, c)?;
-    let c1 = b.lt(s1, low)?;
-    let s2 = b.add(s1, d)?;
-    let c2 = b.lt(s2, s1)?;
-    let c1 = b.cast(c1, Type::U64)?;
-    let c2 = b.cast(c2, Type::U64)?;
-    let high = b.add(high, c1)?;
-    Ok((b.add(high, c2)?, s2))
-}
-
-/// `(carry, sum) = x + y` of two u64.
-fn add_carry(b: &mut Builder, x: ValueId, y: ValueId) -> CgResult<(ValueId, ValueId)> {
-    let s = b.add(x, y)?;
-    let c = b.lt(s, x)?;
-    Ok((b.cast(c, Type::U64)?, s))
-}
-
-/// The modulus as every Montgomery product reads it: its limbs and `-m^-1 mod 2^64`.
-#[derive(Clone)]
-struct Modulus {
-    m: Vec<ValueId>,
-    neg_inv: ValueId,
-}
-
-/// `a c / R mod m` (limbs) for `a, c < m` (or `a c < m R`): below `m`. CIOS (Koç, Acar and Kaliski,
-/// 1996): a loop of one round per limb of `c` that adds `a c_i` and one multiple of `m` that
-/// clears the low limb, then shifts by a limb; `c`'s limbs rotate through the round so that each
-/// round reads the same register. The code is linear in the limbs, the work quadratic.
-fn mont(b: &mut Builder, md: &Modulus, a: &[ValueId], c: &[ValueId]) -> CgResult<Vec<ValueId>> {
-    let s = a.len();
-    let mut body = Builder::loop_body(b);
-    let u64s = |body: &mut Builder, name: &str, k: usize| -> Vec<ValueId> {
-        (0..k)
-            .map(|j| body.param(&format!("{name}{j}"), Type::U64))
-            .collect()
-    };
-    let t = u64s(&mut body, "t", s + 1);
-    let cr = u64s(&mut body, "c", s);
-    let ba = u64s(&mut body, "a", s);
-    let bm = u64s(&mut body, "m", s);
-    let bn = body.param("neg_inv", Type::U64);
-    let zero = body.u64(0);
-    // t + a c_0, in s + 2 limbs.
-    let mut carry = zero;
-    let mut u = Vec::with_capacity(s + 2);
-    for j in 0..s {
-        let (h, l) = mul_add(&mut body, ba[j], cr[0], t[j], carry)?;
-        u.push(l);
-        carry = h;
-    }
-    let (top, l) = add_carry(&mut body, t[s], carry)?;
-    u.push(l);
-    u.push(top);
-    // + q m with q chosen so the low limb becomes zero, then one limb down.
-    let q = body.mul(u[0], bn)?;
-    let (mut carry, _) = mul_add(&mut body, q, bm[0], u[0], zero)?;
-    let mut next = Vec::with_capacity(2 * s + 1);
-    for j in 1..s {
-        let (h, l) = mul_add(&mut body, q, bm[j], u[j], carry)?;
-        next.push(l);
-        carry = h;
-    }
-    let (c2, l) = add_carry(&mut body, u[s], carry)?;
-    next.push(l);
-    next.push(body.add(u[s + 1], c2)?);
-    next.extend(cr[1..].iter().copied());
-    next.push(cr[0]);
-    let body = body.finish(&next)?;
-    let zero = b.u64(0);
-    let mut carried: Vec<ValueId> = vec![zero; s + 1];
-    carried.extend(c);
-    let mut captured: Vec<ValueId> = a.to_vec();
-    captured.extend(&md.m);
-    captured.push(md.neg_inv);
-    let out = b.repeat(Size::lit(s as u64), body, &carried, &captured)?;
-    let t = fields(b, out, 2 * s + 1)?;
-    // t < 2m: subtract m once where t >= m (t's top limb set, or no borrow).
-    let mut borrow = b.bool(false);
-    let mut diff = Vec::with_capacity(s);
-    for (&tj, &mj) in t.iter().zip(&md.m) {
-        let d = b.sub(tj, mj)?;
-        let b1 = b.lt(tj, mj)?;
-        let bw = b.cast(borrow, Type::U64)?;
-        let d2 = b.sub(d, bw)?;
-        let b2 = b.lt(d, bw)?;
-        borrow = b.or(b1, b2)?;
-        diff.push(d2);
-    }
-    let no_borrow = b.not(borrow)?;
-    let one = b.u64(1);
-    let top = b.eq(t[s], one)?;
-    let over = b.or(top, no_borrow)?;
-    (0..s).map(|j| Ok(b.select(over, diff[j], t[j])?)).collect()
-}
-
-/// `-m^-1 mod 2^64` for odd `m` (anything for even `m`, whose result is discarded): Newton's
-/// iteration from `m` itself, correct to 3 bits (m m = 1 mod 8), each step doubling that.
-fn neg_inverse(b: &mut Builder, m0: ValueId) -> CgResult<ValueId> {
-    let two = b.u64(2);
-    let mut inv = m0;
-    for _ in 0..5 {
-        let p = b.mul(m0, inv)?;
-        let d = b.sub(two, p)?;
-        inv = b.mul(inv, d)?;
-    }
-    let zero = b.u64(0);
-    Ok(b.sub(zero, inv)?)
-}
-
-/// `R^2 mod m = 2^(2n) mod m` by `2n` doublings modulo `m` of `1 mod m`.
-fn r_squared(b: &mut Builder, m: ValueId, n: u64) -> CgResult<ValueId> {
-    let (zero, one) = (small(b, n, 0), small(b, n, 1));
-    let is_one = b.eq(m, one)?;
-    let start = b.select(is_one, zero, one)?;
-    let mut body = Builder::loop_body(b);
-    let r = body.param("r", big(n));
-    let md = body.param("m", big(n));
-    let top_index = body.u32((n - 1) as u32);
-    let top = body.bit(r, top_index)?;
-    let by = body.u32(1);
-    let d = body.shift(ShiftOp::Shl, r, by)?;
-    let ge = body.ge(d, md)?;
-    let over = body.or(top, ge)?;
-    let less = body.sub(d, md)?;
-    let next = body.select(over, less, d)?;
-    let body = body.finish(&[next])?;
-    Ok(b.repeat(Size::lit(2 * n), body, &[start], &[m])?)
-}
-
-/// `x^e mod m` (see the module's steps).
-fn power(b: &mut Builder, x: ValueId, e: ValueId, m: ValueId) -> CgResult<ValueId> {
-    let (n, k) = (bits(b, x)?, bits(b, e)?);
-    let s = n.div_ceil(64) as usize;
-    let ml = to_limbs(b, m, s)?;
-    let md = Modulus {
-        neg_inv: neg_inverse(b, ml[0])?,
-        m: ml,
-    };
-    let r2 = r_squared(b, m, n)?;
-    let r2 = to_limbs(b, r2, s)?;
-    let xl = to_limbs(b, x, s)?;
-    let zero = b.u64(0);
-    let one = b.u64(1);
-    let mut unit = vec![zero; s];
-    unit[0] = one;
-    let xm = mont(b, &md, &xl, &r2)?;
-    let start = mont(b, &md, &unit, &r2)?;
-
-    // Square-and-multiply from the exponent's top bit: acc (limbs) carried; x R, e, m captured.
-    let mut body = Builder::loop_body(b);
-    let i = ValueId(0);
-    let u64s = |body: &mut Builder, name: &str| -> Vec<ValueId> {
-        (0..s)
-            .map(|j| body.param(&format!("{name}{j}"), Type::U64))
-            .collect()
-    };
-    let acc = u64s(&mut body, "acc");
-    let bx = u64s(&mut body, "xm");
-    let bm = u64s(&mut body, "m");
-    let bn = body.param("neg_inv", Type::U64);
-    let be = body.param("e", big(k));
-    let inner = Modulus { m: bm, neg_inv: bn };
-    let square = mont(&mut body, &inner, &acc, &acc)?;
-    let times = mont(&mut body, &inner, &square, &bx)?;
-    let top = body.u32((k - 1) as u32);
-    let index = body.sub(top, i)?;
-    let set = body.bit(be, index)?;
-    let next: Vec<ValueId> = (0..s)
-        .map(|j| Ok(body.select(set, times[j], square[j])?))
-        .collect::<CgResult<_>>()?;
-    let body = body.finish(&next)?;
-    let mut captured = xm.clone();
-    captured.extend(&md.m);
-    captured.push(md.neg_inv);
-    captured.push(e);
-    let acc = b.repeat(Size::lit(k), body, &start, &captured)?;
-    let acc = fields(b, acc, s)?;
-
-    let result = mont(b, &md, &acc, &unit)?;
-    let result = from_limbs(b, &result)?;
-    let zero = b.u32(0);
-    let odd = b.bit(m, zero)?;
-    let flag = b.constant(Literal::Big(vec![u64::MAX; s], Size::lit(n)));
-    Ok(b.select(odd, result, flag)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bigfuse_core::{eval, Value};
-    use num_bigint::BigUint;
-
-    /// A lambda `(x, e, m) -> x^e mod m` at these widths, expanded, against the evaluator's
-    /// `modpow`.
-    fn check(n: u64, k: u64, cases: &[(BigUint, BigUint, BigUint)]) {
-        let mut l = Builder::lambda();
-        let x = l.param("x", big(n));
-        let e = l.param("e", big(k));
-        let m = l.param("m", big(n));
-        let p = l.pow_mod(x, e, m).unwrap();
-        let f = l.finish(&[p]).unwrap();
-        let g = expand(&f).unwrap();
-        assert!(!has_pow_mod(&g));
-        bigfuse_core::validate(&g).unwrap();
-        for (x, e, m) in cases {
-            let args = [
-                Value::Big(x.clone()),
-                Value::Big(e.clone()),
-                Value::Big(m.clone()),
-            ];
-            let want = eval(&f, &args).unwrap();
-            assert_eq!(
-                eval(&g, &args).unwrap(),
-                want,
-                "{x}^{e} mod {m} at {n} bits"
-            );
-        }
-    }
 
     #[test]
-    fn powers_equal_modpow() {
-        let b = |v: u64| BigUint::from(v);
-        let all = |n: u64| (BigUint::from(1u8) << n) - 1u8;
-        for n in [64u64, 128, 192] {
-            let big_m = all(n) - b(4); // odd, near the top
-            let cases = vec![
-                (b(3), b(5), b(7)),
-                (b(0), b(0), b(7)),
-                (b(0), b(9), b(7)),
-                (b(5), b(0), b(3)),
-                (b(12345), b(1), b(1)),
-                (all(n), all(n), big_m.clone()),
-                (all(n), b(65537), all(n)),
-                (b(2), all(n), big_m.clone()),
-                (b(6), b(10), b(10)),
-                (b(6), b(10), b(0)),
-                (b(123456789), b(987654321), b(1_000_000_007)),
-            ];
-            check(n, n, &cases);
-        }
-        // A narrower exponent.
-        check(
-            128,
-            64,
-            &[(b(3), b(u64::MAX), (BigUint::from(1u8) << 127) + 1u8)],
-        );
+    fn windows_minimise_the_products() {
+        assert_eq!(PowModPlan::new(1024, 64).window, 3);
+        assert_eq!(PowModPlan::new(1024, 256).window, 4);
+        assert_eq!(PowModPlan::new(1024, 512).window, 5);
+        assert_eq!(PowModPlan::new(4096, 4096).window, MAX_WINDOW);
+        // CGBN's shape: 512 squarings, 102 window products, 31 for the table, R^2's 11, one more.
+        let p = PowModPlan::new(1024, 512);
+        assert_eq!(p.windows(), 103);
+        assert_eq!(p.products(), 11 + 31 + 102 * 6 + 1);
     }
 }

@@ -36,11 +36,6 @@ pub const PASSES: &[Pass] = &[
         what: "a program of small whole values becomes one map over one-element arrays: one thread per instance",
     },
     Pass {
-        name: "pow_mod",
-        file: "codegen/src/montgomery.rs",
-        what: "x^e mod m becomes Montgomery arithmetic on limbs (CIOS) in loops: R^2 mod m by doublings, square-and-multiply over the exponent's bits",
-    },
-    Pass {
         name: "scalarize",
         file: "codegen/src/scalarize.rs",
         what: "arrays of big integers and tuples become per-element values",

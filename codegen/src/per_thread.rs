@@ -54,8 +54,8 @@ pub fn widest(func: &Func) -> u64 {
 /// [`MAX_BITS`], values of at most twice that). Additions and bit operations alone keep the
 /// parallel lowering, whose accesses to memory are coalesced. `wanted` (a hint) overrides the rule
 /// where the program is eligible. A program that kept a loop ([`crate::loops`]) or exponentiates
-/// modulo a big integer ([`crate::montgomery`], whose loops these are too) runs so always: no
-/// other lowering compiles loops.
+/// modulo a big integer (one thread computes a power: [`crate::montgomery`]) runs so always: no
+/// other lowering compiles those.
 pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
     if crate::loops::has_loop(after) || crate::montgomery::has_pow_mod(after) {
         return eligible(after);

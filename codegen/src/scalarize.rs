@@ -199,6 +199,8 @@ fn lambda(f: &Func) -> CgResult<Func> {
                     b.tuple(&limbs)?
                 }
                 Op::Cast(a) => b.cast(m(*a), node.ty.clone())?,
+                // One device function per widths (crate::montgomery), on the operands' limbs.
+                Op::BigPowMod(x, e, md) => b.push(Op::LimbPowMod(m(*x), m(*e), m(*md)))?,
                 // A loop that stayed a loop (one thread per instance): its body computes on limbs too.
                 Op::Loop { count, body, args } => b.push(Op::Loop {
                     count: *count,

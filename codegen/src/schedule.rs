@@ -199,6 +199,10 @@ pub const PREFERRED_Q: u32 = 2;
 /// Threads per block when several instances share one.
 pub const PREFERRED_BLOCK: u32 = 256;
 
+/// Threads per block of a program that exponentiates modulo a big integer (see
+/// [`crate::montgomery`]).
+pub const POW_MOD_BLOCK: u32 = 128;
+
 /// Limbs per thread for a program whose arrays have `len` elements and which has `steps`
 /// cross-thread steps (carry scans, reductions). Each step costs a barrier once an instance spans
 /// several warps, so programs with many steps trade threads for fewer warps per instance: 6-Add
@@ -359,6 +363,8 @@ pub fn schedule(
             "NTT product(s): {nt} threads per instance give 16 transform elements each"
         ));
     }
+    let pow_mod = crate::montgomery::plans(func);
+    decisions.extend(pow_mod.iter().map(|p| p.describe()));
     let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;
     let regs_at = |t: u32| {
         register_estimate(
@@ -374,7 +380,8 @@ pub fn schedule(
         )),
     }
     // More threads per instance lower the registers each thread needs.
-    while regs_at(t) > target.max_regs_per_thread && t < max_t {
+    // (Not for arrays of one element, one thread per instance: more threads would idle.)
+    while regs_at(t) > target.max_regs_per_thread && t < max_t && (t as u64) < max_len {
         t *= 2;
         decisions.push(format!(
             "T doubled to {t}: too many registers at Q={}",
@@ -417,13 +424,22 @@ pub fn schedule(
             decisions.push(format!("block of {b} threads requested"));
             b
         }
+        // A power modulo a big integer takes many registers per thread: smaller blocks let the
+        // SM hold as many of them as its registers allow, not whole 256-thread blocks only.
+        None if !pow_mod.is_empty() => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
         None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
     };
     let ipb = block / t;
     // At least 16 warps per SM keep shared-memory and carry latencies hidden; the cap this puts on
     // registers (128 with 256-thread blocks) only binds programs that would otherwise crowd out
     // other blocks (Poly, NTT products).
-    let min_blocks = hints.min_blocks.unwrap_or((512 / block).max(1)).max(1);
+    // A power modulo a big integer needs its registers (the plan's estimate) more than company.
+    let default_min_blocks = if pow_mod.is_empty() {
+        (512 / block).max(1)
+    } else {
+        1
+    };
+    let min_blocks = hints.min_blocks.unwrap_or(default_min_blocks).max(1);
     let mut sched = Schedule {
         threads_per_instance: t,
         instances_per_block: ipb,

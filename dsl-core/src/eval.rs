@@ -363,6 +363,28 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 big(v(*x))?.modpow(big(v(*e))?, m)
             })
         }
+        Op::LimbPowMod(x, e, m) => {
+            let limbs = |x: &Value| -> IrResult<(BigUint, usize)> {
+                let Value::Tuple(ls) = x else {
+                    return fail("limb.pow_mod expects tuples of limbs");
+                };
+                let words = ls.iter().map(scalar_int).collect::<IrResult<Vec<u64>>>()?;
+                let digits: Vec<u32> = words
+                    .iter()
+                    .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+                    .collect();
+                Ok((BigUint::from_slice(&digits), ls.len()))
+            };
+            let (m, n) = limbs(v(*m))?;
+            let r = if !m.bit(0) {
+                (BigUint::one() << (64 * n)) - 1u8
+            } else {
+                limbs(v(*x))?.0.modpow(&limbs(v(*e))?.0, &m)
+            };
+            let mut words = r.to_u64_digits();
+            words.resize(n, 0);
+            Value::Tuple(words.into_iter().map(Value::U64).collect())
+        }
         Op::BigRem(a, b) => {
             let bits = bits_of(ty)?;
             let d = big(v(*b))?;

@@ -297,6 +297,11 @@ pub enum Op {
     /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance.
     /// A base at or above `m` is reduced; `x^0` is `1 mod m`.
     BigPowMod(ValueId, ValueId, ValueId),
+    /// [`Op::BigPowMod`] once its operands are limbs: base, exponent and modulus are tuples of
+    /// little-endian u64 limbs (base and modulus of one length), and so is the result. `scalarize`
+    /// makes it from a `big.pow_mod` that one thread computes; emission writes it as one device
+    /// function (codegen's `montgomery` plans it).
+    LimbPowMod(ValueId, ValueId, ValueId),
 
     /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
     BigUnary(UnOp, ValueId),
@@ -392,7 +397,9 @@ impl Op {
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
-            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) => vec![*c, *a, *b],
+            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) | Op::LimbPowMod(c, a, b) => {
+                vec![*c, *a, *b]
+            }
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
             Op::Map { args, .. } | Op::Loop { args, .. } => args.clone(),
             Op::Scan { input, flags, .. } => {
@@ -434,7 +441,7 @@ impl Op {
                 *a = f(*a);
                 *b = f(*b);
             }
-            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) => {
+            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) | Op::LimbPowMod(c, a, b) => {
                 *c = f(*c);
                 *a = f(*a);
                 *b = f(*b);
@@ -499,6 +506,7 @@ impl Op {
                 | Op::BigRem(..)
                 | Op::BigIsqrt(..)
                 | Op::BigPowMod(..)
+                | Op::LimbPowMod(..)
                 | Op::BigCmp(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)

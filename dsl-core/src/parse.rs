@@ -822,6 +822,11 @@ fn operation(
             c.expect(",", "before the modulus of `big.pow_mod`")?;
             Op::BigPowMod(x, e, v(c)?)
         }
+        "limb.pow_mod" => {
+            let (x, e) = two(c, scope, m)?;
+            c.expect(",", "before the modulus of `limb.pow_mod`")?;
+            Op::LimbPowMod(x, e, v(c)?)
+        }
         "select" => {
             let (cond, a) = two(c, scope, m)?;
             c.expect(",", "between the operands of `select`")?;

@@ -99,6 +99,7 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::BigRem(a, b) => format!("big.rem {a}, {b}"),
         Op::BigIsqrt(a) => format!("big.isqrt {a}"),
         Op::BigPowMod(x, e, m) => format!("big.pow_mod {x}, {e}, {m}"),
+        Op::LimbPowMod(x, e, m) => format!("limb.pow_mod {x}, {e}, {m}"),
         Op::BigUnary(u, a) => format!("big.{} {a}", u.mnemonic()),
         Op::BigBitwise(o, a, b) => format!("big.{} {a}, {b}", o.mnemonic()),
         Op::BigShift(o, a, k) => format!("big.{} {a}, {k}", o.mnemonic()),

@@ -101,6 +101,28 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
+        Op::LimbPowMod(x, e, m) => {
+            let limbs = |t: &Type| match t {
+                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
+                    Some(ls.len())
+                }
+                _ => None,
+            };
+            match (limbs(ty(*x)), limbs(ty(*e)), limbs(ty(*m))) {
+                (Some(nx), Some(_), Some(nm)) if nx == nm => ty(*x).clone(),
+                _ => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "limb.pow_mod needs a base and a modulus of one number of u64 limbs and an exponent of u64 limbs, not {}, {} and {}",
+                            show(ty(*x)),
+                            show(ty(*e)),
+                            show(ty(*m))
+                        ),
+                    ))
+                }
+            }
+        }
         Op::BigIsqrt(a) => match ty(*a) {
             t @ Type::Big(_) => t.clone(),
             other => {

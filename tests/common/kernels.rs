@@ -83,3 +83,9 @@ pub fn pow_bits(x: U<BITS>, e: U<BITS>) -> U<BITS> {
     }
     acc
 }
+
+/// A power modulo an odd per-instance modulus (codegen/src/montgomery.rs).
+#[bigfuse::kernel]
+pub fn pow_mod(x: U<BITS>, e: U<BITS>, m: U<BITS>) -> U<BITS> {
+    x.pow_mod(e, m)
+}

@@ -13,11 +13,13 @@
 //! - `scan`: scans and reductions over an instance: thread, lanes, then warps;
 //! - `carry`: carries between threads, resolved with ballots;
 //! - `add`: additions and subtractions as PTX carry chains;
-//! - `mul`, `ntt`, `polymul`: products.
+//! - `mul`, `ntt`, `polymul`: products;
+//! - `montgomery`: modular exponentiation, one device function per widths.
 
 mod add;
 mod carry;
 mod memory;
+mod montgomery;
 mod mul;
 mod ntt;
 mod polymul;
@@ -235,6 +237,7 @@ impl<'a> Emitter<'a> {
             | Op::BigRem(..)
             | Op::BigIsqrt(..)
             | Op::BigPowMod(..)
+            | Op::LimbPowMod(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)
@@ -243,7 +246,9 @@ impl<'a> Emitter<'a> {
             | Op::ZpPow(..)
             | Op::ZpInv(..) => {
                 return Err(CodegenError::Unsupported(
-                    "big-integer and modular operations and loops must be lowered first".into(),
+                    "big-integer and modular operations and loops must be lowered first (a power modulo \
+                     a big integer is computed inside a closure, one thread per instance)"
+                        .into(),
                 ))
             }
         };

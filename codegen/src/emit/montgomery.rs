@@ -1,0 +1,620 @@
+//! `limb.pow_mod` as C: one device function per widths, planned by [`crate::montgomery`] (whose
+//! documentation gives the steps), and the call that one thread makes of it.
+//!
+//! The text is plain C over `u32`/`u64` (no PTX), so the tests below compile it for the host and
+//! check it against num-bigint without a GPU. Word products are 32x32->64 multiply-adds into a
+//! `u64`, which the CUDA compiler turns into wide multiply-adds and which cannot overflow:
+//! `(2^32-1)^2 + 2 (2^32-1) = 2^64 - 1`.
+
+use super::Emitter;
+use crate::montgomery::PowModPlan;
+use bigfuse_core::Type;
+use std::fmt::Write;
+
+/// One instruction of a carry chain: PTX's `mad{c}.{lo,hi}{.cc}.u32 d, a, b, c` (`d = half(a b) +
+/// c [+ CF]`) or `add{c}{.cc}.u32 d, a, b` (`d = a + b [+ CF]`). Operands are C expressions: the
+/// chain's accumulators (read and written), other values (read) or `0`.
+struct Step {
+    op: &'static str,
+    d: String,
+    srcs: Vec<String>,
+}
+
+fn step(op: &'static str, d: impl Into<String>, srcs: &[String]) -> Step {
+    Step {
+        op,
+        d: d.into(),
+        srcs: srcs.to_vec(),
+    }
+}
+
+/// A carry chain as one `asm` statement for the GPU (the carry flag lives only inside one), and
+/// the same steps as C with the flag in a variable for the host, under `#ifdef __CUDA_ARCH__`:
+/// the host-compiled tests run the very steps the GPU does.
+fn chain(steps: &[Step]) -> (String, String) {
+    // Accumulators are the destinations ("+r"); every other named source is an input ("r").
+    let mut outs: Vec<&str> = Vec::new();
+    for s in steps {
+        if !outs.contains(&s.d.as_str()) {
+            outs.push(&s.d);
+        }
+    }
+    let mut ins: Vec<&str> = Vec::new();
+    for s in steps {
+        for x in &s.srcs {
+            if x != "0" && !outs.contains(&x.as_str()) && !ins.contains(&x.as_str()) {
+                ins.push(x);
+            }
+        }
+    }
+    let operand = |x: &str| -> String {
+        if x == "0" {
+            return "0".into();
+        }
+        match outs.iter().position(|o| *o == x) {
+            Some(k) => format!("%{k}"),
+            None => format!(
+                "%{}",
+                outs.len() + ins.iter().position(|i| *i == x).unwrap()
+            ),
+        }
+    };
+    let text: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let args: Vec<String> = std::iter::once(operand(&s.d))
+                .chain(s.srcs.iter().map(|x| operand(x)))
+                .collect();
+            format!("{}.u32 {};", s.op, args.join(", "))
+        })
+        .collect();
+    let device = format!(
+        "asm(\"{}\" : {} : {});",
+        text.join(" "),
+        outs.iter()
+            .map(|o| format!("\"+r\"({o})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ins.iter()
+            .map(|i| format!("\"r\"({i})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut host = String::from("{ u64 cf = 0; ");
+    for s in steps {
+        let (a, b) = (&s.srcs[0], &s.srcs[1]);
+        let carry_in = if s.op.starts_with("madc") || s.op.starts_with("addc") {
+            " + cf"
+        } else {
+            ""
+        };
+        let first = if s.op.contains(".lo") {
+            format!("(u64)(u32)({a} * {b})")
+        } else if s.op.contains(".hi") {
+            format!("(((u64){a} * (u64){b}) >> 32)")
+        } else {
+            format!("(u64){a}")
+        };
+        let second = if s.op.starts_with("mad") {
+            format!("(u64){}", s.srcs[2])
+        } else {
+            format!("(u64){b}")
+        };
+        host.push_str(&format!(
+            "{{ const u64 x = {first} + {second}{carry_in}; {} = (u32)x;{} }} ",
+            s.d,
+            if s.op.ends_with(".cc") {
+                " cf = x >> 32;"
+            } else {
+                ""
+            }
+        ));
+    }
+    host.push('}');
+    (device, host)
+}
+
+/// The steps of one CIOS round on `t[0..s+2]` (`t[s+1]` zero on entry): `t += a b_i` as a chain of
+/// low halves and one of high halves, then `t = (t + q m) / 2^32` with the shift folded into the
+/// destinations (each step writes the word below the one it reads, which an earlier step of
+/// the same chain has already read).
+fn round_chains(s: usize) -> [Vec<Step>; 4] {
+    let t = |j: usize| format!("t[{j}]");
+    let a = |j: usize| format!("a[{j}]");
+    let m = |j: usize| format!("m[{j}]");
+    let (bi, q) = ("bi".to_string(), "q".to_string());
+    let zero = "0".to_string();
+    let mut a_lo = Vec::new();
+    let mut a_hi = Vec::new();
+    let mut b_lo = Vec::new();
+    let mut b_hi = Vec::new();
+    for j in 0..s {
+        let c = if j == 0 { "" } else { "c" };
+        a_lo.push(step(
+            if j == 0 { "mad.lo.cc" } else { "madc.lo.cc" },
+            t(j),
+            &[a(j), bi.clone(), t(j)],
+        ));
+        a_hi.push(step(
+            if j == 0 { "mad.hi.cc" } else { "madc.hi.cc" },
+            t(j + 1),
+            &[a(j), bi.clone(), t(j + 1)],
+        ));
+        // The low word of t + q m is zero: the first step keeps only its carry (in t[0], which
+        // the next step overwrites).
+        let d = if j == 0 { t(0) } else { t(j - 1) };
+        b_lo.push(step(
+            if j == 0 { "mad.lo.cc" } else { "madc.lo.cc" },
+            d,
+            &[q.clone(), m(j), t(j)],
+        ));
+        b_hi.push(step(
+            if j == 0 { "mad.hi.cc" } else { "madc.hi.cc" },
+            t(j),
+            &[q.clone(), m(j), t(j)],
+        ));
+        let _ = c;
+    }
+    a_lo.push(step("addc.cc", t(s), &[t(s), zero.clone()]));
+    a_lo.push(step("addc", t(s + 1), &[zero.clone(), zero.clone()]));
+    a_hi.push(step("addc", t(s + 1), &[t(s + 1), zero.clone()]));
+    b_lo.push(step("addc.cc", t(s - 1), &[t(s), zero.clone()]));
+    b_lo.push(step("addc", t(s), &[t(s + 1), zero.clone()]));
+    b_hi.push(step("addc", t(s), &[t(s), zero]));
+    [a_lo, a_hi, b_lo, b_hi]
+}
+
+/// The Montgomery product `r = a b / 2^(32 s) mod m` of `s`-word numbers, for odd `m` and
+/// `a b < m 2^(32 s)`, below `m`. `b` is read one word a round at run-time indices (local memory);
+/// `a`, `m` and the accumulator are indexed by constants only, so they stay in registers.
+fn mont_function(s: usize) -> (String, String) {
+    let name = format!("bf_mont_{s}");
+    let [a_lo, a_hi, b_lo, b_hi] = round_chains(s);
+    let (d_alo, h_alo) = chain(&a_lo);
+    let (d_ahi, h_ahi) = chain(&a_hi);
+    let (d_blo, h_blo) = chain(&b_lo);
+    let (d_bhi, h_bhi) = chain(&b_hi);
+    let text = format!(
+        r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of
+// b, each four carry chains of multiply-adds (low and high halves of t += a b_i, then of
+// t += q m with the shift by a word folded in). r may be a.
+static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b, const u32* m, const u32 minv) {{
+  u32 t[{s2}];
+  #pragma unroll
+  for (int j = 0; j < {s2}; ++j) t[j] = 0u;
+  #pragma unroll 1
+  for (int i = 0; i < {s}; ++i) {{
+    const u32 bi = b[i];
+#ifdef __CUDA_ARCH__
+    {d_alo}
+    {d_ahi}
+    const u32 q = t[0] * minv;
+    {d_blo}
+    {d_bhi}
+#else
+    {h_alo}
+    {h_ahi}
+    const u32 q = t[0] * minv;
+    {h_blo}
+    {h_bhi}
+#endif
+  }}
+  // t < 2m (t[{s}] is 0 or 1): subtract m unless t < m (the borrow of t - m), without holding both.
+  u32 borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) borrow = (u32)(((u64)t[j] - (u64)m[j] - (u64)borrow) >> 63);
+  const u32 mask = (t[{s}] != 0u || borrow == 0u) ? ~0u : 0u;
+  borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = (u64)t[j] - (u64)(m[j] & mask) - (u64)borrow;
+    r[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+}}
+"#,
+        bits = 32 * s,
+        s2 = s + 2,
+    );
+    (name, text)
+}
+
+/// `r = r + r mod m` for `r < m` (a doubling of a Montgomery form).
+fn double_function(s: usize) -> (String, String) {
+    let name = format!("bf_mod_double_{s}");
+    let text = format!(
+        r#"// r = 2 r mod m for r < m ({s} 32-bit words).
+static __device__ __forceinline__ void {name}(u32* r, const u32* m) {{
+  u32 d[{s}];
+  const u32 out = r[{last}] >> 31;
+  #pragma unroll
+  for (int j = {last}; j > 0; --j) r[j] = (r[j] << 1) | (r[j - 1] >> 31);
+  r[0] <<= 1;
+  u32 borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = (u64)r[j] - (u64)m[j] - (u64)borrow;
+    d[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+  const bool over = out != 0u || borrow == 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) r[j] = over ? d[j] : r[j];
+}}
+"#,
+        last = s - 1,
+    );
+    (name, text)
+}
+
+/// The device functions of `plan`, callees first: `(name, text)` pairs. The last is
+/// `plan.function_name()(u64* out, const u64* x, const u64* e, const u64* m)` on 64-bit limbs.
+pub(crate) fn pow_mod_functions(plan: &PowModPlan) -> Vec<(String, String)> {
+    let s = plan.words();
+    let e = plan.exp_words();
+    let w = plan.window;
+    let n = plan.bits;
+    let k = plan.exp_bits;
+    let last = s - 1;
+    let top_bit = 63 - n.leading_zeros();
+    let windows = plan.windows();
+    let name = plan.function_name();
+    let mont = format!("bf_mont_{s}");
+    let double = format!("bf_mod_double_{s}");
+    let mut t = String::new();
+    let _ = write!(
+        t,
+        r#"// x^e mod m for a {n}-bit m and a {k}-bit e (64-bit limbs, least significant first): Montgomery
+// arithmetic on {s} 32-bit words, fixed windows of {w} bits over a table of x^j R mod m (R = 2^{n})
+// in local memory. The window picks the entry at run time: not constant-time. An even or zero m
+// gives all ones, which no residue equals.
+static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u64* e64, const u64* m64) {{
+  u32 m[{s}], a[{s}], acc[{s}];
+  u32 tab[{entries}][{s}];
+  u32 sq[{s}];
+  u32 ew[{ew}];
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) {{
+    m[2 * j] = (u32)m64[j];
+    m[2 * j + 1] = (u32)(m64[j] >> 32);
+    a[2 * j] = (u32)x64[j];
+    a[2 * j + 1] = (u32)(x64[j] >> 32);
+  }}
+  #pragma unroll
+  for (int j = 0; j < {ehalf}; ++j) {{
+    ew[2 * j] = (u32)e64[j];
+    ew[2 * j + 1] = (u32)(e64[j] >> 32);
+  }}
+  ew[{e}] = 0u;
+  // -m^-1 mod 2^32: Newton's iteration from m (m m = 1 mod 8 for odd m), each step doubling the
+  // bits that are right.
+  u32 inv = m[0];
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) inv *= 2u - m[0] * inv;
+  const u32 minv = 0u - inv;
+  // R mod m: m shifted up until its top bit is set (ms), R - ms < ms, then ms halved back down
+  // with a conditional subtraction per step.
+  u32 ms[{s}];
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) ms[j] = m[j];
+  int z = 0;
+  #pragma unroll 1
+  while (z < {n} && (ms[{last}] >> 31) == 0u) {{
+    #pragma unroll
+    for (int j = {last}; j > 0; --j) ms[j] = (ms[j] << 1) | (ms[j - 1] >> 31);
+    ms[0] <<= 1;
+    ++z;
+  }}
+  u32 borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = 0ull - (u64)ms[j] - (u64)borrow;
+    acc[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+  #pragma unroll 1
+  for (int step = 0; step <= z; ++step) {{
+    if (step > 0) {{
+      #pragma unroll
+      for (int j = 0; j < {last}; ++j) ms[j] = (ms[j] >> 1) | (ms[j + 1] << 31);
+      ms[{last}] >>= 1;
+    }}
+    u32 d[{s}];
+    borrow = 0u;
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) {{
+      const u64 x = (u64)acc[j] - (u64)ms[j] - (u64)borrow;
+      d[j] = (u32)x;
+      borrow = (u32)(x >> 63);
+    }}
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) acc[j] = borrow ? acc[j] : d[j];
+  }}
+  // tab[0] = R mod m, the Montgomery form of 1.
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) tab[0][j] = acc[j];
+  // R^2 mod m, the form of 2^{n}: from the form of 1, a squaring per bit of {n} from the top and a
+  // doubling where the bit is set.
+  #pragma unroll 1
+  for (int bit = {top_bit}; bit >= 0; --bit) {{
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) sq[j] = acc[j];
+    {mont}(acc, acc, sq, m, minv);
+    if (({n}u >> bit) & 1u) {double}(acc, m);
+  }}
+  // tab[j] = x^j R mod m: x R = x R^2 / R (x < R and R^2 mod m < m keep x R^2 < m R).
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) sq[j] = acc[j];
+  {mont}(a, a, sq, m, minv);
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) tab[1][j] = a[j];
+  #pragma unroll 1
+  for (int i = 2; i < {entries}; ++i) {{
+    {mont}(a, a, tab[1], m, minv);
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) tab[i][j] = a[j];
+  }}
+  // The top window picks the start, each other one {w} squarings and a product.
+  #pragma unroll 1
+  for (int i = {top_window}; i >= 0; --i) {{
+    const int pos = i * {w};
+    const u64 two = ((u64)ew[(pos >> 5) + 1] << 32) | (u64)ew[pos >> 5];
+    const u32 win = (u32)(two >> (pos & 31)) & {mask}u;
+    if (i == {top_window}) {{
+      #pragma unroll
+      for (int j = 0; j < {s}; ++j) acc[j] = tab[win][j];
+    }} else {{
+      #pragma unroll 1
+      for (int r = 0; r < {w}; ++r) {{
+        #pragma unroll
+        for (int j = 0; j < {s}; ++j) sq[j] = acc[j];
+        {mont}(acc, acc, sq, m, minv);
+      }}
+      {mont}(acc, acc, tab[win], m, minv);
+    }}
+  }}
+  // Out of the Montgomery form: a product by 1.
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) sq[j] = j == 0 ? 1u : 0u;
+  {mont}(acc, acc, sq, m, minv);
+  const bool odd = (m[0] & 1u) != 0u;
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j)
+    out[j] = odd ? (((u64)acc[2 * j + 1] << 32) | (u64)acc[2 * j]) : ~0ull;
+}}
+"#,
+        entries = 1u64 << w,
+        ew = e + 1,
+        half = s / 2,
+        ehalf = e / 2,
+        top_window = windows - 1,
+        mask = (1u32 << w) - 1,
+    );
+    vec![mont_function(s), double_function(s), (name, t)]
+}
+
+impl Emitter<'_> {
+    /// `dest` (the result's limbs) = `x^e mod m` from the limbs of the operands, through the
+    /// device function of its widths.
+    pub(super) fn pow_mod_call(&mut self, x: &[String], e: &[String], m: &[String]) -> Vec<String> {
+        let plan = PowModPlan::new(64 * x.len() as u64, 64 * e.len() as u64);
+        for (name, text) in pow_mod_functions(&plan) {
+            self.device_function(&name, |em| em.out.push_str(&text));
+        }
+        let r = self.temp();
+        self.line(format!("u64 {r}[{}];", x.len()));
+        self.open("{");
+        for (name, leaves) in [("px", x), ("pe", e), ("pm", m)] {
+            self.line(format!(
+                "const u64 {name}[{}] = {{{}}};",
+                leaves.len(),
+                leaves.join(", ")
+            ));
+        }
+        self.line(format!("{}({r}, px, pe, pm);", plan.function_name()));
+        self.close("}");
+        let types = vec![Type::U64; x.len()];
+        let exprs = (0..x.len()).map(|k| format!("{r}[{k}]")).collect();
+        self.bind(&types, exprs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_bigint::BigUint;
+    use std::process::Command;
+
+    /// A host program around the functions of `plan`: reads instances (x, e, m limbs in decimal)
+    /// from stdin, writes each result's limbs.
+    fn host_program(plan: &PowModPlan) -> String {
+        let mut src = String::from(
+            "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
+             typedef unsigned int u32;\ntypedef unsigned long long u64;\n",
+        );
+        for (_, text) in pow_mod_functions(plan) {
+            src.push_str(&text);
+        }
+        let (s, e) = (plan.bits / 64, plan.exp_bits / 64);
+        let _ = write!(
+            src,
+            r#"int main() {{
+  u64 x[{s}], e[{e}], m[{s}], r[{s}];
+  for (;;) {{
+    for (int j = 0; j < {s}; ++j) if (scanf("%llu", &x[j]) != 1) return 0;
+    for (int j = 0; j < {e}; ++j) scanf("%llu", &e[j]);
+    for (int j = 0; j < {s}; ++j) scanf("%llu", &m[j]);
+    {name}(r, x, e, m);
+    for (int j = 0; j < {s}; ++j) printf("%llu ", r[j]);
+    printf("\n");
+  }}
+}}
+"#,
+            name = plan.function_name()
+        );
+        src
+    }
+
+    fn limbs(v: &BigUint, n: u64) -> Vec<u64> {
+        let mut l = v.to_u64_digits();
+        l.resize((n / 64) as usize, 0);
+        l
+    }
+
+    /// Compiles the host program of `plan` with the system's C++ compiler and checks every
+    /// instance against num-bigint's `modpow` (all ones for an even modulus).
+    fn check(plan: &PowModPlan, cases: &[(BigUint, BigUint, BigUint)]) {
+        let dir = std::env::temp_dir().join(format!(
+            "bigfuse-powmod-{}-{}-{}-{}",
+            plan.bits,
+            plan.exp_bits,
+            plan.window,
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("p.cpp");
+        let exe = dir.join("p");
+        std::fs::write(&src, host_program(plan)).unwrap();
+        let cc = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let built = Command::new(&cc)
+            .args(["-O1", "-w", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("the host C++ compiler `{cc}` (set CXX to another) did not run: {e}")
+            });
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let mut input = String::new();
+        for (x, e, m) in cases {
+            for v in limbs(x, plan.bits)
+                .into_iter()
+                .chain(limbs(e, plan.exp_bits))
+                .chain(limbs(m, plan.bits))
+            {
+                let _ = write!(input, "{v} ");
+            }
+            input.push('\n');
+        }
+        let mut child = Command::new(&exe)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), cases.len(), "{text}");
+        let all = (BigUint::from(1u8) << plan.bits) - 1u8;
+        for ((x, e, m), line) in cases.iter().zip(lines) {
+            let words: Vec<u32> = line
+                .split_whitespace()
+                .flat_map(|w| {
+                    let v: u64 = w.parse().unwrap();
+                    [v as u32, (v >> 32) as u32]
+                })
+                .collect();
+            let got = BigUint::from_slice(&words);
+            let want = if m.bit(0) {
+                x.modpow(e, m)
+            } else {
+                all.clone()
+            };
+            assert_eq!(
+                got, want,
+                "{x}^{e} mod {m} at {} bits, {}-bit exponent",
+                plan.bits, plan.exp_bits
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn cases(bits: u64, exp_bits: u64, seed: u64) -> Vec<(BigUint, BigUint, BigUint)> {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut word = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut big = |b: u64| {
+            let words: Vec<u64> = (0..b / 64).map(|_| word()).collect();
+            let digits: Vec<u32> = words
+                .iter()
+                .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+                .collect();
+            BigUint::from_slice(&digits)
+        };
+        let one = BigUint::from(1u8);
+        let all = |b: u64| (BigUint::from(1u8) << b) - 1u8;
+        let mut out = Vec::new();
+        for i in 0..12u64 {
+            // Full-width moduli, then shorter ones (the normalisation of R mod m).
+            let mbits = if i < 6 { bits } else { 1 + (i * 53) % bits };
+            let m = (big(bits) % (&one << mbits)) | &one;
+            out.push((big(bits), big(exp_bits), m));
+        }
+        let b = |v: u32| BigUint::from(v);
+        for (x, e, m) in [
+            (b(0), b(0), b(3)),
+            (b(0), b(5), b(3)),
+            (b(7), b(0), b(3)),
+            (b(7), b(0), b(1)),
+            (b(5), b(9), b(1)),
+            (all(bits), all(exp_bits), all(bits)),
+            (all(bits) - 1u8, b(2), all(bits)),
+            (b(2), all(exp_bits), all(bits) - 2u8),
+            (all(bits), b(3), b(3)),
+            (b(3), b(4), b(10)),
+            (b(3), b(4), b(0)),
+            (&one << (bits - 1), b(1), (&one << (bits - 1)) + 1u8),
+            (b(2), b(65537), (&one << (bits - 1)) | &one),
+        ] {
+            out.push((x, e, m));
+        }
+        out
+    }
+
+    #[test]
+    fn powers_equal_modpow_on_the_host() {
+        for (bits, exp_bits) in [
+            (64u64, 64u64),
+            (128, 64),
+            (192, 192),
+            (256, 512),
+            (320, 320),
+            (512, 128),
+            (1024, 512),
+            (1088, 64),
+            (2048, 512),
+        ] {
+            let plan = PowModPlan::new(bits, exp_bits);
+            check(&plan, &cases(bits, exp_bits, bits ^ exp_bits));
+        }
+    }
+
+    #[test]
+    fn every_window_width() {
+        for w in 1..=crate::montgomery::MAX_WINDOW {
+            let plan = PowModPlan {
+                bits: 192,
+                exp_bits: 192,
+                window: w,
+            };
+            check(&plan, &cases(192, 192, w as u64));
+        }
+    }
+}
