@@ -110,7 +110,8 @@ fn powers_equal_modpow() {
 
 #[test]
 fn a_512_bit_exponent() {
-    for bits in [256u64, 1024] {
+    // One thread per instance at 256 bits, groups of 2 and 8 at 1024 and 4096.
+    for bits in [256u64, 1024, 4096] {
         let (xs, _, ms) = cases(bits, 7 + bits);
         let mut r = rng(bits);
         let mut es: Vec<BigUint> = (0..xs.len()).map(|_| random_big(&mut r, 512)).collect();

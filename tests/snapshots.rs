@@ -213,4 +213,6 @@ fn rolled_loop_kernels() {
 #[test]
 fn pow_mod_kernels() {
     snap("pow_mod", pow_mod::kernel().unwrap(), 128);
+    // Two threads per instance (codegen/src/emit/montgomery_group.rs).
+    snap("pow_mod", pow_mod::kernel().unwrap(), 1024);
 }

@@ -60,7 +60,23 @@ pub struct PowModPlan {
     pub exp_bits: u64,
     /// Exponent bits per window.
     pub window: u32,
+    /// Threads that compute one power together (a power of two; see
+    /// `emit/montgomery_group.rs`): [`WORDS_PER_THREAD`] 32-bit words each where the words split
+    /// so, else one.
+    pub threads: u32,
 }
+
+/// 32-bit words of each operand that one thread of a group holds: few enough that a thread's
+/// registers leave room for many warps, enough that the group's exchanges (three shuffles a
+/// round) stay a small part of a round's four carry chains.
+pub const WORDS_PER_THREAD: usize = 16;
+
+/// The widest modulus (in 32-bit words) one thread computes alone. Measured on an H100
+/// (bench/RESULTS.md, 2026-11-25, 512-bit exponents): one thread 3.24 M/s at 1024 bits and
+/// 773 K/s at 2048 (255 registers, a few spilled), groups of 2 and 4 threads 2.64 M/s and
+/// 726 K/s (28% more instructions: the exchanges and carries between threads); at 4096 bits one
+/// thread spills 12 KB (36.8 K/s), a group of 8 runs at 186 K/s.
+pub const MAX_WORDS_ALONE: usize = 64;
 
 impl PowModPlan {
     /// The plan for a `bits`-bit modulus and an `exp_bits`-bit exponent (both multiples of 64).
@@ -69,11 +85,35 @@ impl PowModPlan {
         let window = (1..=MAX_WINDOW)
             .min_by_key(|&w| exp_bits.div_ceil(w as u64) + (1u64 << w).saturating_sub(2))
             .unwrap_or(1);
+        let words = (bits / 32) as usize;
+        let mut threads = 1u32;
+        if words > MAX_WORDS_ALONE {
+            while threads < 32
+                && words / (2 * threads as usize) >= WORDS_PER_THREAD
+                && (words / 2).is_multiple_of(2 * threads as usize)
+            {
+                threads *= 2;
+            }
+        }
         PowModPlan {
             bits,
             exp_bits,
             window,
+            threads,
         }
+    }
+
+    /// This plan computed by `threads` threads (which must split the 64-bit limbs evenly).
+    pub fn with_threads(self, threads: u32) -> CgResult<PowModPlan> {
+        let limbs = self.bits / 64;
+        if !threads.is_power_of_two() || threads > 32 || !limbs.is_multiple_of(threads as u64) {
+            return Err(CodegenError::Unsupported(format!(
+                "x^e mod m at {} bits cannot be split over {threads} threads: a power of two \
+                 up to 32 that divides its {limbs} limbs is needed",
+                self.bits
+            )));
+        }
+        Ok(PowModPlan { threads, ..self })
     }
 
     /// 32-bit words of the modulus.
@@ -100,26 +140,31 @@ impl PowModPlan {
         r2 + table + windows * (self.window as u64 + 1) + 1
     }
 
-    /// About the registers one thread needs: the first factor, the modulus and the accumulator
-    /// of a product, in 32-bit words, and some for indices and carries.
+    /// About the registers one thread needs: its words of the first factor, the modulus and the
+    /// accumulator of a product, and some for indices and carries.
     pub fn registers(&self) -> u32 {
-        3 * self.words() as u32 + 24
+        3 * (self.words() / self.threads as usize) as u32 + 40
     }
 
     /// The device function's name.
     pub fn function_name(&self) -> String {
-        format!("bf_pow_mod_{}_{}", self.bits, self.exp_bits)
+        match self.threads {
+            1 => format!("bf_pow_mod_{}_{}", self.bits, self.exp_bits),
+            t => format!("bf_pow_mod_{}_{}_g{t}", self.bits, self.exp_bits),
+        }
     }
 
     /// One line for `explain`.
     pub fn describe(&self) -> String {
         format!(
-            "x^e mod m at {} bits with a {}-bit exponent: one thread per instance, Montgomery \
-             products (CIOS) on {} 32-bit words, fixed windows of {} bits over a table of {} \
-             powers in local memory, {} products in all; about {} registers",
+            "x^e mod m at {} bits with a {}-bit exponent: {} thread(s) per instance, Montgomery \
+             products (CIOS) on {} 32-bit words ({} per thread), fixed windows of {} bits over a \
+             table of {} powers in local memory, {} products in all; about {} registers",
             self.bits,
             self.exp_bits,
+            self.threads,
             self.words(),
+            self.words() / self.threads as usize,
             self.window,
             1u64 << self.window,
             self.products(),
@@ -168,5 +213,16 @@ mod tests {
         let p = PowModPlan::new(1024, 512);
         assert_eq!(p.windows(), 103);
         assert_eq!(p.products(), 11 + 31 + 102 * 6 + 1);
+    }
+
+    #[test]
+    fn groups_from_4096_bits_give_each_thread_sixteen_words() {
+        let t = |bits| PowModPlan::new(bits, 512).threads;
+        assert_eq!([t(256), t(512), t(1024), t(2048), t(4096)], [1, 1, 1, 1, 8]);
+        assert_eq!(t(4160), 1, "130 words do not split into even halves");
+        assert_eq!(t(1 << 16), 32);
+        assert!(PowModPlan::new(256, 64).with_threads(4).is_ok());
+        assert!(PowModPlan::new(256, 64).with_threads(8).is_err());
+        assert!(PowModPlan::new(256, 64).with_threads(3).is_err());
     }
 }

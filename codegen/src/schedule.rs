@@ -5,13 +5,14 @@
 use crate::analysis::register_estimate;
 use crate::error::{CgResult, CodegenError};
 use crate::isel::{Product, Selection};
+use crate::montgomery::PowModPlan;
 use crate::mul;
 use crate::target::Target;
 use bigfuse_core::{Func, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -34,13 +35,19 @@ pub struct Hints {
     /// One thread per instance for programs of whole small values (`thread=1`), or not
     /// (`thread=0`); by default [`crate::per_thread::chosen`]'s rule.
     pub per_thread: Option<bool>,
+    /// Threads that compute one power modulo a big integer together (`group=4`; a power of two
+    /// that splits the modulus' limbs), in a program of one thread per instance; by default the
+    /// plan's ([`crate::montgomery::PowModPlan`]).
+    pub pow_mod_group: Option<u32>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 7] = ["q", "block", "width", "minb", "ntt", "chunk", "thread"];
+    pub const KEYS: [&'static str; 8] = [
+        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group",
+    ];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -65,6 +72,7 @@ impl Hints {
             "minb" => self.min_blocks = small()?,
             "ntt" => self.ntt_from_bits = num()?,
             "chunk" => self.chunk_len = num()?,
+            "group" => self.pow_mod_group = small()?,
             "thread" => {
                 self.per_thread = match num()? {
                     None => None,
@@ -148,6 +156,7 @@ impl std::fmt::Display for Hints {
             v(&self.ntt_from_bits),
             v(&self.chunk_len),
             v(&self.per_thread.map(u8::from)),
+            v(&self.pow_mod_group),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -174,6 +183,9 @@ pub struct Schedule {
     pub mul_width: u32,
     /// Blocks per SM in `__launch_bounds__` (registers per thread <= 65536 / (blocks * block)).
     pub min_blocks: u32,
+    /// Threads that compute each power modulo a big integer together: the threads of an
+    /// instance in a program of one-element arrays, else one (see [`crate::montgomery`]).
+    pub pow_mod_threads: u32,
     /// Shared memory a block may use (bytes): placement sizes buffers within it.
     pub shared_limit: u32,
     /// Why each choice was made, for `explain`.
@@ -363,7 +375,34 @@ pub fn schedule(
             "NTT product(s): {nt} threads per instance give 16 transform elements each"
         ));
     }
-    let pow_mod = crate::montgomery::plans(func);
+    // A power modulo a big integer in a program of one thread per instance (one-element arrays)
+    // runs on the group of threads its plan asks for: a thread's share of the registers.
+    let pow_mod: Vec<_> = crate::montgomery::plans(func)
+        .into_iter()
+        .map(|p| {
+            if max_len == 1 {
+                p
+            } else {
+                PowModPlan { threads: 1, ..p }
+            }
+        })
+        .collect();
+    // Every power of the program must split over the group (limbs of other widths may not).
+    let group = hints
+        .pow_mod_group
+        .or_else(|| pow_mod.iter().map(|p| p.threads).max());
+    if let Some(g) = group.filter(|_| max_len == 1 && !pow_mod.is_empty()) {
+        if let Some(p) = pow_mod.iter().find(|p| p.with_threads(g).is_err()) {
+            if hints.pow_mod_group.is_some() {
+                return Err(p.with_threads(g).expect_err("this plan refused the group"));
+            }
+        } else if g > 1 && hints.q.is_none() {
+            t = g.min(max_t);
+            decisions.push(format!(
+                "{g} threads per instance compute each power together"
+            ));
+        }
+    }
     decisions.extend(pow_mod.iter().map(|p| p.describe()));
     let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;
     let regs_at = |t: u32| {
@@ -433,14 +472,29 @@ pub fn schedule(
     // At least 16 warps per SM keep shared-memory and carry latencies hidden; the cap this puts on
     // registers (128 with 256-thread blocks) only binds programs that would otherwise crowd out
     // other blocks (Poly, NTT products).
+    let pow_mod_threads = if max_len == 1 && pow_mod.iter().all(|p| p.with_threads(t).is_ok()) {
+        t
+    } else {
+        1
+    };
     // A power modulo a big integer needs its registers (the plan's estimate) more than company.
+    // A group's threads need few: room for as many blocks as that estimate allows, which also
+    // keeps the CUDA compiler from holding whole operands in registers around the power.
     let default_min_blocks = if pow_mod.is_empty() {
         (512 / block).max(1)
+    } else if pow_mod_threads > 1 {
+        let regs = pow_mod
+            .iter()
+            .map(|p| PowModPlan { threads: t, ..*p }.registers())
+            .max()
+            .unwrap_or(255);
+        (target.regs_per_sm / (block * regs)).max(1)
     } else {
         1
     };
     let min_blocks = hints.min_blocks.unwrap_or(default_min_blocks).max(1);
     let mut sched = Schedule {
+        pow_mod_threads,
         threads_per_instance: t,
         instances_per_block: ipb,
         block_threads: block,
@@ -486,14 +540,15 @@ mod tests {
             min_blocks: Some(1),
             ntt_from_bits: Some(1 << 15),
             per_thread: Some(true),
+            pow_mod_group: Some(4),
             ..Hints::default()
         };
         let text = h.to_string();
         assert_eq!(
             text,
-            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1"
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4"
         );
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 7)));
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 8)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -541,7 +596,7 @@ mod tests {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(
                 json,
-                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-""#
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-""#
             );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.
@@ -597,9 +652,11 @@ mod tests {
                 min_blocks in hint(any::<u32>()),
                 chunk_len in hint(any::<u64>()),
                 per_thread in hint(any::<bool>()),
+                pow_mod_group in hint(any::<u32>()),
             ) {
                 let h = Hints {
                     q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
+                    pow_mod_group,
                 };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));

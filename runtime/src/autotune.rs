@@ -33,7 +33,7 @@ pub struct Tuned {
     pub timings: Vec<(String, f64)>,
 }
 
-/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-`
+/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-`
 /// (the text form of [`Hints`], defined with it).
 pub fn format_hints(h: &Hints) -> String {
     h.to_string()
@@ -323,6 +323,7 @@ mod tests {
             ntt_from_bits: Some(32768),
             chunk_len: Some(2048),
             per_thread: Some(false),
+            pow_mod_group: Some(8),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
         // Entries written before the chunk length existed still parse.

@@ -94,7 +94,8 @@ pub fn autotune_enabled() -> bool {
 
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
 /// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
-/// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds).
+/// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds),
+/// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer).
 /// Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
@@ -119,6 +120,7 @@ pub fn env_hints() -> Hints {
             Some("0") => Some(false),
             _ => None,
         },
+        pow_mod_group: read("BIGFUSE_POW_MOD_GROUP"),
     }
 }
 

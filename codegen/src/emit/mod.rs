@@ -14,12 +14,14 @@
 //! - `carry`: carries between threads, resolved with ballots;
 //! - `add`: additions and subtractions as PTX carry chains;
 //! - `mul`, `ntt`, `polymul`: products;
-//! - `montgomery`: modular exponentiation, one device function per widths.
+//! - `montgomery`, `montgomery_group`: modular exponentiation, one device function per widths,
+//!   for one thread or a group of threads per instance.
 
 mod add;
 mod carry;
 mod memory;
 mod montgomery;
+mod montgomery_group;
 mod mul;
 mod ntt;
 mod polymul;

@@ -14,24 +14,27 @@ use std::fmt::Write;
 /// One instruction of a carry chain: PTX's `mad{c}.{lo,hi}{.cc}.u32 d, a, b, c` (`d = half(a b) +
 /// c [+ CF]`) or `add{c}{.cc}.u32 d, a, b` (`d = a + b [+ CF]`). Operands are C expressions: the
 /// chain's accumulators (read and written), other values (read) or `0`.
-struct Step {
+pub(super) struct Step {
     op: &'static str,
     d: String,
     srcs: Vec<String>,
 }
 
-fn step(op: &'static str, d: impl Into<String>, srcs: &[String]) -> Step {
-    Step {
-        op,
-        d: d.into(),
-        srcs: srcs.to_vec(),
+impl Step {
+    pub(super) fn new(op: &'static str, d: impl Into<String>, srcs: &[String]) -> Step {
+        Step {
+            op,
+            d: d.into(),
+            srcs: srcs.to_vec(),
+        }
     }
 }
 
 /// A carry chain as one `asm` statement for the GPU (the carry flag lives only inside one), and
 /// the same steps as C with the flag in a variable for the host, under `#ifdef __CUDA_ARCH__`:
-/// the host-compiled tests run the very steps the GPU does.
-fn chain(steps: &[Step]) -> (String, String) {
+/// the host-compiled tests run the very steps the GPU does. Only chains differ between the two
+/// branches; everything around them is one text.
+pub(super) fn chain(steps: &[Step]) -> (String, String) {
     // Accumulators are the destinations ("+r"); every other named source is an input ("r").
     let mut outs: Vec<&str> = Vec::new();
     for s in steps {
@@ -114,53 +117,75 @@ fn chain(steps: &[Step]) -> (String, String) {
     (device, host)
 }
 
-/// The steps of one CIOS round on `t[0..s+2]` (`t[s+1]` zero on entry): `t += a b_i` as a chain of
-/// low halves and one of high halves, then `t = (t + q m) / 2^32` with the shift folded into the
-/// destinations (each step writes the word below the one it reads, which an earlier step of
-/// the same chain has already read).
-fn round_chains(s: usize) -> [Vec<Step>; 4] {
+/// The steps of one CIOS round on `t[0..l]` and the two words above it (`t[l]`, `t[l+1]`, or for
+/// a thread of a group the pending words `e0`, `e1` at the next thread's bottom; zero above on
+/// entry): `t += a b_i` as a chain of low halves and one of high halves, then `t = (t + q m) /
+/// 2^32` with the shift folded into the destinations (each step writes the word below the one
+/// it reads, which an earlier step of the same chain has already read). The word the shift drops
+/// goes to `t[0]` (one thread: zero, and overwritten) or `w0` (a group: the thread below takes it).
+pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
     let t = |j: usize| format!("t[{j}]");
     let a = |j: usize| format!("a[{j}]");
     let m = |j: usize| format!("m[{j}]");
+    let (top0, top1, w0) = if group {
+        ("e0".to_string(), "e1".to_string(), "w0".to_string())
+    } else {
+        (t(l), t(l + 1), t(0))
+    };
+    let above = |j: usize| if j + 1 < l { t(j + 1) } else { top0.clone() };
     let (bi, q) = ("bi".to_string(), "q".to_string());
     let zero = "0".to_string();
+    let first = |j: usize, mad: &'static str, madc: &'static str| if j == 0 { mad } else { madc };
     let mut a_lo = Vec::new();
     let mut a_hi = Vec::new();
     let mut b_lo = Vec::new();
     let mut b_hi = Vec::new();
-    for j in 0..s {
-        let c = if j == 0 { "" } else { "c" };
-        a_lo.push(step(
-            if j == 0 { "mad.lo.cc" } else { "madc.lo.cc" },
+    for j in 0..l {
+        a_lo.push(Step::new(
+            first(j, "mad.lo.cc", "madc.lo.cc"),
             t(j),
             &[a(j), bi.clone(), t(j)],
         ));
-        a_hi.push(step(
-            if j == 0 { "mad.hi.cc" } else { "madc.hi.cc" },
-            t(j + 1),
-            &[a(j), bi.clone(), t(j + 1)],
+        a_hi.push(Step::new(
+            first(j, "mad.hi.cc", "madc.hi.cc"),
+            above(j),
+            &[a(j), bi.clone(), above(j)],
         ));
-        // The low word of t + q m is zero: the first step keeps only its carry (in t[0], which
-        // the next step overwrites).
-        let d = if j == 0 { t(0) } else { t(j - 1) };
-        b_lo.push(step(
-            if j == 0 { "mad.lo.cc" } else { "madc.lo.cc" },
+        // The low word of t + q m is zero (in the group's first thread; the others' go down).
+        let d = if j == 0 { w0.clone() } else { t(j - 1) };
+        b_lo.push(Step::new(
+            first(j, "mad.lo.cc", "madc.lo.cc"),
             d,
             &[q.clone(), m(j), t(j)],
         ));
-        b_hi.push(step(
-            if j == 0 { "mad.hi.cc" } else { "madc.hi.cc" },
+        b_hi.push(Step::new(
+            first(j, "mad.hi.cc", "madc.hi.cc"),
             t(j),
             &[q.clone(), m(j), t(j)],
         ));
-        let _ = c;
     }
-    a_lo.push(step("addc.cc", t(s), &[t(s), zero.clone()]));
-    a_lo.push(step("addc", t(s + 1), &[zero.clone(), zero.clone()]));
-    a_hi.push(step("addc", t(s + 1), &[t(s + 1), zero.clone()]));
-    b_lo.push(step("addc.cc", t(s - 1), &[t(s), zero.clone()]));
-    b_lo.push(step("addc", t(s), &[t(s + 1), zero.clone()]));
-    b_hi.push(step("addc", t(s), &[t(s), zero]));
+    a_lo.push(Step::new(
+        "addc.cc",
+        top0.clone(),
+        &[top0.clone(), zero.clone()],
+    ));
+    a_lo.push(Step::new(
+        "addc",
+        top1.clone(),
+        &[zero.clone(), zero.clone()],
+    ));
+    a_hi.push(Step::new(
+        "addc",
+        top1.clone(),
+        &[top1.clone(), zero.clone()],
+    ));
+    b_lo.push(Step::new(
+        "addc.cc",
+        t(l - 1),
+        &[top0.clone(), zero.clone()],
+    ));
+    b_lo.push(Step::new("addc", top0.clone(), &[top1, zero.clone()]));
+    b_hi.push(Step::new("addc", top0.clone(), &[top0, zero]));
     [a_lo, a_hi, b_lo, b_hi]
 }
 
@@ -169,7 +194,7 @@ fn round_chains(s: usize) -> [Vec<Step>; 4] {
 /// `a`, `m` and the accumulator are indexed by constants only, so they stay in registers.
 fn mont_function(s: usize) -> (String, String) {
     let name = format!("bf_mont_{s}");
-    let [a_lo, a_hi, b_lo, b_hi] = round_chains(s);
+    let [a_lo, a_hi, b_lo, b_hi] = round_chains_in(s, false);
     let (d_alo, h_alo) = chain(&a_lo);
     let (d_ahi, h_ahi) = chain(&a_hi);
     let (d_blo, h_blo) = chain(&b_lo);
@@ -188,13 +213,15 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 #ifdef __CUDA_ARCH__
     {d_alo}
     {d_ahi}
-    const u32 q = t[0] * minv;
-    {d_blo}
-    {d_bhi}
 #else
     {h_alo}
     {h_ahi}
+#endif
     const u32 q = t[0] * minv;
+#ifdef __CUDA_ARCH__
+    {d_blo}
+    {d_bhi}
+#else
     {h_blo}
     {h_bhi}
 #endif
@@ -395,10 +422,20 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
 
 impl Emitter<'_> {
     /// `dest` (the result's limbs) = `x^e mod m` from the limbs of the operands, through the
-    /// device function of its widths.
+    /// device function of its widths; by the instance's threads together where it has several
+    /// (the operands are those of its first thread, the result every thread's).
     pub(super) fn pow_mod_call(&mut self, x: &[String], e: &[String], m: &[String]) -> Vec<String> {
-        let plan = PowModPlan::new(64 * x.len() as u64, 64 * e.len() as u64);
-        for (name, text) in pow_mod_functions(&plan) {
+        let threads = self.sched.pow_mod_threads;
+        // The schedule took its thread count from this plan.
+        let plan = PowModPlan::new(64 * x.len() as u64, 64 * e.len() as u64)
+            .with_threads(threads)
+            .expect("the schedule splits powers only as their plans do");
+        let functions = if threads == 1 {
+            pow_mod_functions(&plan)
+        } else {
+            super::montgomery_group::group_functions(&plan)
+        };
+        for (name, text) in functions {
             self.device_function(&name, |em| em.out.push_str(&text));
         }
         let r = self.temp();
@@ -411,7 +448,8 @@ impl Emitter<'_> {
                 leaves.join(", ")
             ));
         }
-        self.line(format!("{}({r}, px, pe, pm);", plan.function_name()));
+        let lane = if threads == 1 { "" } else { ", lane" };
+        self.line(format!("{}({r}, px, pe, pm{lane});", plan.function_name()));
         self.close("}");
         let types = vec![Type::U64; x.len()];
         let exprs = (0..x.len()).map(|k| format!("{r}[{k}]")).collect();
@@ -426,31 +464,89 @@ mod tests {
     use std::process::Command;
 
     /// A host program around the functions of `plan`: reads instances (x, e, m limbs in decimal)
-    /// from stdin, writes each result's limbs.
+    /// from stdin, writes each result's limbs. A group of threads is emulated by as many host
+    /// threads, its shuffles and ballots by an exchange between barriers; the group's first
+    /// thread gets the operands, the others zeros, and every thread's result must agree.
     fn host_program(plan: &PowModPlan) -> String {
         let mut src = String::from(
-            "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <thread>\n#include <barrier>\n\
+             #include <vector>\n#define __device__\n#define __forceinline__ inline\n\
              typedef unsigned int u32;\ntypedef unsigned long long u64;\n",
         );
-        for (_, text) in pow_mod_functions(plan) {
+        let g = plan.threads;
+        let _ = write!(
+            src,
+            r#"static std::barrier<>* bf_bar;
+static u32 bf_x[32];
+thread_local int bf_lane;
+static u32 bf_swap(u32 v, int from) {{
+  bf_x[bf_lane] = v;
+  bf_bar->arrive_and_wait();
+  const u32 r = bf_x[from];
+  bf_bar->arrive_and_wait();
+  return r;
+}}
+static u32 __shfl_sync(u32, u32 v, int src, int w) {{ return bf_swap(v, (bf_lane & ~(w - 1)) + src); }}
+static u32 __shfl_down_sync(u32, u32 v, int d, int w) {{
+  const int i = (bf_lane & (w - 1)) + d;
+  return bf_swap(v, i < w ? (bf_lane & ~(w - 1)) + i : bf_lane);
+}}
+static u32 __shfl_up_sync(u32, u32 v, int d, int w) {{
+  const int i = (bf_lane & (w - 1)) - d;
+  return bf_swap(v, i >= 0 ? (bf_lane & ~(w - 1)) + i : bf_lane);
+}}
+static u32 __ballot_sync(u32, bool p) {{
+  bf_x[bf_lane] = p ? 1u : 0u;
+  bf_bar->arrive_and_wait();
+  u32 r = 0u;
+  for (int i = 0; i < {g}; ++i) r |= bf_x[i] << i;
+  bf_bar->arrive_and_wait();
+  return r;
+}}
+"#
+        );
+        let functions = if g == 1 {
+            pow_mod_functions(plan)
+        } else {
+            super::super::montgomery_group::group_functions(plan)
+        };
+        for (_, text) in functions {
             src.push_str(&text);
         }
         let (s, e) = (plan.bits / 64, plan.exp_bits / 64);
+        let call = if g == 1 {
+            format!(
+                "{}(r[k], k == 0 ? x : zx, k == 0 ? e : ze, k == 0 ? m : zm)",
+                plan.function_name()
+            )
+        } else {
+            format!(
+                "{}(r[k], k == 0 ? x : zx, k == 0 ? e : ze, k == 0 ? m : zm, (u32)k)",
+                plan.function_name()
+            )
+        };
         let _ = write!(
             src,
             r#"int main() {{
-  u64 x[{s}], e[{e}], m[{s}], r[{s}];
+  static u64 x[{s}], e[{e}], m[{s}], r[{g}][{s}], zx[{s}], ze[{e}], zm[{s}];
+  std::barrier<> bar({g});
+  bf_bar = &bar;
   for (;;) {{
     for (int j = 0; j < {s}; ++j) if (scanf("%llu", &x[j]) != 1) return 0;
     for (int j = 0; j < {e}; ++j) scanf("%llu", &e[j]);
     for (int j = 0; j < {s}; ++j) scanf("%llu", &m[j]);
-    {name}(r, x, e, m);
-    for (int j = 0; j < {s}; ++j) printf("%llu ", r[j]);
+    std::vector<std::thread> group;
+    for (int k = 0; k < {g}; ++k)
+      group.emplace_back([&, k] {{ bf_lane = k; {call}; }});
+    for (auto& t : group) t.join();
+    for (int k = 1; k < {g}; ++k)
+      for (int j = 0; j < {s}; ++j)
+        if (r[k][j] != r[0][j]) {{ printf("thread %d disagrees\n", k); return 1; }}
+    for (int j = 0; j < {s}; ++j) printf("%llu ", r[0][j]);
     printf("\n");
   }}
 }}
-"#,
-            name = plan.function_name()
+"#
         );
         src
     }
@@ -465,10 +561,11 @@ mod tests {
     /// instance against num-bigint's `modpow` (all ones for an even modulus).
     fn check(plan: &PowModPlan, cases: &[(BigUint, BigUint, BigUint)]) {
         let dir = std::env::temp_dir().join(format!(
-            "bigfuse-powmod-{}-{}-{}-{}",
+            "bigfuse-powmod-{}-{}-{}-{}-{}",
             plan.bits,
             plan.exp_bits,
             plan.window,
+            plan.threads,
             std::process::id()
         ));
         std::fs::create_dir_all(&dir).unwrap();
@@ -477,7 +574,7 @@ mod tests {
         std::fs::write(&src, host_program(plan)).unwrap();
         let cc = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
         let built = Command::new(&cc)
-            .args(["-O1", "-w", "-o"])
+            .args(["-O1", "-w", "-std=c++20", "-pthread", "-o"])
             .arg(&exe)
             .arg(&src)
             .output()
@@ -606,6 +703,34 @@ mod tests {
         }
     }
 
+    /// Groups of threads, emulated by host threads: the plans' own groups and small words per
+    /// thread (two) that make every exchange between threads matter.
+    #[test]
+    fn groups_of_threads_equal_modpow_on_the_host() {
+        for (bits, exp_bits, threads, count) in [
+            (128u64, 64u64, 2u32, 25usize),
+            (256, 64, 4, 25),
+            (512, 128, 8, 12),
+            (1024, 64, 2, 25),
+            (2048, 64, 4, 8),
+            (1024, 64, 16, 4),
+        ] {
+            let plan = PowModPlan::new(bits, exp_bits)
+                .with_threads(threads)
+                .unwrap();
+            let all = cases(bits, exp_bits, bits + threads as u64);
+            // The random instances first, then the edge cases (a share of each).
+            let n = all.len();
+            let picked: Vec<_> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < count / 2 || *i >= n - (count - count / 2))
+                .map(|(_, c)| c.clone())
+                .collect();
+            check(&plan, &picked);
+        }
+    }
+
     #[test]
     fn every_window_width() {
         for w in 1..=crate::montgomery::MAX_WINDOW {
@@ -613,6 +738,7 @@ mod tests {
                 bits: 192,
                 exp_bits: 192,
                 window: w,
+                threads: 1,
             };
             check(&plan, &cases(192, 192, w as u64));
         }

@@ -1,0 +1,350 @@
+//! `limb.pow_mod` computed by a group of `T` threads per instance (`T` a power of two up to 32,
+//! consecutive lanes of a warp): thread `k` holds words `kL..kL+L-1` of every operand (`L = s / T`),
+//! so that each thread needs a `T`-th of the registers and the SM holds `T` times the warps that
+//! hide the latency of the carry chains; the single-thread form of `montgomery.rs` runs out of
+//! registers from 2048 bits on. The steps are those of the single-thread form (see
+//! [`crate::montgomery`]); what changes is the product and its carries:
+//!
+//! - a CIOS round broadcasts the round's word of `b` from the thread that holds it and `q` from
+//!   thread 0 (the only one whose low word is exact), runs the same four carry chains over the
+//!   thread's `L` words, and hands the word that the shift moves down to the thread below; what a
+//!   thread's chains carry out of its top word waits in two pending words (`e0`, `e1`) at the next
+//!   thread's bottom, folded in by the next round's shift;
+//! - carries and borrows between threads are resolved at the end of a product, as an addition
+//!   resolves them: each thread's generate and propagate bits are balloted and one 32-bit
+//!   addition of the masks (`(G | P) + G`) gives every thread its carry-in.
+//!
+//! The text calls `__shfl_sync`, `__shfl_up_sync`, `__shfl_down_sync` and `__ballot_sync` only
+//! on 32-bit values, so the tests can compile it for the host with those four emulated over `T`
+//! host threads.
+
+use super::montgomery::{chain, round_chains_in, Step};
+use crate::montgomery::PowModPlan;
+use std::fmt::Write;
+
+/// The group's helpers, the product and the power, callees first. `T = plan.threads`.
+pub(crate) fn group_functions(plan: &PowModPlan) -> Vec<(String, String)> {
+    let s = plan.words();
+    let tg = plan.threads as usize;
+    let l = s / tg;
+    vec![helpers(l, tg), mont(s, l, tg), power(plan, l, tg)]
+}
+
+fn suffix(l: usize, tg: usize) -> String {
+    format!("{l}_g{tg}")
+}
+
+/// Carry resolution, conditional subtraction and one-bit shifts over the group.
+fn helpers(l: usize, tg: usize) -> (String, String) {
+    let sx = suffix(l, tg);
+    let full = if tg == 32 {
+        "0xffffffffu".to_string()
+    } else {
+        format!("{}u", (1u64 << tg) - 1)
+    };
+    let top = tg - 1;
+    let text = format!(
+        r#"// Group of {tg} threads, {l} words each: k is the thread's index in the group, gm the group's lanes,
+// base its first lane. G and P are the group's generate and propagate bits (carry out of a
+// thread; a thread passes an incoming carry on): (G | P) + G carries exactly as the threads'
+// words do, so ((G | P) + G) ^ P holds each thread's carry in and bit {tg} the group's carry out.
+static __device__ __forceinline__ u32 bf_group_bits_{sx}(const bool pred, const u32 gm, const u32 base) {{
+  return (__ballot_sync(gm, pred) >> base) & {full};
+}}
+
+// t += c at this thread's lowest word (c a few bits), carries resolved over the group; returns the
+// group's carry out (the same in every thread).
+static __device__ __forceinline__ u32 bf_group_add_{sx}(u32* t, const u32 c, const u32 k, const u32 gm, const u32 base) {{
+  u32 g = c, p = 1u;
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) {{
+    const u64 x = (u64)t[j] + (u64)g;
+    t[j] = (u32)x;
+    g = (u32)(x >> 32);
+    p &= (u32)(t[j] == 0xffffffffu);
+  }}
+  const u32 gs = bf_group_bits_{sx}(g != 0u, gm, base);
+  const u32 ps = bf_group_bits_{sx}(p != 0u, gm, base);
+  const u32 sum = (gs | ps) + gs;
+  u32 cin = ((sum ^ ps) >> k) & 1u;
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) {{
+    const u64 x = (u64)t[j] + (u64)cin;
+    t[j] = (u32)x;
+    cin = (u32)(x >> 32);
+  }}
+  return (sum >> {tg}) & 1u;
+}}
+
+// t -= m where hi != 0 (a bit above t, the same in every thread) or t >= m: for t < 2m, t mod m.
+static __device__ __forceinline__ void bf_group_reduce_{sx}(u32* t, const u32* m, const u32 hi, const u32 k, const u32 gm, const u32 base) {{
+  u32 g = 0u, p = 1u;
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) {{
+    g = (u32)(((u64)t[j] - (u64)m[j] - (u64)g) >> 63);
+    p &= (u32)(t[j] == m[j]);
+  }}
+  const u32 gs = bf_group_bits_{sx}(g != 0u, gm, base);
+  const u32 ps = bf_group_bits_{sx}(p != 0u, gm, base);
+  const u32 sum = (gs | ps) + gs;
+  const u32 mask = (hi != 0u || ((sum >> {tg}) & 1u) == 0u) ? ~0u : 0u;
+  u32 borrow = ((sum ^ ps) >> k) & mask & 1u;
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) {{
+    const u64 x = (u64)t[j] - (u64)(m[j] & mask) - (u64)borrow;
+    t[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+}}
+
+// t <<= 1 over the group; returns the bit shifted out of the top (the same in every thread).
+static __device__ __forceinline__ u32 bf_group_shl1_{sx}(u32* t, const u32 k, const u32 gm) {{
+  const u32 below = __shfl_up_sync(gm, t[{last}] >> 31, 1, {tg});
+  const u32 out = __shfl_sync(gm, t[{last}] >> 31, {top}, {tg});
+  #pragma unroll
+  for (int j = {last}; j > 0; --j) t[j] = (t[j] << 1) | (t[j - 1] >> 31);
+  t[0] = (t[0] << 1) | (k == 0u ? 0u : below);
+  return out;
+}}
+
+// t >>= 1 over the group.
+static __device__ __forceinline__ void bf_group_shr1_{sx}(u32* t, const u32 k, const u32 gm) {{
+  const u32 above = __shfl_down_sync(gm, t[0] & 1u, 1, {tg});
+  #pragma unroll
+  for (int j = 0; j < {last}; ++j) t[j] = (t[j] >> 1) | (t[j + 1] << 31);
+  t[{last}] = (t[{last}] >> 1) | (k == {top}u ? 0u : above << 31);
+}}
+"#,
+        last = l - 1,
+    );
+    (format!("bf_group_helpers_{sx}"), text)
+}
+
+/// The Montgomery product over the group: `r = a b / 2^(32 s) mod m`, each operand as this
+/// thread's `L` words; `b` in local memory.
+fn mont(s: usize, l: usize, tg: usize) -> (String, String) {
+    let sx = suffix(l, tg);
+    let name = format!("bf_group_mont_{sx}");
+    let [a_lo, a_hi, b_lo, b_hi] = round_chains_in(l, true);
+    let shift_in = vec![
+        Step::new(
+            "add.cc",
+            format!("t[{}]", l - 1),
+            &[format!("t[{}]", l - 1), "nx".into()],
+        ),
+        Step::new("addc", "e0", &["e0".into(), "0".into()]),
+    ];
+    let chains: Vec<(String, String)> = [a_lo, a_hi, b_lo, b_hi, shift_in]
+        .iter()
+        .map(|c| chain(c))
+        .collect();
+    let device: Vec<&str> = chains.iter().map(|c| c.0.as_str()).collect();
+    let host: Vec<&str> = chains.iter().map(|c| c.1.as_str()).collect();
+    let text = format!(
+        r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, one round per word of b.
+// t[0..{l}) are this thread's words of the accumulator; e0, e1 the words its chains carried out of
+// its top, pending at the next thread's bottom. r may be a.
+static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b, const u32* m, const u32 minv, const u32 k, const u32 gm, const u32 base) {{
+  u32 t[{l}];
+  u32 e0 = 0u, e1 = 0u, w0 = 0u;
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) t[j] = 0u;
+  #pragma unroll 1
+  for (int i = 0; i < {s}; ++i) {{
+    const u32 bi = __shfl_sync(gm, b[i % {l}], i / {l}, {tg});
+#ifdef __CUDA_ARCH__
+    {d0}
+    {d1}
+#else
+    {h0}
+    {h1}
+#endif
+    const u32 q = __shfl_sync(gm, t[0] * minv, 0, {tg});
+#ifdef __CUDA_ARCH__
+    {d2}
+    {d3}
+#else
+    {h2}
+    {h3}
+#endif
+    // Every thread takes part in the exchange; the top one has nothing above it.
+    const u32 down = __shfl_down_sync(gm, w0, 1, {tg});
+    const u32 nx = k == {top}u ? 0u : down;
+#ifdef __CUDA_ARCH__
+    {d4}
+#else
+    {h4}
+#endif
+  }}
+  // Fold the pending words into the thread above, then t < 2m: subtract m unless t < m.
+  const u32 below = __shfl_up_sync(gm, e0, 1, {tg});
+  const u32 out = bf_group_add_{sx}(t, k == 0u ? 0u : below, k, gm, base);
+  const u32 hi = __shfl_sync(gm, e0, {top}, {tg}) + out;
+  bf_group_reduce_{sx}(t, m, hi, k, gm, base);
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) r[j] = t[j];
+}}
+"#,
+        bits = 32 * s,
+        top = tg - 1,
+        d0 = device[0],
+        d1 = device[1],
+        d2 = device[2],
+        d3 = device[3],
+        d4 = device[4],
+        h0 = host[0],
+        h1 = host[1],
+        h2 = host[2],
+        h3 = host[3],
+        h4 = host[4],
+    );
+    (name, text)
+}
+
+/// The power over the group: the steps of the single-thread form, each on this thread's words.
+fn power(plan: &PowModPlan, l: usize, tg: usize) -> (String, String) {
+    let e = plan.exp_words();
+    let w = plan.window;
+    let n = plan.bits;
+    let sx = suffix(l, tg);
+    let mont = format!("bf_group_mont_{sx}");
+    let name = plan.function_name();
+    let full = if tg == 32 {
+        "0xffffffffu".to_string()
+    } else {
+        format!("{}u", (1u64 << tg) - 1)
+    };
+    let mut t = String::new();
+    let _ = write!(
+        t,
+        r#"// x^e mod m for a {n}-bit m and a {k}-bit e over a group of {tg} threads (lane: the caller's lane in
+// its warp); the operands are those of the group's first thread, the result is every thread's.
+// The steps of the single-thread form: R mod m, R^2 mod m, a table of x^j R mod m, fixed windows
+// of {w} bits, out of the Montgomery form. Not constant-time. Even or zero m: all ones.
+static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u64* e64, const u64* m64, const u32 lane) {{
+  const u32 k = lane & {kmask}u;
+  const u32 base = lane & ~{kmask}u;
+  const u32 gm = {full} << base;
+  u32 m[{l}], a[{l}], acc[{l}];
+  u32 tab[{entries}][{l}];
+  u32 sq[{l}];
+  u32 ew[{ew}];
+  // The first thread's operands, a thread's share a round: each thread keeps its own words. The
+  // rounds stay a loop, so that the whole operands (read at run-time indices) wait in local
+  // memory, not in registers that every thread would hold for the whole kernel.
+  #pragma unroll 1
+  for (int owner = 0; owner < {tg}; ++owner) {{
+    #pragma unroll
+    for (int j = 0; j < {lhalf}; ++j) {{
+      const int w = owner * {lhalf} + j;
+      const u32 mlo = __shfl_sync(gm, (u32)m64[w], 0, {tg}), mhi = __shfl_sync(gm, (u32)(m64[w] >> 32), 0, {tg});
+      const u32 xlo = __shfl_sync(gm, (u32)x64[w], 0, {tg}), xhi = __shfl_sync(gm, (u32)(x64[w] >> 32), 0, {tg});
+      if ((u32)owner == k) {{
+        m[2 * j] = mlo;
+        m[2 * j + 1] = mhi;
+        a[2 * j] = xlo;
+        a[2 * j + 1] = xhi;
+      }}
+    }}
+  }}
+  #pragma unroll 1
+  for (int j = 0; j < {ehalf}; ++j) {{
+    ew[2 * j] = __shfl_sync(gm, (u32)e64[j], 0, {tg});
+    ew[2 * j + 1] = __shfl_sync(gm, (u32)(e64[j] >> 32), 0, {tg});
+  }}
+  ew[{e}] = 0u;
+  const u32 m0 = __shfl_sync(gm, m[0], 0, {tg});
+  u32 inv = m0;
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) inv *= 2u - m0 * inv;
+  const u32 minv = 0u - inv;
+  // R mod m: m shifted up until its top bit is set (ms), R - ms < ms, then halved back down.
+  u32 ms[{l}];
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) ms[j] = m[j];
+  int z = 0;
+  #pragma unroll 1
+  while (z < {n} && __shfl_sync(gm, ms[{last}] >> 31, {top}, {tg}) == 0u) {{
+    bf_group_shl1_{sx}(ms, k, gm);
+    ++z;
+  }}
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) acc[j] = ~ms[j];
+  bf_group_add_{sx}(acc, k == 0u ? 1u : 0u, k, gm, base);
+  #pragma unroll 1
+  for (int step = 0; step <= z; ++step) {{
+    if (step > 0) bf_group_shr1_{sx}(ms, k, gm);
+    bf_group_reduce_{sx}(acc, ms, 0u, k, gm, base);
+  }}
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) tab[0][j] = acc[j];
+  // R^2 mod m: a squaring per bit of {n} from the top, a doubling where the bit is set.
+  #pragma unroll 1
+  for (int bit = {top_bit}; bit >= 0; --bit) {{
+    #pragma unroll
+    for (int j = 0; j < {l}; ++j) sq[j] = acc[j];
+    {mont}(acc, acc, sq, m, minv, k, gm, base);
+    if (({n}u >> bit) & 1u) {{
+      const u32 over = bf_group_shl1_{sx}(acc, k, gm);
+      bf_group_reduce_{sx}(acc, m, over, k, gm, base);
+    }}
+  }}
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) sq[j] = acc[j];
+  {mont}(a, a, sq, m, minv, k, gm, base);
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) tab[1][j] = a[j];
+  #pragma unroll 1
+  for (int i = 2; i < {entries}; ++i) {{
+    {mont}(a, a, tab[1], m, minv, k, gm, base);
+    #pragma unroll
+    for (int j = 0; j < {l}; ++j) tab[i][j] = a[j];
+  }}
+  #pragma unroll 1
+  for (int i = {top_window}; i >= 0; --i) {{
+    const int pos = i * {w};
+    const u64 two = ((u64)ew[(pos >> 5) + 1] << 32) | (u64)ew[pos >> 5];
+    const u32 win = (u32)(two >> (pos & 31)) & {mask}u;
+    if (i == {top_window}) {{
+      #pragma unroll
+      for (int j = 0; j < {l}; ++j) acc[j] = tab[win][j];
+    }} else {{
+      #pragma unroll 1
+      for (int r = 0; r < {w}; ++r) {{
+        #pragma unroll
+        for (int j = 0; j < {l}; ++j) sq[j] = acc[j];
+        {mont}(acc, acc, sq, m, minv, k, gm, base);
+      }}
+      {mont}(acc, acc, tab[win], m, minv, k, gm, base);
+    }}
+  }}
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) sq[j] = (k == 0u && j == 0) ? 1u : 0u;
+  {mont}(acc, acc, sq, m, minv, k, gm, base);
+  // Every thread gets the whole result, a thread's share a round (a loop, as above).
+  const bool odd = (m0 & 1u) != 0u;
+  #pragma unroll 1
+  for (int owner = 0; owner < {tg}; ++owner) {{
+    #pragma unroll
+    for (int j = 0; j < {lhalf}; ++j) {{
+      const u32 lo = __shfl_sync(gm, acc[2 * j], owner, {tg});
+      const u32 hi = __shfl_sync(gm, acc[2 * j + 1], owner, {tg});
+      out[owner * {lhalf} + j] = odd ? (((u64)hi << 32) | (u64)lo) : ~0ull;
+    }}
+  }}
+}}
+"#,
+        k = plan.exp_bits,
+        kmask = tg - 1,
+        top = tg - 1,
+        last = l - 1,
+        entries = 1u64 << w,
+        ew = e + 1,
+        lhalf = l / 2,
+        ehalf = e / 2,
+        top_bit = 63 - n.leading_zeros(),
+        top_window = plan.windows() - 1,
+        mask = (1u32 << w) - 1,
+    );
+    (name, t)
+}
