@@ -211,8 +211,14 @@ fn rolled_loop_kernels() {
 }
 
 #[test]
+fn gcd_kernels() {
+    snap("gcd", gcd::kernel().unwrap(), 128);
+    snap("inv_mod", inv_mod::kernel().unwrap(), 128);
+}
+
+#[test]
 fn pow_mod_kernels() {
     snap("pow_mod", pow_mod::kernel().unwrap(), 128);
-    // Two threads per instance (codegen/src/emit/montgomery_group.rs).
-    snap("pow_mod", pow_mod::kernel().unwrap(), 1024);
+    // A group of eight threads per instance (codegen/src/emit/montgomery_group.rs).
+    snap("pow_mod", pow_mod::kernel().unwrap(), 4096);
 }

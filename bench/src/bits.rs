@@ -10,6 +10,7 @@ use crate::json;
 use crate::measure::{Bench, Measured, TOTAL_LOG};
 use bigfuse::ir::{Builder, Func, ShiftOp, Size, Type, UnOp, ValueId};
 use bigfuse::{BigUint, Hints, Kernel};
+use num_integer::Integer as _;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -37,9 +38,13 @@ pub enum BitOp {
     DivWide,
     /// CGBN's `sqrt_wide` shape: the square root of `a * 2^BITS + b`
     SqrtWide,
+    /// `gcd(a, b)` (issue 17; CGBN's `gcd` shape: random full-width operands)
+    Gcd,
+    /// `a^-1 mod (b | 1)`, all ones where there is none (CGBN's `modinv` shape)
+    ModInv,
 }
 
-pub const ALL: [BitOp; 10] = [
+pub const ALL: [BitOp; 12] = [
     BitOp::Xor,
     BitOp::AndNot,
     BitOp::Shl,
@@ -50,6 +55,8 @@ pub const ALL: [BitOp; 10] = [
     BitOp::Div,
     BitOp::DivWide,
     BitOp::SqrtWide,
+    BitOp::Gcd,
+    BitOp::ModInv,
 ];
 
 impl BitOp {
@@ -65,6 +72,8 @@ impl BitOp {
             BitOp::Div => "div",
             BitOp::DivWide => "divwide",
             BitOp::SqrtWide => "sqrtwide",
+            BitOp::Gcd => "gcd",
+            BitOp::ModInv => "modinv",
         }
     }
 
@@ -80,6 +89,8 @@ impl BitOp {
             BitOp::Div => "a / b",
             BitOp::DivWide => "(a:b).div_rem(b | 2^(BITS-1))",
             BitOp::SqrtWide => "(a:b).isqrt()",
+            BitOp::Gcd => "a.gcd(b)",
+            BitOp::ModInv => "a.inv_mod(b | 1) (all ones where none)",
         }
     }
 
@@ -129,6 +140,21 @@ impl BitOp {
                 b.extract_bits(x, k, len)
             }
             BitOp::Div => b.div(x, y),
+            BitOp::Gcd => b.gcd(x, y),
+            BitOp::ModInv => {
+                let Type::Big(bits) = b.ty(x).clone() else {
+                    unreachable!("the operands are U<BITS>")
+                };
+                let one = b.constant(bigfuse::ir::Literal::Big(vec![1], bits.clone()));
+                let m = b.or(y, one)?;
+                let r = b.inv_mod(x, m)?;
+                let inv = b.extract(r, 0)?;
+                let exists = b.extract(r, 1)?;
+                // All ones at the kernel's width (a size parameter here): !0.
+                let zero = b.constant(bigfuse::ir::Literal::Big(vec![], bits));
+                let none = b.not(zero)?;
+                b.select(exists, inv, none)
+            }
             BitOp::SqrtWide => {
                 let (w, bits, _) = wide_operand(b, x, y)?;
                 let r = b.isqrt(w)?;
@@ -169,6 +195,10 @@ impl BitOp {
             BitOp::Div if b.bits() == 0 => &m - 1u8,
             BitOp::Div => a / b,
             BitOp::SqrtWide => ((a << bits) + b).sqrt() % m,
+            BitOp::Gcd => a.gcd(b),
+            BitOp::ModInv => a
+                .modinv(&(b | BigUint::from(1u8)))
+                .unwrap_or_else(|| &m - 1u8),
             BitOp::DivWide => {
                 let w = (a << bits) + b;
                 let d = b | (BigUint::from(1u8) << (bits - 1));
@@ -456,6 +486,19 @@ mod gmp {
                     let (q, r) = w.div_rem(d);
                     out.assign(q + r);
                 }
+                BitOp::Gcd => out.assign(a.gcd_ref(b)),
+                BitOp::ModInv => {
+                    let mut m = b.clone();
+                    m.set_bit(0, true);
+                    match a.invert_ref(&m) {
+                        Some(inv) => out.assign(inv),
+                        None => {
+                            out.assign(1);
+                            *out <<= bits;
+                            *out -= 1;
+                        }
+                    }
+                }
             }
             out.keep_bits_mut(bits);
         }
@@ -513,7 +556,10 @@ mod tests {
         for op in ALL {
             let kernel = Kernel::new(op.func()).unwrap();
             // Division kernels are large (a reciprocal by Newton's iteration): fewer sizes.
-            let sizes: &[u64] = if matches!(op, BitOp::Div | BitOp::DivWide | BitOp::SqrtWide) {
+            let sizes: &[u64] = if matches!(
+                op,
+                BitOp::Div | BitOp::DivWide | BitOp::SqrtWide | BitOp::Gcd | BitOp::ModInv
+            ) {
                 &[256, 1024]
             } else {
                 &[256, 4096, 65536]

@@ -138,8 +138,8 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         runs: usize,
         /// which operations (xor, andnot, shl, shr, rotl, normalize, extract, div, divwide,
-        /// sqrtwide) [default: all but the divisions and the square root, whose kernels take
-        /// seconds to compile at large sizes]
+        /// sqrtwide, gcd, modinv) [default: all but the divisions, the square root, gcd and
+        /// modinv, whose kernels take seconds to compile or run at large sizes]
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         #[arg(long)]
@@ -402,7 +402,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     .filter(|o| {
                         !matches!(
                             o,
-                            bits::BitOp::Div | bits::BitOp::DivWide | bits::BitOp::SqrtWide
+                            bits::BitOp::Div
+                                | bits::BitOp::DivWide
+                                | bits::BitOp::SqrtWide
+                                | bits::BitOp::Gcd
+                                | bits::BitOp::ModInv
                         )
                     })
                     .collect()

@@ -398,14 +398,32 @@ pub fn verify(
         ));
     }
     let limbs = |v: &[u64]| bigfuse::runtime::big_from_limbs(v);
-    let bad = sample(bits, n).into_par_iter().find_any(|&i| {
-        let x = limbs(&hosts.0[i * m..(i + 1) * m]);
-        let y = limbs(&hosts.1[i * m..(i + 1) * m]);
-        limbs(&out[i * m..(i + 1) * m]) != low_bits(&reference(&x, &y), bits)
-    });
-    match bad {
+    let checked = sample(bits, n);
+    let mut bad: Vec<(usize, BigUint, BigUint)> = checked
+        .par_iter()
+        .filter_map(|&i| {
+            let x = limbs(&hosts.0[i * m..(i + 1) * m]);
+            let y = limbs(&hosts.1[i * m..(i + 1) * m]);
+            let (got, want) = (
+                limbs(&out[i * m..(i + 1) * m]),
+                low_bits(&reference(&x, &y), bits),
+            );
+            (got != want).then_some((i, got, want))
+        })
+        .collect();
+    bad.sort_by_key(|b| b.0);
+    match bad.first() {
         None => Ok(()),
-        Some(i) => Err(mismatch(name, bits, format!("instance {i}"))),
+        Some((i, got, want)) => Err(mismatch(
+            name,
+            bits,
+            format!(
+                "{} of {} sampled instances; the first, instance {i}, is {got:#x} where \
+                 {want:#x} was expected",
+                bad.len(),
+                checked.len()
+            ),
+        )),
     }
 }
 

@@ -29,20 +29,22 @@
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::{Func, Op};
 
-/// True when `f` (or a closure or loop inside it) exponentiates modulo a big integer.
-pub fn has_pow_mod(f: &Func) -> bool {
-    f.any_op(&|op| matches!(op, Op::BigPowMod(..) | Op::LimbPowMod(..)))
+/// True when `f` (or a closure or loop inside it) computes an operation that one thread computes
+/// whole ([`Op::is_one_thread_op`]: a power modulo a big integer, a gcd, an inverse).
+pub fn has_one_thread_op(f: &Func) -> bool {
+    f.any_op(&Op::is_one_thread_op)
 }
 
-/// Refuses a `big.pow_mod` left among the program's own steps: one thread computes a power, so
-/// it belongs in a closure, or in a program that `per_thread` turned into one.
+/// Refuses a `pow_mod`, `gcd` or `inv_mod` left among the program's own steps: one thread
+/// computes each, so it belongs in a closure, or in a program that `per_thread` turned into one.
 pub fn check(func: &Func) -> CgResult<()> {
-    if func.nodes.iter().any(|n| matches!(n.op, Op::BigPowMod(..))) {
+    if let Some(id) = func.ids().find(|id| func.node(*id).op.is_one_thread_op()) {
         return Err(CodegenError::Unsupported(format!(
-            "`{}`: `pow_mod` runs one thread per instance, in programs over whole big integers and \
-             scalars; this one also computes over arrays. Compute the power in a closure over the \
-             array's elements (`xs.map(|x| x.pow_mod(e, m))`) or in a kernel of its own",
-            func.name
+            "`{}`: `{}` runs one thread per instance, in programs over whole big integers and \
+             scalars; this one also computes over arrays. Compute it in a closure over the \
+             arrays' elements (`xs.zip(ys).map(|(x, y)| ..)`) or in a kernel of its own",
+            func.name,
+            bigfuse_core::node_text(func, id)
         )));
     }
     Ok(())

@@ -211,8 +211,8 @@ pub const PREFERRED_Q: u32 = 2;
 /// Threads per block when several instances share one.
 pub const PREFERRED_BLOCK: u32 = 256;
 
-/// Threads per block of a program that exponentiates modulo a big integer (see
-/// [`crate::montgomery`]).
+/// Threads per block of a program that exponentiates modulo a big integer or computes a gcd or an
+/// inverse (see [`crate::montgomery`]).
 pub const POW_MOD_BLOCK: u32 = 128;
 
 /// Limbs per thread for a program whose arrays have `len` elements and which has `steps`
@@ -377,6 +377,7 @@ pub fn schedule(
     }
     // A power modulo a big integer in a program of one thread per instance (one-element arrays)
     // runs on the group of threads its plan asks for: a thread's share of the registers.
+    let heavy = crate::montgomery::has_one_thread_op(func);
     let pow_mod: Vec<_> = crate::montgomery::plans(func)
         .into_iter()
         .map(|p| {
@@ -463,9 +464,10 @@ pub fn schedule(
             decisions.push(format!("block of {b} threads requested"));
             b
         }
-        // A power modulo a big integer takes many registers per thread: smaller blocks let the
-        // SM hold as many of them as its registers allow, not whole 256-thread blocks only.
-        None if !pow_mod.is_empty() => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
+        // A power modulo a big integer, a gcd or an inverse takes many registers per thread:
+        // smaller blocks let the SM hold as many as its registers allow, not whole 256-thread
+        // blocks only.
+        None if heavy => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
         None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
     };
     let ipb = block / t;
@@ -480,7 +482,7 @@ pub fn schedule(
     // A power modulo a big integer needs its registers (the plan's estimate) more than company.
     // A group's threads need few: room for as many blocks as that estimate allows, which also
     // keeps the CUDA compiler from holding whole operands in registers around the power.
-    let default_min_blocks = if pow_mod.is_empty() {
+    let default_min_blocks = if !heavy {
         (512 / block).max(1)
     } else if pow_mod_threads > 1 {
         let regs = pow_mod

@@ -230,6 +230,16 @@ impl Builder {
         self.push(Op::BigIsqrt(a))
     }
 
+    /// `gcd(a, b)` (see [`Op::BigGcd`]).
+    pub fn gcd(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.push(Op::BigGcd(a, b))
+    }
+
+    /// `(a^-1 mod m, exists)` (see [`Op::BigInvMod`]).
+    pub fn inv_mod(&mut self, a: ValueId, m: ValueId) -> IrResult<ValueId> {
+        self.push(Op::BigInvMod(a, m))
+    }
+
     /// `x^e mod m` (see [`Op::BigPowMod`]).
     pub fn pow_mod(&mut self, x: ValueId, e: ValueId, m: ValueId) -> IrResult<ValueId> {
         self.push(Op::BigPowMod(x, e, m))

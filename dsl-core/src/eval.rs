@@ -9,6 +9,7 @@ use crate::modular;
 use crate::types::Type;
 use crate::value::Value;
 use num_bigint::BigUint;
+use num_integer::Integer;
 use num_traits::{One, Zero};
 
 fn fail<T>(message: impl Into<String>) -> IrResult<T> {
@@ -85,6 +86,19 @@ fn bits_of(ty: &Type) -> IrResult<u64> {
 fn big(v: &Value) -> IrResult<&BigUint> {
     v.as_big()
         .map_or_else(|| fail("expected a big integer"), Ok)
+}
+
+/// A tuple of little-endian u64 limbs as the number they make, and how many there are.
+fn limb_tuple(x: &Value) -> IrResult<(BigUint, usize)> {
+    let Value::Tuple(ls) = x else {
+        return fail("expected a tuple of limbs");
+    };
+    let words = ls.iter().map(scalar_int).collect::<IrResult<Vec<u64>>>()?;
+    let digits: Vec<u32> = words
+        .iter()
+        .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+        .collect();
+    Ok((BigUint::from_slice(&digits), ls.len()))
 }
 
 fn scalar_int(v: &Value) -> IrResult<u64> {
@@ -363,23 +377,43 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 big(v(*x))?.modpow(big(v(*e))?, m)
             })
         }
-        Op::LimbPowMod(x, e, m) => {
-            let limbs = |x: &Value| -> IrResult<(BigUint, usize)> {
-                let Value::Tuple(ls) = x else {
-                    return fail("limb.pow_mod expects tuples of limbs");
-                };
-                let words = ls.iter().map(scalar_int).collect::<IrResult<Vec<u64>>>()?;
-                let digits: Vec<u32> = words
-                    .iter()
-                    .flat_map(|w| [*w as u32, (*w >> 32) as u32])
-                    .collect();
-                Ok((BigUint::from_slice(&digits), ls.len()))
+        Op::BigGcd(a, b) => Value::Big(big(v(*a))?.gcd(big(v(*b))?)),
+        Op::BigInvMod(a, m) => {
+            let m = big(v(*m))?;
+            let inv = if m.is_zero() {
+                None
+            } else {
+                big(v(*a))?.modinv(m)
             };
-            let (m, n) = limbs(v(*m))?;
+            let exists = inv.is_some();
+            Value::Tuple(vec![
+                Value::Big(inv.unwrap_or_default()),
+                Value::Bool(exists),
+            ])
+        }
+        Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
+            let (a, n) = limb_tuple(v(*a))?;
+            let (b, _) = limb_tuple(v(*b))?;
+            let words = |r: &BigUint| {
+                let mut w = r.to_u64_digits();
+                w.resize(n, 0);
+                Value::Tuple(w.into_iter().map(Value::U64).collect())
+            };
+            match op {
+                Op::LimbGcd(..) => words(&a.gcd(&b)),
+                _ => {
+                    let inv = if b.is_zero() { None } else { a.modinv(&b) };
+                    let exists = inv.is_some();
+                    Value::Tuple(vec![words(&inv.unwrap_or_default()), Value::Bool(exists)])
+                }
+            }
+        }
+        Op::LimbPowMod(x, e, m) => {
+            let (m, n) = limb_tuple(v(*m))?;
             let r = if !m.bit(0) {
                 (BigUint::one() << (64 * n)) - 1u8
             } else {
-                limbs(v(*x))?.0.modpow(&limbs(v(*e))?.0, &m)
+                limb_tuple(v(*x))?.0.modpow(&limb_tuple(v(*e))?.0, &m)
             };
             let mut words = r.to_u64_digits();
             words.resize(n, 0);

@@ -297,6 +297,15 @@ pub enum Op {
     /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance.
     /// A base at or above `m` is reduced; `x^0` is `1 mod m`.
     BigPowMod(ValueId, ValueId, ValueId),
+    /// `gcd(a, b)` of two `U<n>` (`gcd(0, b) = b`, `gcd(0, 0) = 0`): a `U<n>`.
+    BigGcd(ValueId, ValueId),
+    /// The inverse of a `U<n>` modulo a `U<n>` `m` and whether it exists: `(a^-1 mod m, true)`,
+    /// or `(0, false)` when `gcd(a, m) > 1` or `m = 0` (every value's inverse modulo 1 is 0).
+    BigInvMod(ValueId, ValueId),
+    /// [`Op::BigGcd`] on tuples of u64 limbs (made by `scalarize`, like [`Op::LimbPowMod`]).
+    LimbGcd(ValueId, ValueId),
+    /// [`Op::BigInvMod`] on tuples of u64 limbs: a tuple of the inverse's limbs and the bool.
+    LimbInvMod(ValueId, ValueId),
     /// [`Op::BigPowMod`] once its operands are limbs: base, exponent and modulus are tuples of
     /// little-endian u64 limbs (base and modulus of one length), and so is the result. `scalarize`
     /// makes it from a `big.pow_mod` that one thread computes; emission writes it as one device
@@ -394,6 +403,10 @@ impl Op {
             | Op::BigBitwise(_, a, b)
             | Op::BigShift(_, a, b)
             | Op::BigBit(a, b)
+            | Op::BigGcd(a, b)
+            | Op::BigInvMod(a, b)
+            | Op::LimbGcd(a, b)
+            | Op::LimbInvMod(a, b)
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
@@ -435,6 +448,10 @@ impl Op {
             | Op::BigBitwise(_, a, b)
             | Op::BigShift(_, a, b)
             | Op::BigBit(a, b)
+            | Op::BigGcd(a, b)
+            | Op::BigInvMod(a, b)
+            | Op::LimbGcd(a, b)
+            | Op::LimbInvMod(a, b)
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => {
@@ -474,6 +491,8 @@ impl Op {
                 | Op::BigRem(..)
                 | Op::BigIsqrt(..)
                 | Op::BigPowMod(..)
+                | Op::BigGcd(..)
+                | Op::BigInvMod(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)
@@ -507,12 +526,31 @@ impl Op {
                 | Op::BigIsqrt(..)
                 | Op::BigPowMod(..)
                 | Op::LimbPowMod(..)
+                | Op::BigGcd(..)
+                | Op::BigInvMod(..)
+                | Op::LimbGcd(..)
+                | Op::LimbInvMod(..)
                 | Op::BigCmp(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
                 | Op::BigShift(..)
                 | Op::BigBit(..)
                 | Op::Loop { .. }
+        )
+    }
+
+    /// True for the operations one thread computes whole, through a device function of their
+    /// width (a power modulo a big integer, a gcd, an inverse): a program holding one runs one
+    /// thread (or a group of threads) per instance, and a closure may compute one per element.
+    pub fn is_one_thread_op(&self) -> bool {
+        matches!(
+            self,
+            Op::BigPowMod(..)
+                | Op::BigGcd(..)
+                | Op::BigInvMod(..)
+                | Op::LimbPowMod(..)
+                | Op::LimbGcd(..)
+                | Op::LimbInvMod(..)
         )
     }
 

@@ -822,6 +822,22 @@ fn operation(
             c.expect(",", "before the modulus of `big.pow_mod`")?;
             Op::BigPowMod(x, e, v(c)?)
         }
+        "big.gcd" => {
+            let (a, b) = two(c, scope, m)?;
+            Op::BigGcd(a, b)
+        }
+        "big.inv_mod" => {
+            let (a, b) = two(c, scope, m)?;
+            Op::BigInvMod(a, b)
+        }
+        "limb.gcd" => {
+            let (a, b) = two(c, scope, m)?;
+            Op::LimbGcd(a, b)
+        }
+        "limb.inv_mod" => {
+            let (a, b) = two(c, scope, m)?;
+            Op::LimbInvMod(a, b)
+        }
         "limb.pow_mod" => {
             let (x, e) = two(c, scope, m)?;
             c.expect(",", "before the modulus of `limb.pow_mod`")?;

@@ -101,6 +101,51 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
+        Op::BigGcd(a, b) | Op::BigInvMod(a, b) => match (ty(*a), ty(*b)) {
+            (t @ Type::Big(sa), Type::Big(sb)) if sa == sb => match op {
+                Op::BigGcd(..) => t.clone(),
+                _ => Type::Tuple(vec![t.clone(), Type::Bool]),
+            },
+            (ta, tb) => {
+                let what = if matches!(op, Op::BigGcd(..)) {
+                    "big.gcd"
+                } else {
+                    "big.inv_mod"
+                };
+                return Err(err(
+                    func,
+                    format!(
+                        "{what} needs two U<..> of one size, not {} and {}",
+                        show(ta),
+                        show(tb)
+                    ),
+                ));
+            }
+        },
+        Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
+            let words = |t: &Type| match t {
+                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
+                    Some(ls.len())
+                }
+                _ => None,
+            };
+            match (words(ty(*a)), words(ty(*b))) {
+                (Some(na), Some(nb)) if na == nb => match op {
+                    Op::LimbGcd(..) => ty(*a).clone(),
+                    _ => Type::Tuple(vec![ty(*a).clone(), Type::Bool]),
+                },
+                _ => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "limb.gcd and limb.inv_mod need two tuples of one number of u64 limbs, not {} and {}",
+                            show(ty(*a)),
+                            show(ty(*b))
+                        ),
+                    ))
+                }
+            }
+        }
         Op::LimbPowMod(x, e, m) => {
             let limbs = |t: &Type| match t {
                 Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {

@@ -98,6 +98,10 @@ pub enum Inst {
     Isqrt(usize),
     /// `x.pow_mod(e, m)`: x^e mod m of U<..>s (the exponent of any width).
     PowMod(usize, usize, usize),
+    /// `a.gcd(b)` of two U<..> of one width.
+    Gcd(usize, usize),
+    /// `a.inv_mod(m)`: `(a^-1 mod m, exists)` of two U<..> of one width.
+    InvMod(usize, usize),
     /// A shift or rotation of a U<..> by a u32 amount, or a rotation of a u32/u64 (scalar `<<` and
     /// `>>` stay `Binary`).
     Shift(Shift, usize, usize),
@@ -169,6 +173,8 @@ impl Inst {
             | Inst::Bit(a, b)
             | Inst::MulWide(a, b)
             | Inst::Pow(a, b)
+            | Inst::Gcd(a, b)
+            | Inst::InvMod(a, b)
             | Inst::PolyMul(a, b) => {
                 f(a);
                 f(b)
@@ -381,6 +387,10 @@ pub fn check(f: &syn::ItemFn) -> syn::Result<Checked> {
                     }
                     xs
                 }
+                // A tuple-valued operation (`a.div_rem(b)`, `a.inv_mod(m)`): its fields.
+                _ if c.ty(v) == KType::Tuple(output_types.clone()) => (0..output_types.len())
+                    .map(|i| c.push(Inst::Extract(v, i as u32), output_types[i].clone()))
+                    .collect(),
                 _ => return err(
                     e,
                     "the function returns a tuple: end the body with a tuple expression `(x, y)`",
@@ -1329,6 +1339,23 @@ impl Checker {
                 let md = self.expect(&m.args[1], &tx, "the modulus")?;
                 Ok(self.push(Inst::PowMod(x, e, md), tx))
             }
+            (KType::Big(_), "gcd") => {
+                nargs(1, "a.gcd(b) takes the other number (of a's type)")?;
+                let y = self.expect(&m.args[0], &tx, "the other operand of `gcd`")?;
+                Ok(self.push(Inst::Gcd(x, y), tx))
+            }
+            (KType::Big(_), "inv_mod") => {
+                nargs(1, "a.inv_mod(m) takes the modulus (of a's type)")?;
+                let md = self.expect(&m.args[0], &tx, "the modulus")?;
+                Ok(self.push(Inst::InvMod(x, md), KType::Tuple(vec![tx, KType::Bool])))
+            }
+            (_, "gcd" | "inv_mod") => err(
+                &m.method,
+                format!(
+                    "`{name}` applies to U<..>, not {} (residues modulo P have `inv`)",
+                    self.show(&tx)
+                ),
+            ),
             (_, "pow_mod") => err(
                 &m.method,
                 format!("`pow_mod` applies to U<..>, not {} (residues modulo P have `pow`)", self.show(&tx)),

@@ -200,6 +200,14 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let (x, e, md) = (id(x), id(e), id(md));
                 quote!(b.pow_mod(#x, #e, #md)?)
             }
+            Inst::Gcd(x, y) => {
+                let (x, y) = (id(x), id(y));
+                quote!(b.gcd(#x, #y)?)
+            }
+            Inst::InvMod(x, md) => {
+                let (x, md) = (id(x), id(md));
+                quote!(b.inv_mod(#x, #md)?)
+            }
             Inst::Not(a) => {
                 let a = id(a);
                 quote!(b.not(#a)?)

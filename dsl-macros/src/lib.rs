@@ -64,6 +64,11 @@ use proc_macro::TokenStream;
 /// above `m` is reduced and `x^0` is `1 mod m`. An even or zero modulus gives all ones (`U::MAX`),
 /// which no residue equals, for that instance.
 ///
+/// Greatest common divisors and inverses. `a.gcd(b)` on `U<..>` of one width: `gcd(a, b)`
+/// (`gcd(0, 0) = 0`). `a.inv_mod(m)`: `(a^-1 mod m, exists)`, a tuple of `a`'s type and a `bool`
+/// (`let (x, ok) = a.inv_mod(m);`), `(0, false)` where `gcd(a, m) > 1` or `m` is zero; any
+/// modulus. Both run in one thread per instance (`codegen/src/emit/gcd.rs`).
+///
 /// Bounded loops. `let mut x = ..;` declares a variable that assignments change: `x = e;`,
 /// `x += e;` (and `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`, `<<=`, `>>=`); an assignment keeps the
 /// variable's type. `if c { x = ..; } else { .. }` may be a statement (the `else` is optional):

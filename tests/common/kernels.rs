@@ -89,3 +89,15 @@ pub fn pow_bits(x: U<BITS>, e: U<BITS>) -> U<BITS> {
 pub fn pow_mod(x: U<BITS>, e: U<BITS>, m: U<BITS>) -> U<BITS> {
     x.pow_mod(e, m)
 }
+
+/// gcd (codegen/src/emit/gcd.rs).
+#[bigfuse::kernel]
+pub fn gcd(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a.gcd(b)
+}
+
+/// The inverse modulo m and whether it exists (codegen/src/emit/gcd.rs).
+#[bigfuse::kernel]
+pub fn inv_mod(a: U<BITS>, m: U<BITS>) -> (U<BITS>, bool) {
+    a.inv_mod(m)
+}

@@ -15,10 +15,12 @@
 //! - `add`: additions and subtractions as PTX carry chains;
 //! - `mul`, `ntt`, `polymul`: products;
 //! - `montgomery`, `montgomery_group`: modular exponentiation, one device function per widths,
-//!   for one thread or a group of threads per instance.
+//!   for one thread or a group of threads per instance;
+//! - `gcd`: gcd and modular inverse, one device function per width.
 
 mod add;
 mod carry;
+mod gcd;
 mod memory;
 mod montgomery;
 mod montgomery_group;
@@ -240,6 +242,10 @@ impl<'a> Emitter<'a> {
             | Op::BigIsqrt(..)
             | Op::BigPowMod(..)
             | Op::LimbPowMod(..)
+            | Op::BigGcd(..)
+            | Op::BigInvMod(..)
+            | Op::LimbGcd(..)
+            | Op::LimbInvMod(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)

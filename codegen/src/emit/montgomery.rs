@@ -602,16 +602,15 @@ static u32 __ballot_sync(u32, bool p) {{
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        {
+        // Written from a thread of its own: the program's output fills its pipe meanwhile.
+        let mut stdin = child.stdin.take().unwrap();
+        let text = input.to_string();
+        let writer = std::thread::spawn(move || {
             use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
+            stdin.write_all(text.as_bytes()).unwrap();
+        });
         let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), cases.len(), "{text}");

@@ -1,0 +1,759 @@
+//! `limb.gcd` and `limb.inv_mod` as C: one device function per width, computed by one thread
+//! (see [`crate::gcd`] for the plan and why).
+//!
+//! Both are the binary GCD in Pornin's batched form ("Optimized Binary GCD for Modular
+//! Inversion", 2020): with `b` odd, 31 steps of the binary GCD run on 64-bit approximations of `a`
+//! and `b` (their low 31 bits, exact, and their top 33 bits at the longer one's length; the values
+//! themselves once both fit in 64 bits), recording the steps as factors with `2^31 a' = f0 a + g0 b`
+//! and `2^31 b' = f1 a + g1 b`; the factors are then applied to the whole numbers (a product by a
+//! signed word per limb), and a result that an approximate comparison made negative is negated.
+//! Every step keeps `gcd(a, b)` and, for the inverse of `y` modulo an odd `m` (`a = y`, `b = m`
+//! at the start), `a = u y` and `b = v y` modulo `m` with `u, v` updated by the same factors
+//! divided by `2^31` modulo `m` (Montgomery's trick: a multiple of `m` makes the sum divisible).
+//! The loop ends when `a` is zero: `b` is the odd part of the gcd, and `v` the inverse when `b = 1`.
+//!
+//! Plain C over `u32`/`u64`/`long long`, compiled for the host by the tests below.
+
+use super::Emitter;
+use bigfuse_core::Type;
+
+/// Helpers of `s`-word numbers shared by the gcd and the inverse: the 31 steps on approximations
+/// and the application of their factors.
+fn steps_function(s: usize) -> (String, String) {
+    let name = format!("bf_bingcd_{s}");
+    let last = s - 1;
+    let text = format!(
+        r#"typedef long long i64;
+
+// True when an s-word number ({s} words) is zero.
+static __device__ __forceinline__ bool bf_is_zero_{s}(const u32* a) {{
+  u32 any = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) any |= a[j];
+  return any == 0u;
+}}
+
+// 31 steps of the binary GCD on approximations of a and b (b odd), as factors: afterwards
+// 2^31 a' = f0 a + g0 b and 2^31 b' = f1 a + g1 b, with |f0| + |g0| <= 2^31 and |f1| + |g1| <= 2^31.
+static __device__ __forceinline__ void {name}(const u32* a, const u32* b, i64* f0, i64* g0, i64* f1, i64* g1) {{
+  // The longer one's top word and its bit length there.
+  int w = 0;
+  u32 top = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u32 x = a[j] | b[j];
+    if (x != 0u) {{ w = j; top = x; }}
+  }}
+  u64 ax, bx;
+  if (w < 2) {{
+    // Both fit in 64 bits: the steps are exact.
+    ax = (u64)a[0] | ((u64)a[{one}] << 32);
+    bx = (u64)b[0] | ((u64)b[{one}] << 32);
+  }} else {{
+    // The low 31 bits and the top 33 bits at the longer one's length (r bits used in word w).
+    const int r = 32 - __clz((int)top);
+    u32 ah = 0u, am = 0u, bh = 0u, bm = 0u;
+    #pragma unroll
+    for (int j = 1; j < {s}; ++j) {{
+      if (j == w) {{ ah = a[j]; am = a[j - 1]; bh = b[j]; bm = b[j - 1]; }}
+    }}
+    const u64 at = (((u64)ah << 32) | (u64)am) >> (r - 1);
+    const u64 bt = (((u64)bh << 32) | (u64)bm) >> (r - 1);
+    ax = (at << 31) | (u64)(a[0] & 0x7fffffffu);
+    bx = (bt << 31) | (u64)(b[0] & 0x7fffffffu);
+  }}
+  i64 p0 = 1, q0 = 0, p1 = 0, q1 = 1;
+  #pragma unroll 1
+  for (int i = 0; i < 31; ++i) {{
+    const bool odd = (ax & 1ull) != 0ull;
+    const bool swap = odd && ax < bx;
+    const u64 ta = swap ? bx : ax, tb = swap ? ax : bx;
+    const i64 tp0 = swap ? p1 : p0, tp1 = swap ? p0 : p1;
+    const i64 tq0 = swap ? q1 : q0, tq1 = swap ? q0 : q1;
+    ax = (odd ? ta - tb : ta) >> 1;
+    bx = tb;
+    p0 = odd ? tp0 - tp1 : tp0;
+    q0 = odd ? tq0 - tq1 : tq0;
+    p1 = tp1 * 2;
+    q1 = tq1 * 2;
+  }}
+  *f0 = p0; *g0 = q0; *f1 = p1; *g1 = q1;
+}}
+
+// r = (f a + g b) / 2^31 (exact) made nonnegative; returns true when it was negated (the caller
+// negates f and g for the values that follow a and b).
+static __device__ __forceinline__ bool bf_bingcd_apply_{s}(u32* r, const u32* a, const u32* b, const i64 f, const i64 g) {{
+  u32 t[{s}];
+  i64 c = 0;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const i64 x = f * (i64)a[j] + g * (i64)b[j] + c;
+    t[j] = (u32)x;
+    c = x >> 32;
+  }}
+  #pragma unroll
+  for (int j = 0; j < {last}; ++j) r[j] = (t[j] >> 31) | (t[j + 1] << 1);
+  r[{last}] = (t[{last}] >> 31) | ((u32)c << 1);
+  const bool negative = c < 0;
+  u32 borrow = negative ? 1u : 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    // Two's complement where negative: ~r + 1.
+    const u64 x = (u64)(negative ? ~r[j] : r[j]) + (u64)borrow;
+    r[j] = (u32)x;
+    borrow = (u32)(x >> 32);
+  }}
+  return negative;
+}}
+"#,
+        one = if s > 1 { 1 } else { 0 },
+    );
+    (name, text)
+}
+
+/// `gcd(a, b)` of `s`-word numbers on 64-bit limbs.
+pub(crate) fn gcd_functions(s: usize) -> Vec<(String, String)> {
+    let name = format!("bf_gcd_{s}");
+    let text = format!(
+        r#"// gcd(a, b) of {bits}-bit numbers (gcd(0, b) = b, gcd(0, 0) = 0): the common factors of two taken
+// out, b made odd, then batches of 31 binary steps until a is zero.
+static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64) {{
+  u32 a[{s}], b[{s}];
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) {{
+    a[2 * j] = (u32)a64[j]; a[2 * j + 1] = (u32)(a64[j] >> 32);
+    b[2 * j] = (u32)b64[j]; b[2 * j + 1] = (u32)(b64[j] >> 32);
+  }}
+  // The common power of two: trailing zeros of a | b (all bits when both are zero).
+  int twos = 0;
+  {{
+    bool seen = false;
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) {{
+      const u32 x = a[j] | b[j];
+      if (!seen && x != 0u) {{ twos = 32 * j + (__ffs((int)x) - 1); seen = true; }}
+    }}
+    if (!seen) twos = {bits};
+  }}
+  bf_shr_{s}(a, twos);
+  bf_shr_{s}(b, twos);
+  // b odd (one of them is, unless both are zero).
+  if ((b[0] & 1u) == 0u) {{
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) {{ const u32 x = a[j]; a[j] = b[j]; b[j] = x; }}
+  }}
+  #pragma unroll 1
+  for (int round = 0; round < {rounds} && (b[0] & 1u) != 0u && !bf_is_zero_{s}(a); ++round) {{
+    i64 f0, g0, f1, g1;
+    bf_bingcd_{s}(a, b, &f0, &g0, &f1, &g1);
+    u32 na[{s}];
+    bf_bingcd_apply_{s}(na, a, b, f0, g0);
+    bf_bingcd_apply_{s}(b, a, b, f1, g1);
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) a[j] = na[j];
+  }}
+  bf_shl_{s}(b, twos);
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) out[j] = ((u64)b[2 * j + 1] << 32) | (u64)b[2 * j];
+}}
+"#,
+        bits = 32 * s,
+        half = s / 2,
+        rounds = rounds(s),
+    );
+    vec![steps_function(s), shift_functions(s), (name, text)]
+}
+
+/// Batches a loop may run: each batch of 31 steps shortens `a` and `b` together by at least 31
+/// bits but for the last (Pornin, 2020: `2 len - 1` steps suffice), so this bound is never met
+/// on the way; it only keeps a thread from looping on data no proof covers.
+fn rounds(s: usize) -> usize {
+    (64 * s).div_ceil(31) + 4
+}
+
+/// Shifts of an `s`-word number by a run-time count of bits (`>= 32 s`: zero), a word a round.
+fn shift_functions(s: usize) -> (String, String) {
+    let name = format!("bf_shifts_{s}");
+    let last = s - 1;
+    let text = format!(
+        r#"// a >>= k and a <<= k ({s} words; k >= {bits} gives zero).
+static __device__ __forceinline__ void bf_shr_{s}(u32* a, int k) {{
+  #pragma unroll 1
+  for (; k >= 32; k -= 32) {{
+    #pragma unroll
+    for (int j = 0; j < {last}; ++j) a[j] = a[j + 1];
+    a[{last}] = 0u;
+  }}
+  if (k > 0) {{
+    #pragma unroll
+    for (int j = 0; j < {last}; ++j) a[j] = (a[j] >> k) | (a[j + 1] << (32 - k));
+    a[{last}] >>= k;
+  }}
+}}
+
+static __device__ __forceinline__ void bf_shl_{s}(u32* a, int k) {{
+  #pragma unroll 1
+  for (; k >= 32; k -= 32) {{
+    #pragma unroll
+    for (int j = {last}; j > 0; --j) a[j] = a[j - 1];
+    a[0] = 0u;
+  }}
+  if (k > 0) {{
+    #pragma unroll
+    for (int j = {last}; j > 0; --j) a[j] = (a[j] << k) | (a[j - 1] >> (32 - k));
+    a[0] <<= k;
+  }}
+}}
+"#,
+        bits = 32 * s,
+    );
+    (name, text)
+}
+
+/// `y^-1 mod m` of `s`-word numbers on 64-bit limbs, and whether it exists.
+pub(crate) fn inv_mod_functions(s: usize) -> Vec<(String, String)> {
+    let name = format!("bf_inv_mod_{s}");
+    let text = format!(
+        r#"// r = (f u + g v) / 2^31 mod m for u, v < m, m odd ({s} words): a multiple k m of m (k < 2^31,
+// k = -(f u + g v) / m mod 2^31 from minv = -m^-1 mod 2^32) makes the sum divisible.
+static __device__ __forceinline__ void bf_inv_update_{s}(u32* r, const u32* u, const u32* v, const i64 f, const i64 g, const u32* m, const u32 minv) {{
+  const u32 low = (u32)(f * (i64)u[0] + g * (i64)v[0]);
+  const u32 k = (low * minv) & 0x7fffffffu;
+  u32 t[{s}];
+  i64 c = 0;
+  u64 d = 0ull;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const i64 x = f * (i64)u[j] + g * (i64)v[j] + c;
+    c = x >> 32;
+    const u64 y = (u64)k * (u64)m[j] + (u64)(u32)x + d;
+    t[j] = (u32)y;
+    d = y >> 32;
+  }}
+  // The sum is t + (c + d) 2^{bits}, divisible by 2^31, in (-m 2^31, 2m 2^31).
+  const i64 hi = c + (i64)d;
+  #pragma unroll
+  for (int j = 0; j < {last}; ++j) r[j] = (t[j] >> 31) | (t[j + 1] << 1);
+  r[{last}] = (t[{last}] >> 31) | ((u32)hi << 1);
+  const i64 above = hi >> 31;
+  // r + above 2^{bits} in (-m, 2m): add m where negative, subtract it where at least m.
+  const bool negative = above < 0;
+  u32 g2 = 0u, p2 = 1u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    g2 = (u32)(((u64)r[j] - (u64)m[j] - (u64)g2) >> 63);
+    p2 &= (u32)(r[j] == m[j]);
+  }}
+  const bool at_least = above > 0 || g2 == 0u;
+  u64 carry = 0ull;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = negative ? (u64)r[j] + (u64)m[j] + carry : (u64)r[j] - (u64)(at_least ? m[j] : 0u) - carry;
+    r[j] = (u32)x;
+    carry = negative ? x >> 32 : x >> 63;
+  }}
+  (void)p2;
+}}
+
+// (y^-1 mod m, true), or false when there is none (gcd(y, m) > 1): {bits}-bit y and odd m.
+static __device__ __forceinline__ bool bf_inv_mod_odd_{s}(u32* v, const u32* y, const u32* mod) {{
+  // Copies in registers (the caller's may live in local memory).
+  u32 a[{s}], b[{s}], u[{s}], m[{s}];
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{ a[j] = y[j]; b[j] = mod[j]; m[j] = mod[j]; u[j] = j == 0 ? 1u : 0u; v[j] = 0u; }}
+  // u = 1 mod m (0 when m = 1).
+  bool one = m[0] == 1u;
+  #pragma unroll
+  for (int j = 1; j < {s}; ++j) one = one && m[j] == 0u;
+  if (one) u[0] = 0u;
+  u32 inv = m[0];
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) inv *= 2u - m[0] * inv;
+  const u32 minv = 0u - inv;
+  #pragma unroll 1
+  for (int round = 0; round < {rounds} && !bf_is_zero_{s}(a); ++round) {{
+    i64 f0, g0, f1, g1;
+    bf_bingcd_{s}(a, b, &f0, &g0, &f1, &g1);
+    u32 na[{s}], nu[{s}];
+    if (bf_bingcd_apply_{s}(na, a, b, f0, g0)) {{ f0 = -f0; g0 = -g0; }}
+    if (bf_bingcd_apply_{s}(b, a, b, f1, g1)) {{ f1 = -f1; g1 = -g1; }}
+    bf_inv_update_{s}(nu, u, v, f0, g0, m, minv);
+    bf_inv_update_{s}(v, u, v, f1, g1, m, minv);
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) {{ a[j] = na[j]; u[j] = nu[j]; }}
+  }}
+  // b is gcd(y, m): the inverse is v where b = 1.
+  bool unit = b[0] == 1u;
+  #pragma unroll
+  for (int j = 1; j < {s}; ++j) unit = unit && b[j] == 0u;
+  return unit && (m[0] & 1u) != 0u;
+}}
+
+// r = a b mod 2^{bits}: the low half of a product (r may be a or b). Its loops stay loops: only the
+// inverses modulo even numbers use it, a few times each.
+static __device__ __forceinline__ void bf_mul_lo_{s}(u32* r, const u32* a, const u32* b) {{
+  u32 t[{s}];
+  #pragma unroll 1
+  for (int j = 0; j < {s}; ++j) t[j] = 0u;
+  #pragma unroll 1
+  for (int i = 0; i < {s}; ++i) {{
+    u32 c = 0u;
+    #pragma unroll 1
+    for (int j = 0; j + i < {s}; ++j) {{
+      const u64 p = (u64)a[i] * (u64)b[j] + (u64)t[i + j] + (u64)c;
+      t[i + j] = (u32)p;
+      c = (u32)(p >> 32);
+    }}
+  }}
+  #pragma unroll 1
+  for (int j = 0; j < {s}; ++j) r[j] = t[j];
+}}
+
+// y^-1 mod an even m (m > 0): y must be odd, and then, with z = m^-1 mod y (the odd case, roles
+// swapped), m z - 1 = k y for some 0 < k < m, so y (m - k) = 1 mod m. k is that exact quotient:
+// (m z - 1) times y^-1 modulo 2^{bits} (Newton's iteration doubles the bits of y^-1 mod 2^32).
+static __device__ __forceinline__ bool bf_inv_mod_even_{s}(u32* v, const u32* y, const u32* m) {{
+  if ((y[0] & 1u) == 0u) return false;
+  bool one = y[0] == 1u;
+  #pragma unroll
+  for (int j = 1; j < {s}; ++j) one = one && y[j] == 0u;
+  if (one) {{
+    // 1^-1 = 1 (m is even, so at least 2).
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) v[j] = j == 0 ? 1u : 0u;
+    return true;
+  }}
+  u32 z[{s}];
+  if (!bf_inv_mod_odd_{s}(z, m, y)) return false;
+  u32 yi[{s}], t[{s}], k[{s}];
+  u32 inv = y[0];
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) inv *= 2u - y[0] * inv;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) yi[j] = j == 0 ? inv : 0u;
+  #pragma unroll 1
+  for (int bits = 32; bits < {bits}; bits *= 2) {{
+    // yi = yi (2 - y yi)
+    bf_mul_lo_{s}(t, y, yi);
+    u32 borrow = 0u;
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) {{
+      const u64 x = (u64)(j == 0 ? 2u : 0u) - (u64)t[j] - (u64)borrow;
+      t[j] = (u32)x;
+      borrow = (u32)(x >> 63);
+    }}
+    bf_mul_lo_{s}(yi, yi, t);
+  }}
+  // k = (m z - 1) y^-1 mod 2^{bits}; m z >= m >= 2, so the 1 borrows nothing past the top.
+  bf_mul_lo_{s}(t, m, z);
+  u32 borrow = 1u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = (u64)t[j] - (u64)borrow;
+    t[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+  bf_mul_lo_{s}(k, t, yi);
+  borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = (u64)m[j] - (u64)k[j] - (u64)borrow;
+    v[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+  return true;
+}}
+
+static __device__ __forceinline__ bool {name}(u64* out, const u64* y64, const u64* m64) {{
+  u32 y[{s}], m[{s}], v[{s}];
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) {{
+    y[2 * j] = (u32)y64[j]; y[2 * j + 1] = (u32)(y64[j] >> 32);
+    m[2 * j] = (u32)m64[j]; m[2 * j + 1] = (u32)(m64[j] >> 32);
+  }}
+  const bool ok = (m[0] & 1u) != 0u ? bf_inv_mod_odd_{s}(v, y, m)
+                                    : !bf_is_zero_{s}(m) && bf_inv_mod_even_{s}(v, y, m);
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) out[j] = ok ? (((u64)v[2 * j + 1] << 32) | (u64)v[2 * j]) : 0ull;
+  return ok;
+}}
+"#,
+        bits = 32 * s,
+        last = s - 1,
+        half = s / 2,
+        rounds = rounds(s),
+    );
+    vec![steps_function(s), (name, text)]
+}
+
+impl Emitter<'_> {
+    /// The limbs of `gcd(a, b)` through the device function of their width.
+    pub(super) fn gcd_call(&mut self, a: &[String], b: &[String]) -> Vec<String> {
+        for (name, text) in gcd_functions(2 * a.len()) {
+            self.device_function(&name, |em| em.out.push_str(&text));
+        }
+        self.device_call(&format!("bf_gcd_{}", 2 * a.len()), a.len(), &[a, b], false)
+    }
+
+    /// The limbs of `y^-1 mod m` and whether it exists (a bool, last).
+    pub(super) fn inv_mod_call(&mut self, y: &[String], m: &[String]) -> Vec<String> {
+        for (name, text) in inv_mod_functions(2 * y.len()) {
+            self.device_function(&name, |em| em.out.push_str(&text));
+        }
+        self.device_call(
+            &format!("bf_inv_mod_{}", 2 * y.len()),
+            y.len(),
+            &[y, m],
+            true,
+        )
+    }
+
+    /// A call of a device function `name(u64* out, const u64* operand.., )` whose operands are
+    /// these leaves; `flag`: it also returns a bool, the last result.
+    fn device_call(
+        &mut self,
+        name: &str,
+        out: usize,
+        operands: &[&[String]],
+        flag: bool,
+    ) -> Vec<String> {
+        let r = self.temp();
+        self.line(format!("u64 {r}[{out}];"));
+        let f = flag.then(|| self.temp());
+        if let Some(f) = &f {
+            self.line(format!("bool {f};"));
+        }
+        self.open("{");
+        let mut args = vec![r.clone()];
+        for (k, leaves) in operands.iter().enumerate() {
+            self.line(format!(
+                "const u64 p{k}[{}] = {{{}}};",
+                leaves.len(),
+                leaves.join(", ")
+            ));
+            args.push(format!("p{k}"));
+        }
+        let call = format!("{name}({})", args.join(", "));
+        match &f {
+            Some(f) => self.line(format!("{f} = {call};")),
+            None => self.line(format!("{call};")),
+        }
+        self.close("}");
+        let mut types = vec![Type::U64; out];
+        let mut exprs: Vec<String> = (0..out).map(|k| format!("{r}[{k}]")).collect();
+        if let Some(f) = f {
+            types.push(Type::Bool);
+            exprs.push(f);
+        }
+        self.bind(&types, exprs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_bigint::BigUint;
+    use std::fmt::Write;
+    use std::process::Command;
+
+    /// Compiles `functions` with a `main` that reads pairs of `s`-word numbers (64-bit limbs in
+    /// decimal) and prints what `call` makes of them.
+    fn run_host(
+        tag: &str,
+        functions: Vec<(String, String)>,
+        s: usize,
+        call: &str,
+        input: &str,
+    ) -> String {
+        let mut src = String::from(
+            "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
+             typedef unsigned int u32;\ntypedef unsigned long long u64;\n\
+             static int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }\n\
+             static int __ffs(int x) { return __builtin_ffs(x); }\n",
+        );
+        for (_, text) in functions {
+            src.push_str(&text);
+        }
+        let h = s / 2;
+        let _ = write!(
+            src,
+            r#"int main() {{
+  u64 a[{h}], b[{h}], r[{h}];
+  for (;;) {{
+    for (int j = 0; j < {h}; ++j) if (scanf("%llu", &a[j]) != 1) return 0;
+    for (int j = 0; j < {h}; ++j) scanf("%llu", &b[j]);
+    {call}
+    for (int j = 0; j < {h}; ++j) printf("%llu ", r[j]);
+    printf("\n");
+  }}
+}}
+"#
+        );
+        let dir = std::env::temp_dir().join(format!("bigfuse-{tag}-{s}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (file, exe) = (dir.join("p.cpp"), dir.join("p"));
+        std::fs::write(&file, src).unwrap();
+        let cc = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let built = Command::new(&cc)
+            .args([
+                "-O2",
+                "-fsanitize=undefined",
+                "-fno-sanitize-recover=all",
+                "-w",
+                "-o",
+            ])
+            .arg(&exe)
+            .arg(&file)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("the host C++ compiler `{cc}` (set CXX to another) did not run: {e}")
+            });
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let mut child = Command::new(&exe)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Written from a thread of its own: the program's output fills its pipe meanwhile.
+        let mut stdin = child.stdin.take().unwrap();
+        let text = input.to_string();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write as _;
+            stdin.write_all(text.as_bytes()).unwrap();
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Euclid's algorithm, the reference.
+    fn euclid(x: &BigUint, y: &BigUint) -> BigUint {
+        let (mut a, mut b) = (x.clone(), y.clone());
+        while b != BigUint::from(0u8) {
+            let r = &a % &b;
+            a = b;
+            b = r;
+        }
+        a
+    }
+
+    fn limbs(v: &BigUint, s: usize) -> Vec<u64> {
+        let mut l = v.to_u64_digits();
+        l.resize(s / 2, 0);
+        l
+    }
+
+    fn big(words: &str) -> BigUint {
+        let digits: Vec<u32> = words
+            .split_whitespace()
+            .flat_map(|w| {
+                let v: u64 = w.parse().unwrap();
+                [v as u32, (v >> 32) as u32]
+            })
+            .collect();
+        BigUint::from_slice(&digits)
+    }
+
+    /// Random numbers of every length, with common powers of two and common factors, and edges.
+    fn pairs(s: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
+        let bits = 32 * s as u64;
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut word = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut num = |b: u64| {
+            let digits: Vec<u32> = (0..b.div_ceil(32)).map(|_| word() as u32).collect();
+            BigUint::from_slice(&digits) % (BigUint::from(1u8) << b)
+        };
+        let one = BigUint::from(1u8);
+        let all = (&one << bits) - 1u8;
+        let mut out = Vec::new();
+        for i in 0..24u64 {
+            let (la, lb) = (1 + (i * 37) % bits, 1 + (i * 53 + 7) % bits);
+            let (mut x, mut y) = (num(la), num(lb));
+            if i % 3 == 0 {
+                // A common factor and a common power of two.
+                let c = num(bits / 3) | &one;
+                x = ((x * &c) << (i % 5)) % (&one << bits);
+                y = ((y * &c) << (i % 7)) % (&one << bits);
+            }
+            out.push((x, y));
+        }
+        for _ in 0..6 {
+            out.push((num(bits), num(bits)));
+        }
+        let b = |v: u64| BigUint::from(v);
+        for (x, y) in [
+            (b(0), b(0)),
+            (b(0), b(12)),
+            (b(18), b(0)),
+            (b(1), b(1)),
+            (all.clone(), all.clone()),
+            (all.clone(), b(3)),
+            (&one << (bits - 1), &one << (bits - 2)),
+            (all.clone() - 1u8, all.clone()),
+            (b(2), all.clone()),
+            (b(6), b(9)),
+        ] {
+            out.push((x, y));
+        }
+        out
+    }
+
+    fn input(pairs: &[(BigUint, BigUint)], s: usize) -> String {
+        let mut text = String::new();
+        for (x, y) in pairs {
+            for v in limbs(x, s).into_iter().chain(limbs(y, s)) {
+                let _ = write!(text, "{v} ");
+            }
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Many random full-width operands (the bench's shape), where rare failures would show.
+    #[test]
+    #[ignore = "a stress run: cargo test -p bigfuse-codegen --lib stress -- --ignored"]
+    fn stress_inverses_and_gcds_on_the_host() {
+        for s in [32usize, 64] {
+            let bits = 32 * s as u64;
+            let mut state = 12345u64 + s as u64;
+            let mut word = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            // Random pairs, and pairs whose words agree or are complements in places (their
+            // approximations then agree): the bench's operands have such words.
+            let cases: Vec<(BigUint, BigUint)> = (0..20000)
+                .map(|i| {
+                    let a: Vec<u32> = (0..s).map(|_| word() as u32).collect();
+                    let mut b: Vec<u32> = (0..s).map(|_| word() as u32).collect();
+                    for j in 0..s {
+                        match (i % 5, word() % 4) {
+                            (1, 0) => b[j] = !a[j],
+                            (2, _) if j + 2 >= s => b[j] = a[j],
+                            (3, _) if j + 1 == s => b[j] = !a[j],
+                            (4, 0) => b[j] = a[j],
+                            _ => {}
+                        }
+                    }
+                    (
+                        BigUint::from_slice(&a),
+                        BigUint::from_slice(&b) | BigUint::from(1u8),
+                    )
+                })
+                .collect();
+            let out = run_host(
+                "stress",
+                inv_mod_functions(s),
+                s,
+                &format!("const bool ok = bf_inv_mod_{s}(r, a, b); printf(\"%d \", ok ? 1 : 0);"),
+                &input(&cases, s),
+            );
+            let mut bad = 0;
+            for ((y, m), line) in cases.iter().zip(out.lines()) {
+                let (flag, words) = line.split_once(' ').unwrap();
+                let want = y.modinv(m);
+                if (flag == "1") != want.is_some() || big(words) != want.clone().unwrap_or_default()
+                {
+                    bad += 1;
+                    if bad < 4 {
+                        eprintln!("{bits} bits: {y}^-1 mod {m}: got {flag} {}", big(words));
+                    }
+                }
+            }
+            assert_eq!(
+                bad,
+                0,
+                "{bad} of {} inverses differ at {bits} bits",
+                cases.len()
+            );
+        }
+    }
+
+    #[test]
+    fn gcds_equal_num_bigint_on_the_host() {
+        for s in [2usize, 4, 6, 10, 16, 32, 34, 64] {
+            let cases = pairs(s, s as u64);
+            let out = run_host(
+                "gcd",
+                gcd_functions(s),
+                s,
+                &format!("bf_gcd_{s}(r, a, b);"),
+                &input(&cases, s),
+            );
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), cases.len(), "{out}");
+            for ((x, y), line) in cases.iter().zip(lines) {
+                assert_eq!(big(line), euclid(x, y), "gcd({x}, {y}) at {} bits", 32 * s);
+            }
+        }
+    }
+
+    #[test]
+    fn inverses_equal_num_bigint_on_the_host() {
+        for s in [2usize, 4, 6, 10, 16, 32, 34, 64] {
+            let mut cases = pairs(s, 3 * s as u64);
+            // Odd moduli mostly, even ones with odd bases (which may have inverses), small moduli.
+            for (k, (y, m)) in cases.iter_mut().enumerate() {
+                if k % 4 != 3 {
+                    *m |= BigUint::from(1u8);
+                } else if k % 8 == 3 {
+                    *y |= BigUint::from(1u8);
+                }
+            }
+            let b = |v: u32| BigUint::from(v);
+            for (y, m) in [
+                (5, 1),
+                (5, 3),
+                (6, 3),
+                (3, 4),
+                (1, 2),
+                (1, 8),
+                (7, 2),
+                (9, 6),
+                (0, 7),
+            ] {
+                cases.push((b(y), b(m)));
+            }
+            let out = run_host(
+                "inv",
+                inv_mod_functions(s),
+                s,
+                &format!("const bool ok = bf_inv_mod_{s}(r, a, b); printf(\"%d \", ok ? 1 : 0);"),
+                &input(&cases, s),
+            );
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), cases.len(), "{out}");
+            for ((y, m), line) in cases.iter().zip(lines) {
+                let (flag, words) = line.split_once(' ').unwrap();
+                let got = big(words);
+                let want = if *m == BigUint::from(0u8) {
+                    None
+                } else {
+                    y.modinv(m)
+                };
+                match want {
+                    Some(w) => {
+                        assert_eq!(flag, "1", "{y}^-1 mod {m} exists ({} bits)", 32 * s);
+                        assert_eq!(got, w, "{y}^-1 mod {m} at {} bits", 32 * s);
+                    }
+                    None => {
+                        assert_eq!(flag, "0", "{y}^-1 mod {m} does not exist ({} bits)", 32 * s);
+                        assert_eq!(got, BigUint::from(0u8));
+                    }
+                }
+            }
+        }
+    }
+}
