@@ -145,7 +145,7 @@ impl BitOp {
                 let Type::Big(bits) = b.ty(x).clone() else {
                     unreachable!("the operands are U<BITS>")
                 };
-                let one = b.constant(bigfuse::ir::Literal::Big(vec![1], bits.clone()));
+                let one = b.constant(bigfuse::ir::Literal::Big(vec![1], bits));
                 let m = b.or(y, one)?;
                 let r = b.inv_mod(x, m)?;
                 let inv = b.extract(r, 0)?;
