@@ -179,7 +179,7 @@ fn inverses_of_bench_shaped_operands() {
             let a: Vec<u64> = (0..words).map(|_| r.gen()).collect();
             let b: Vec<u64> = (0..words)
                 .map(|j| {
-                    if (i * words + j) % 7 == 0 {
+                    if (i * words + j).is_multiple_of(7) {
                         !a[j]
                     } else {
                         r.gen()
