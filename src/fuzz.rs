@@ -69,7 +69,7 @@ const SHIFTS: [ShiftOp; 4] = ShiftOp::ALL;
 const COUNTS: [UnOp; 3] = [UnOp::LeadingZeros, UnOp::TrailingZeros, UnOp::CountOnes];
 
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
-/// remainders and square roots), comparisons, selects, bit operations
+/// remainders and square roots; up to 1024 bits, gcds, inverses and powers modulo a number), comparisons, selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
 /// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
 /// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
@@ -105,7 +105,23 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
                 // Division where its kernels stay small (one thread per instance): most of the
                 // time up to 512 bits.
-                let v = if bits <= 512 && r.chance(60) {
+                let v = if bits <= 1024 && r.chance(25) {
+                    // The operations one thread computes through a device function: a gcd, an
+                    // inverse (its flag too) or a power (the modulus a third operand).
+                    match r.below(3) {
+                        0 => b.gcd(x, y)?,
+                        1 => {
+                            let t = b.inv_mod(x, y)?;
+                            let exists = b.extract(t, 1)?;
+                            flags.push(exists);
+                            b.extract(t, 0)?
+                        }
+                        _ => {
+                            let m = pick(&mut r, &bigs);
+                            b.pow_mod(x, y, m)?
+                        }
+                    }
+                } else if bits <= 512 && r.chance(60) {
                     match r.below(5) {
                         0 | 1 => b.div(x, y)?,
                         2 | 3 => b.rem(x, y)?,
