@@ -212,6 +212,9 @@ enum Cmd {
         gpus: Option<usize>,
         #[arg(long, default_value_t = 10)]
         runs: usize,
+        /// launches each GPU queues per timed round (waited for once)
+        #[arg(long, default_value_t = 4)]
+        launches: usize,
     },
     /// How a call's time from host data (run_into on limbs, run on BigUint) depends on the chunks
     /// the pipeline cuts the batch into, at the Done-when sizes of issue 10, next to the PCIe floor
@@ -500,11 +503,16 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             fail_on("e2e", report.failures())
         }
-        Cmd::Multi { gpus, runs } => {
+        Cmd::Multi {
+            gpus,
+            runs,
+            launches,
+        } => {
             let table = multi::run(&multi::Options {
                 cases: multi::default_cases(),
                 max_gpus: gpus,
                 runs,
+                launches,
             })?;
             println!("{table}");
             Ok(())
