@@ -451,10 +451,10 @@ impl Emitter<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::host;
     use super::*;
     use num_bigint::BigUint;
     use std::fmt::Write;
-    use std::process::Command;
 
     /// Compiles `functions` with a `main` that reads pairs of `s`-word numbers (64-bit limbs in
     /// decimal) and prints what `call` makes of them.
@@ -465,12 +465,7 @@ mod tests {
         call: &str,
         input: &str,
     ) -> String {
-        let mut src = String::from(
-            "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
-             typedef unsigned int u32;\ntypedef unsigned long long u64;\n\
-             static int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }\n\
-             static int __ffs(int x) { return __builtin_ffs(x); }\n",
-        );
+        let mut src = String::from(host::PRELUDE);
         for (_, text) in functions {
             src.push_str(&text);
         }
@@ -489,46 +484,7 @@ mod tests {
 }}
 "#
         );
-        let dir = std::env::temp_dir().join(format!("bigfuse-{tag}-{s}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (file, exe) = (dir.join("p.cpp"), dir.join("p"));
-        std::fs::write(&file, src).unwrap();
-        let cc = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let built = Command::new(&cc)
-            .args([
-                "-O2",
-                "-fsanitize=undefined",
-                "-fno-sanitize-recover=all",
-                "-w",
-                "-o",
-            ])
-            .arg(&exe)
-            .arg(&file)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("the host C++ compiler `{cc}` (set CXX to another) did not run: {e}")
-            });
-        assert!(
-            built.status.success(),
-            "{}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        let mut child = Command::new(&exe)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Written from a thread of its own: the program's output fills its pipe meanwhile.
-        let mut stdin = child.stdin.take().unwrap();
-        let text = input.to_string();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write as _;
-            stdin.write_all(text.as_bytes()).unwrap();
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        String::from_utf8(out.stdout).unwrap()
+        host::run(&format!("{tag}-{s}"), &src, input)
     }
 
     /// Euclid's algorithm, the reference.
@@ -540,23 +496,6 @@ mod tests {
             b = r;
         }
         a
-    }
-
-    fn limbs(v: &BigUint, s: usize) -> Vec<u64> {
-        let mut l = v.to_u64_digits();
-        l.resize(s / 2, 0);
-        l
-    }
-
-    fn big(words: &str) -> BigUint {
-        let digits: Vec<u32> = words
-            .split_whitespace()
-            .flat_map(|w| {
-                let v: u64 = w.parse().unwrap();
-                [v as u32, (v >> 32) as u32]
-            })
-            .collect();
-        BigUint::from_slice(&digits)
     }
 
     /// Random numbers of every length, with common powers of two and common factors, and edges.
@@ -611,9 +550,8 @@ mod tests {
     fn input(pairs: &[(BigUint, BigUint)], s: usize) -> String {
         let mut text = String::new();
         for (x, y) in pairs {
-            for v in limbs(x, s).into_iter().chain(limbs(y, s)) {
-                let _ = write!(text, "{v} ");
-            }
+            text.push_str(&host::limbs(x, s / 2));
+            text.push_str(&host::limbs(y, s / 2));
             text.push('\n');
         }
         text
@@ -664,11 +602,15 @@ mod tests {
             for ((y, m), line) in cases.iter().zip(out.lines()) {
                 let (flag, words) = line.split_once(' ').unwrap();
                 let want = y.modinv(m);
-                if (flag == "1") != want.is_some() || big(words) != want.clone().unwrap_or_default()
+                if (flag == "1") != want.is_some()
+                    || host::number(words) != want.clone().unwrap_or_default()
                 {
                     bad += 1;
                     if bad < 4 {
-                        eprintln!("{bits} bits: {y}^-1 mod {m}: got {flag} {}", big(words));
+                        eprintln!(
+                            "{bits} bits: {y}^-1 mod {m}: got {flag} {}",
+                            host::number(words)
+                        );
                     }
                 }
             }
@@ -695,7 +637,12 @@ mod tests {
             let lines: Vec<&str> = out.lines().collect();
             assert_eq!(lines.len(), cases.len(), "{out}");
             for ((x, y), line) in cases.iter().zip(lines) {
-                assert_eq!(big(line), euclid(x, y), "gcd({x}, {y}) at {} bits", 32 * s);
+                assert_eq!(
+                    host::number(line),
+                    euclid(x, y),
+                    "gcd({x}, {y}) at {} bits",
+                    32 * s
+                );
             }
         }
     }
@@ -737,7 +684,7 @@ mod tests {
             assert_eq!(lines.len(), cases.len(), "{out}");
             for ((y, m), line) in cases.iter().zip(lines) {
                 let (flag, words) = line.split_once(' ').unwrap();
-                let got = big(words);
+                let got = host::number(words);
                 let want = if *m == BigUint::from(0u8) {
                     None
                 } else {

@@ -21,6 +21,8 @@
 mod add;
 mod carry;
 mod gcd;
+#[cfg(test)]
+mod host;
 mod memory;
 mod montgomery;
 mod montgomery_group;

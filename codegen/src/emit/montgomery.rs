@@ -459,20 +459,17 @@ impl Emitter<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::host;
     use super::*;
     use num_bigint::BigUint;
-    use std::process::Command;
 
     /// A host program around the functions of `plan`: reads instances (x, e, m limbs in decimal)
     /// from stdin, writes each result's limbs. A group of threads is emulated by as many host
     /// threads, its shuffles and ballots by an exchange between barriers; the group's first
     /// thread gets the operands, the others zeros, and every thread's result must agree.
     fn host_program(plan: &PowModPlan) -> String {
-        let mut src = String::from(
-            "#include <stdio.h>\n#include <stdlib.h>\n#include <thread>\n#include <barrier>\n\
-             #include <vector>\n#define __device__\n#define __forceinline__ inline\n\
-             typedef unsigned int u32;\ntypedef unsigned long long u64;\n",
-        );
+        let mut src = String::from(host::PRELUDE);
+        src.push_str("#include <thread>\n#include <barrier>\n#include <vector>\n");
         let g = plan.threads;
         let _ = write!(
             src,
@@ -551,79 +548,26 @@ static u32 __ballot_sync(u32, bool p) {{
         src
     }
 
-    fn limbs(v: &BigUint, n: u64) -> Vec<u64> {
-        let mut l = v.to_u64_digits();
-        l.resize((n / 64) as usize, 0);
-        l
-    }
-
     /// Compiles the host program of `plan` with the system's C++ compiler and checks every
     /// instance against num-bigint's `modpow` (all ones for an even modulus).
     fn check(plan: &PowModPlan, cases: &[(BigUint, BigUint, BigUint)]) {
-        let dir = std::env::temp_dir().join(format!(
-            "bigfuse-powmod-{}-{}-{}-{}-{}",
-            plan.bits,
-            plan.exp_bits,
-            plan.window,
-            plan.threads,
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = dir.join("p.cpp");
-        let exe = dir.join("p");
-        std::fs::write(&src, host_program(plan)).unwrap();
-        let cc = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let built = Command::new(&cc)
-            .args(["-O1", "-w", "-std=c++20", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("the host C++ compiler `{cc}` (set CXX to another) did not run: {e}")
-            });
-        assert!(
-            built.status.success(),
-            "{}",
-            String::from_utf8_lossy(&built.stderr)
-        );
         let mut input = String::new();
         for (x, e, m) in cases {
-            for v in limbs(x, plan.bits)
-                .into_iter()
-                .chain(limbs(e, plan.exp_bits))
-                .chain(limbs(m, plan.bits))
-            {
-                let _ = write!(input, "{v} ");
-            }
+            input.push_str(&host::limbs(x, (plan.bits / 64) as usize));
+            input.push_str(&host::limbs(e, (plan.exp_bits / 64) as usize));
+            input.push_str(&host::limbs(m, (plan.bits / 64) as usize));
             input.push('\n');
         }
-        let mut child = Command::new(&exe)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Written from a thread of its own: the program's output fills its pipe meanwhile.
-        let mut stdin = child.stdin.take().unwrap();
-        let text = input.to_string();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write as _;
-            stdin.write_all(text.as_bytes()).unwrap();
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
+        let tag = format!(
+            "powmod-{}-{}-{}-{}",
+            plan.bits, plan.exp_bits, plan.window, plan.threads
+        );
+        let text = host::run(&tag, &host_program(plan), &input);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), cases.len(), "{text}");
         let all = (BigUint::from(1u8) << plan.bits) - 1u8;
         for ((x, e, m), line) in cases.iter().zip(lines) {
-            let words: Vec<u32> = line
-                .split_whitespace()
-                .flat_map(|w| {
-                    let v: u64 = w.parse().unwrap();
-                    [v as u32, (v >> 32) as u32]
-                })
-                .collect();
-            let got = BigUint::from_slice(&words);
+            let got = host::number(line);
             let want = if m.bit(0) {
                 x.modpow(e, m)
             } else {
@@ -635,7 +579,6 @@ static u32 __ballot_sync(u32, bool p) {{
                 plan.bits, plan.exp_bits
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn cases(bits: u64, exp_bits: u64, seed: u64) -> Vec<(BigUint, BigUint, BigUint)> {

@@ -1,0 +1,81 @@
+//! Test support: device functions that `emit` writes in plain C, compiled for the host and run
+//! (no GPU needed). One home for the compiler call, the prelude that makes CUDA's qualifiers
+//! and intrinsics mean their host equivalents, and the exchange with the program.
+
+use num_bigint::BigUint;
+use std::process::{Command, Stdio};
+
+/// What every host program starts with: `__device__` and `__forceinline__` as plain C++, the
+/// kernels' integer types, and CUDA's bit intrinsics.
+pub const PRELUDE: &str =
+    "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
+typedef unsigned int u32;\ntypedef unsigned long long u64;\n\
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }\n\
+static inline int __ffs(int x) { return __builtin_ffs(x); }\n";
+
+/// Compiles `source` (C++20, with threads, undefined behaviour trapped) and runs it with `input`
+/// on its standard input; returns what it wrote. `tag` names its temporary folder.
+pub fn run(tag: &str, source: &str, input: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("bigfuse-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, exe) = (dir.join("p.cpp"), dir.join("p"));
+    std::fs::write(&file, source).unwrap();
+    let cc = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let built = Command::new(&cc)
+        .args([
+            "-O2",
+            "-std=c++20",
+            "-pthread",
+            "-fsanitize=undefined",
+            "-fno-sanitize-recover=all",
+            "-w",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("the host C++ compiler `{cc}` (set CXX to another) did not run: {e}")
+        });
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Written from a thread of its own: the program's output fills its pipe meanwhile.
+    let mut stdin = child.stdin.take().unwrap();
+    let text = input.to_string();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write as _;
+        stdin.write_all(text.as_bytes()).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{tag}: the host program failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `v` as `words` 64-bit limbs in decimal, then a space.
+pub fn limbs(v: &BigUint, words: usize) -> String {
+    let mut l = v.to_u64_digits();
+    l.resize(words, 0);
+    l.iter().map(|w| format!("{w} ")).collect()
+}
+
+/// The number whose 64-bit limbs (decimal, least significant first) these words are.
+pub fn number(words: &str) -> BigUint {
+    let digits: Vec<u32> = words
+        .split_whitespace()
+        .flat_map(|w| {
+            let v: u64 = w.parse().unwrap();
+            [v as u32, (v >> 32) as u32]
+        })
+        .collect();
+    BigUint::from_slice(&digits)
+}
