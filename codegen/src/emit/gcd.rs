@@ -15,7 +15,6 @@
 //! Plain C over `u32`/`u64`/`long long`, compiled for the host by the tests below.
 
 use super::Emitter;
-use bigfuse_core::Type;
 
 /// Helpers of `s`-word numbers shared by the gcd and the inverse: the 31 steps on approximations
 /// and the application of their factors.
@@ -389,63 +388,28 @@ static __device__ __forceinline__ bool {name}(u64* out, const u64* y64, const u6
 impl Emitter<'_> {
     /// The limbs of `gcd(a, b)` through the device function of their width.
     pub(super) fn gcd_call(&mut self, a: &[String], b: &[String]) -> Vec<String> {
-        for (name, text) in gcd_functions(2 * a.len()) {
-            self.device_function(&name, |em| em.out.push_str(&text));
-        }
-        self.device_call(&format!("bf_gcd_{}", 2 * a.len()), a.len(), &[a, b], false)
+        let s = 2 * a.len();
+        self.device_call(
+            gcd_functions(s),
+            &format!("bf_gcd_{s}"),
+            a.len(),
+            &[a, b],
+            &[],
+            false,
+        )
     }
 
     /// The limbs of `y^-1 mod m` and whether it exists (a bool, last).
     pub(super) fn inv_mod_call(&mut self, y: &[String], m: &[String]) -> Vec<String> {
-        for (name, text) in inv_mod_functions(2 * y.len()) {
-            self.device_function(&name, |em| em.out.push_str(&text));
-        }
+        let s = 2 * y.len();
         self.device_call(
-            &format!("bf_inv_mod_{}", 2 * y.len()),
+            inv_mod_functions(s),
+            &format!("bf_inv_mod_{s}"),
             y.len(),
             &[y, m],
+            &[],
             true,
         )
-    }
-
-    /// A call of a device function `name(u64* out, const u64* operand.., )` whose operands are
-    /// these leaves; `flag`: it also returns a bool, the last result.
-    fn device_call(
-        &mut self,
-        name: &str,
-        out: usize,
-        operands: &[&[String]],
-        flag: bool,
-    ) -> Vec<String> {
-        let r = self.temp();
-        self.line(format!("u64 {r}[{out}];"));
-        let f = flag.then(|| self.temp());
-        if let Some(f) = &f {
-            self.line(format!("bool {f};"));
-        }
-        self.open("{");
-        let mut args = vec![r.clone()];
-        for (k, leaves) in operands.iter().enumerate() {
-            self.line(format!(
-                "const u64 p{k}[{}] = {{{}}};",
-                leaves.len(),
-                leaves.join(", ")
-            ));
-            args.push(format!("p{k}"));
-        }
-        let call = format!("{name}({})", args.join(", "));
-        match &f {
-            Some(f) => self.line(format!("{f} = {call};")),
-            None => self.line(format!("{call};")),
-        }
-        self.close("}");
-        let mut types = vec![Type::U64; out];
-        let mut exprs: Vec<String> = (0..out).map(|k| format!("{r}[{k}]")).collect();
-        if let Some(f) = f {
-            types.push(Type::Bool);
-            exprs.push(f);
-        }
-        self.bind(&types, exprs)
     }
 }
 
@@ -501,13 +465,7 @@ mod tests {
     /// Random numbers of every length, with common powers of two and common factors, and edges.
     fn pairs(s: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
         let bits = 32 * s as u64;
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut word = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut word = host::words(seed);
         let mut num = |b: u64| {
             let digits: Vec<u32> = (0..b.div_ceil(32)).map(|_| word() as u32).collect();
             BigUint::from_slice(&digits) % (BigUint::from(1u8) << b)
@@ -563,13 +521,7 @@ mod tests {
     fn stress_inverses_and_gcds_on_the_host() {
         for s in [32usize, 64] {
             let bits = 32 * s as u64;
-            let mut state = 12345u64 + s as u64;
-            let mut word = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut word = host::words(12345 + s as u64);
             // Random pairs, and pairs whose words agree or are complements in places (their
             // approximations then agree): the bench's operands have such words.
             let cases: Vec<(BigUint, BigUint)> = (0..20000)

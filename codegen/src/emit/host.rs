@@ -79,3 +79,14 @@ pub fn number(words: &str) -> BigUint {
         .collect();
     BigUint::from_slice(&digits)
 }
+
+/// A small deterministic word generator (xorshift), so that a failing case reproduces.
+pub fn words(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}

@@ -8,7 +8,6 @@
 
 use super::Emitter;
 use crate::montgomery::PowModPlan;
-use bigfuse_core::Type;
 use std::fmt::Write;
 
 /// One instruction of a carry chain: PTX's `mad{c}.{lo,hi}{.cc}.u32 d, a, b, c` (`d = half(a b) +
@@ -274,6 +273,58 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* m) {{
     (name, text)
 }
 
+/// The power's table and its walk over the exponent's windows, one text for both forms (one
+/// thread, or a group whose `words` each thread holds): from `acc` = R^2 mod m (and `a` = x),
+/// `tab[j] = x^j R mod m`, then the top window picks the start and each other window `w`
+/// squarings and a product by its entry. `mont(r, a, b)` is the C of a Montgomery product.
+pub(super) fn windows_walk(
+    plan: &PowModPlan,
+    words: usize,
+    mont: &dyn Fn(&str, &str, &str) -> String,
+) -> String {
+    let w = plan.window;
+    format!(
+        r#"  // tab[j] = x^j R mod m: x R = x R^2 / R (x < R and R^2 mod m < m keep x R^2 < m R).
+  #pragma unroll
+  for (int j = 0; j < {words}; ++j) sq[j] = acc[j];
+  {to_form};
+  #pragma unroll
+  for (int j = 0; j < {words}; ++j) tab[1][j] = a[j];
+  #pragma unroll 1
+  for (int i = 2; i < {entries}; ++i) {{
+    {next};
+    #pragma unroll
+    for (int j = 0; j < {words}; ++j) tab[i][j] = a[j];
+  }}
+  // The top window picks the start, each other one {w} squarings and a product.
+  #pragma unroll 1
+  for (int i = {top_window}; i >= 0; --i) {{
+    const int pos = i * {w};
+    const u64 two = ((u64)ew[(pos >> 5) + 1] << 32) | (u64)ew[pos >> 5];
+    const u32 win = (u32)(two >> (pos & 31)) & {mask}u;
+    if (i == {top_window}) {{
+      #pragma unroll
+      for (int j = 0; j < {words}; ++j) acc[j] = tab[win][j];
+    }} else {{
+      #pragma unroll 1
+      for (int r = 0; r < {w}; ++r) {{
+        #pragma unroll
+        for (int j = 0; j < {words}; ++j) sq[j] = acc[j];
+        {square};
+      }}
+      {times};
+    }}
+  }}"#,
+        entries = 1u64 << w,
+        top_window = plan.windows() - 1,
+        mask = (1u32 << w) - 1,
+        to_form = mont("a", "a", "sq"),
+        next = mont("a", "a", "tab[1]"),
+        square = mont("acc", "acc", "sq"),
+        times = mont("acc", "acc", "tab[win]"),
+    )
+}
+
 /// The device functions of `plan`, callees first: `(name, text)` pairs. The last is
 /// `plan.function_name()(u64* out, const u64* x, const u64* e, const u64* m)` on 64-bit limbs.
 pub(crate) fn pow_mod_functions(plan: &PowModPlan) -> Vec<(String, String)> {
@@ -284,7 +335,6 @@ pub(crate) fn pow_mod_functions(plan: &PowModPlan) -> Vec<(String, String)> {
     let k = plan.exp_bits;
     let last = s - 1;
     let top_bit = 63 - n.leading_zeros();
-    let windows = plan.windows();
     let name = plan.function_name();
     let mont = format!("bf_mont_{s}");
     let double = format!("bf_mod_double_{s}");
@@ -369,37 +419,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
     {mont}(acc, acc, sq, m, minv);
     if (({n}u >> bit) & 1u) {double}(acc, m);
   }}
-  // tab[j] = x^j R mod m: x R = x R^2 / R (x < R and R^2 mod m < m keep x R^2 < m R).
-  #pragma unroll
-  for (int j = 0; j < {s}; ++j) sq[j] = acc[j];
-  {mont}(a, a, sq, m, minv);
-  #pragma unroll
-  for (int j = 0; j < {s}; ++j) tab[1][j] = a[j];
-  #pragma unroll 1
-  for (int i = 2; i < {entries}; ++i) {{
-    {mont}(a, a, tab[1], m, minv);
-    #pragma unroll
-    for (int j = 0; j < {s}; ++j) tab[i][j] = a[j];
-  }}
-  // The top window picks the start, each other one {w} squarings and a product.
-  #pragma unroll 1
-  for (int i = {top_window}; i >= 0; --i) {{
-    const int pos = i * {w};
-    const u64 two = ((u64)ew[(pos >> 5) + 1] << 32) | (u64)ew[pos >> 5];
-    const u32 win = (u32)(two >> (pos & 31)) & {mask}u;
-    if (i == {top_window}) {{
-      #pragma unroll
-      for (int j = 0; j < {s}; ++j) acc[j] = tab[win][j];
-    }} else {{
-      #pragma unroll 1
-      for (int r = 0; r < {w}; ++r) {{
-        #pragma unroll
-        for (int j = 0; j < {s}; ++j) sq[j] = acc[j];
-        {mont}(acc, acc, sq, m, minv);
-      }}
-      {mont}(acc, acc, tab[win], m, minv);
-    }}
-  }}
+{walk}
   // Out of the Montgomery form: a product by 1.
   #pragma unroll
   for (int j = 0; j < {s}; ++j) sq[j] = j == 0 ? 1u : 0u;
@@ -413,9 +433,10 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
         entries = 1u64 << w,
         ew = e + 1,
         half = s / 2,
+        walk = windows_walk(plan, s, &|r, a, b| format!(
+            "{mont}({r}, {a}, {b}, m, minv)"
+        )),
         ehalf = e / 2,
-        top_window = windows - 1,
-        mask = (1u32 << w) - 1,
     );
     vec![mont_function(s), double_function(s), (name, t)]
 }
@@ -435,25 +456,15 @@ impl Emitter<'_> {
         } else {
             super::montgomery_group::group_functions(&plan)
         };
-        for (name, text) in functions {
-            self.device_function(&name, |em| em.out.push_str(&text));
-        }
-        let r = self.temp();
-        self.line(format!("u64 {r}[{}];", x.len()));
-        self.open("{");
-        for (name, leaves) in [("px", x), ("pe", e), ("pm", m)] {
-            self.line(format!(
-                "const u64 {name}[{}] = {{{}}};",
-                leaves.len(),
-                leaves.join(", ")
-            ));
-        }
-        let lane = if threads == 1 { "" } else { ", lane" };
-        self.line(format!("{}({r}, px, pe, pm{lane});", plan.function_name()));
-        self.close("}");
-        let types = vec![Type::U64; x.len()];
-        let exprs = (0..x.len()).map(|k| format!("{r}[{k}]")).collect();
-        self.bind(&types, exprs)
+        let lane: &[&str] = if threads == 1 { &[] } else { &["lane"] };
+        self.device_call(
+            functions,
+            &plan.function_name(),
+            x.len(),
+            &[x, e, m],
+            lane,
+            false,
+        )
     }
 }
 
@@ -582,13 +593,7 @@ static u32 __ballot_sync(u32, bool p) {{
     }
 
     fn cases(bits: u64, exp_bits: u64, seed: u64) -> Vec<(BigUint, BigUint, BigUint)> {
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut word = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut word = host::words(seed);
         let mut big = |b: u64| {
             let words: Vec<u64> = (0..b / 64).map(|_| word()).collect();
             let digits: Vec<u32> = words

@@ -18,7 +18,7 @@
 //! on 32-bit values, so the tests can compile it for the host with those four emulated over `T`
 //! host threads.
 
-use super::montgomery::{chain, round_chains_in, Step};
+use super::montgomery::{chain, round_chains_in, windows_walk, Step};
 use crate::montgomery::PowModPlan;
 use std::fmt::Write;
 
@@ -289,35 +289,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
       bf_group_reduce_{sx}(acc, m, over, k, gm, base);
     }}
   }}
-  #pragma unroll
-  for (int j = 0; j < {l}; ++j) sq[j] = acc[j];
-  {mont}(a, a, sq, m, minv, k, gm, base);
-  #pragma unroll
-  for (int j = 0; j < {l}; ++j) tab[1][j] = a[j];
-  #pragma unroll 1
-  for (int i = 2; i < {entries}; ++i) {{
-    {mont}(a, a, tab[1], m, minv, k, gm, base);
-    #pragma unroll
-    for (int j = 0; j < {l}; ++j) tab[i][j] = a[j];
-  }}
-  #pragma unroll 1
-  for (int i = {top_window}; i >= 0; --i) {{
-    const int pos = i * {w};
-    const u64 two = ((u64)ew[(pos >> 5) + 1] << 32) | (u64)ew[pos >> 5];
-    const u32 win = (u32)(two >> (pos & 31)) & {mask}u;
-    if (i == {top_window}) {{
-      #pragma unroll
-      for (int j = 0; j < {l}; ++j) acc[j] = tab[win][j];
-    }} else {{
-      #pragma unroll 1
-      for (int r = 0; r < {w}; ++r) {{
-        #pragma unroll
-        for (int j = 0; j < {l}; ++j) sq[j] = acc[j];
-        {mont}(acc, acc, sq, m, minv, k, gm, base);
-      }}
-      {mont}(acc, acc, tab[win], m, minv, k, gm, base);
-    }}
-  }}
+{walk}
   #pragma unroll
   for (int j = 0; j < {l}; ++j) sq[j] = (k == 0u && j == 0) ? 1u : 0u;
   {mont}(acc, acc, sq, m, minv, k, gm, base);
@@ -343,8 +315,9 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
         lhalf = l / 2,
         ehalf = e / 2,
         top_bit = 63 - n.leading_zeros(),
-        top_window = plan.windows() - 1,
-        mask = (1u32 << w) - 1,
+        walk = windows_walk(plan, l, &|r, a, b| {
+            format!("{mont}({r}, {a}, {b}, m, minv, k, gm, base)")
+        }),
     );
     (name, t)
 }

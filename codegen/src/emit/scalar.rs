@@ -189,6 +189,54 @@ impl Emitter<'_> {
         state
     }
 
+    /// A call of a device function `name(u64* out, const u64* operand.., scalar..)` (one that
+    /// computes a whole big-integer operation in a thread: `montgomery`, `gcd`) on these leaves,
+    /// `functions` (its text and its callees', each written once per kernel) ahead of the kernel;
+    /// returns the `out` limbs' names, then the bool it returns where `flag`.
+    pub(super) fn device_call(
+        &mut self,
+        functions: Vec<(String, String)>,
+        name: &str,
+        out: usize,
+        operands: &[&[String]],
+        scalars: &[&str],
+        flag: bool,
+    ) -> Vec<String> {
+        for (f, text) in functions {
+            self.device_function(&f, |em| em.out.push_str(&text));
+        }
+        let r = self.temp();
+        self.line(format!("u64 {r}[{out}];"));
+        let f = flag.then(|| self.temp());
+        if let Some(f) = &f {
+            self.line(format!("bool {f};"));
+        }
+        self.open("{");
+        let mut args = vec![r.clone()];
+        for (k, leaves) in operands.iter().enumerate() {
+            self.line(format!(
+                "const u64 p{k}[{}] = {{{}}};",
+                leaves.len(),
+                leaves.join(", ")
+            ));
+            args.push(format!("p{k}"));
+        }
+        args.extend(scalars.iter().map(|s| s.to_string()));
+        let call = format!("{name}({})", args.join(", "));
+        match &f {
+            Some(f) => self.line(format!("{f} = {call};")),
+            None => self.line(format!("{call};")),
+        }
+        self.close("}");
+        let mut types = vec![Type::U64; out];
+        let mut exprs: Vec<String> = (0..out).map(|k| format!("{r}[{k}]")).collect();
+        if let Some(f) = f {
+            types.push(Type::Bool);
+            exprs.push(f);
+        }
+        self.bind(&types, exprs)
+    }
+
     /// A scalar operation: `make` writes the result's leaves from the arguments' leaves.
     pub(super) fn scalar_op(
         &mut self,
