@@ -215,6 +215,9 @@ enum Cmd {
         /// launches each GPU queues per timed round (waited for once)
         #[arg(long, default_value_t = 4)]
         launches: usize,
+        /// queue each GPU's launches from a thread of its own (default: all from this thread)
+        #[arg(long)]
+        threads: bool,
     },
     /// How a call's time from host data (run_into on limbs, run on BigUint) depends on the chunks
     /// the pipeline cuts the batch into, at the Done-when sizes of issue 10, next to the PCIe floor
@@ -507,12 +510,14 @@ fn run(cli: Cli) -> Result<(), String> {
             gpus,
             runs,
             launches,
+            threads,
         } => {
             let table = multi::run(&multi::Options {
                 cases: multi::default_cases(),
                 max_gpus: gpus,
                 runs,
                 launches,
+                threads,
             })?;
             println!("{table}");
             Ok(())
