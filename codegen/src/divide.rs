@@ -1,10 +1,18 @@
-//! Division of big integers: `big.div`, `big.rem` and `big.isqrt` become products, shifts,
-//! comparisons and selects that the later passes already compile (in a kernel's parallel lowering
-//! and, for array elements, in `scalarize`'s per-thread limbs alike).
+//! Division of big integers: `big.div`, `big.rem` and `big.isqrt`, computed one of two ways.
 //!
-//! The method is the one GMP and MCA (Brent & Zimmermann, *Modern Computer Arithmetic*, §3.4)
-//! describe for large operands, chosen because it is made of the products this compiler is good at
-//! and has no data-dependent control flow:
+//! **One thread, whole** ([`big.div_rem`](Op::BigDivRem), written by `emit/divide.rs`): Knuth's
+//! Algorithm D on 32-bit words in one device function per pair of widths, the divisor and a
+//! window of the dividend in registers, one quotient word per row of a loop. It needs a program
+//! that runs one thread per instance (`per_thread`), or a closure over array elements, and
+//! divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`]; then it is the choice: a row costs about four
+//! instructions per divisor word, where the parallel lowering below runs some 300 big-integer
+//! operations per division with a barrier each (measured: bench/RESULTS.md, 2026-11-25).
+//!
+//! **Products, shifts and selects** that the later passes already compile, in a kernel's parallel
+//! lowering and in `scalarize`'s per-thread limbs alike, for everything else (wider divisors, or
+//! programs that keep several threads per instance). The method is the one GMP and MCA (Brent &
+//! Zimmermann, *Modern Computer Arithmetic*, §3.4) describe for large operands, made of the
+//! products this compiler is good at and with no data-dependent control flow:
 //!
 //! 1. normalize the divisor `b` (width `m`) to `d = b << s` with its top bit set, `s = clz(b)`;
 //! 2. its reciprocal `v = floor((2^2m - 1) / d) - 2^m` within one unit (never above), by Newton's
@@ -17,11 +25,12 @@
 //! 4. the remainder shifted back by `s`.
 //!
 //! `big.isqrt` is Zimmermann's Karatsuba square root (MCA Algorithm 1.12) over these divisions:
-//! per level the root of the top half, one division by twice it, one square, one correction.
+//! per level the root of the top half, one division by twice it, one square, one correction. Its
+//! divisions are computed whole by one thread where the rule above allows, like any other.
 //!
 //! A divisor's reciprocal is computed once however many divisions use it, and `a / b` and `a % b`
-//! of the same operands share one division. Division by zero is defined, per instance, by selects:
-//! the quotient is all ones and the remainder the dividend modulo `2^m` (see [`Op::BigDiv`]).
+//! of the same operands share one division. Division by zero is defined, per instance (see
+//! [`Op::BigDiv`]): the quotient is all ones and the remainder the dividend modulo `2^m`.
 
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::rewrite::{same_output, Rewritten};
@@ -36,13 +45,28 @@ const DIGIT_CORRECTIONS: usize = 4;
 /// `2^(32(n+h))` by less than `2^(32l) X_h < 2^(32n+1) <= 4a` (see [`recip`]).
 const NEWTON_CORRECTIONS: usize = 4;
 
+/// The widest divisor one thread divides by whole (`big.div_rem`, `emit/divide.rs`): its words
+/// and a window of the dividend's stay in registers up to here (ptxas: 200 registers at 1024
+/// bits, 255 and no spills in the row loop at 2048; at 4096 bits the loop spills).
+pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 2048;
+
+/// The widest dividend one thread divides whole: the dividend and the quotient live in local
+/// memory, a word read or written per row.
+pub const ONE_THREAD_MAX_DIVIDEND_BITS: u64 = 16384;
+
 /// `func` (concrete, loops unrolled) with every big-integer division replaced by its computation,
-/// in lambdas too. A no-op when there is none.
-pub fn divide(func: &Func) -> CgResult<Func> {
+/// in lambdas too. A no-op when there is none. The program's own divisions are computed whole by
+/// one thread where it may run one thread per instance ([`crate::per_thread::eligible`], and
+/// `per_thread` not `Some(false)`, the hint); a closure's always may.
+pub fn divide(func: &Func, per_thread: Option<bool>) -> CgResult<Func> {
     if !has_division(func) {
         return Ok(func.clone());
     }
-    let mut div = Divider::default();
+    let whole = per_thread != Some(false) && crate::per_thread::eligible(func);
+    let mut div = Divider {
+        whole,
+        ..Divider::default()
+    };
     rewrite(
         func,
         Builder::like(func),
@@ -61,7 +85,10 @@ fn lambda(f: &Func) -> CgResult<Func> {
     if !has_division(f) {
         return Ok(f.clone());
     }
-    let mut div = Divider::default();
+    let mut div = Divider {
+        whole: true,
+        ..Divider::default()
+    };
     rewrite(
         f,
         Builder::like(f),
@@ -84,6 +111,8 @@ struct Normalized {
 /// built once.
 #[derive(Default)]
 struct Divider {
+    /// Divisions may be computed whole by one thread (within the widths that allow it).
+    whole: bool,
     divisors: HashMap<ValueId, Normalized>,
     divisions: HashMap<(ValueId, ValueId), (ValueId, ValueId)>,
 }
@@ -148,6 +177,13 @@ impl Divider {
             return Ok(*qr);
         }
         let (n, m) = (bits(bld, a), bits(bld, b));
+        if self.whole && m <= ONE_THREAD_MAX_DIVISOR_BITS && n <= ONE_THREAD_MAX_DIVIDEND_BITS {
+            let qr = bld.push(Op::BigDivRem(a, b))?;
+            let q = bld.extract(qr, 0)?;
+            let r = bld.extract(qr, 1)?;
+            self.divisions.insert((a, b), (q, r));
+            return Ok((q, r));
+        }
         let nd = self.normalize(bld, b)?;
         // The dividend shifted like the divisor, in k + 1 digits of m bits; its top digit is below d.
         let k = n.div_ceil(m).max(1);
@@ -532,7 +568,7 @@ mod tests {
         let q = b.div(x, y).unwrap();
         let r = b.rem(x, y).unwrap();
         let f = b.finish(&[q, r]).unwrap();
-        let g = divide(&f).unwrap();
+        let g = divide(&f, Some(false)).unwrap();
         (f, g)
     }
 
@@ -639,7 +675,7 @@ mod tests {
         let x = b.param("a", big(n));
         let r = b.isqrt(x).unwrap();
         let f = b.finish(&[r]).unwrap();
-        let g = divide(&f).unwrap();
+        let g = divide(&f, Some(false)).unwrap();
         assert!(!has_division(&g));
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut xs = values(n, &mut rng, random);
@@ -673,5 +709,56 @@ mod tests {
         check(1088, 1088, 6, 1);
         check(2048, 1024, 6, 2);
         check(1024, 2048, 4, 3);
+    }
+}
+
+#[cfg(test)]
+mod choice {
+    use super::*;
+    use bigfuse_core::{eval, Value};
+    use num_bigint::BigUint;
+
+    fn program(n: u64, m: u64, root: bool) -> Func {
+        let mut b = Builder::new("f", &[]);
+        let x = b.param("a", big(n));
+        let y = b.param("b", big(m));
+        let q = b.div(x, y).unwrap();
+        let r = b.rem(x, y).unwrap();
+        let mut outs = vec![q, r];
+        if root {
+            outs.push(b.isqrt(x).unwrap());
+        }
+        b.finish(&outs).unwrap()
+    }
+
+    fn whole_divisions(f: &Func) -> usize {
+        f.nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::BigDivRem(..)))
+            .count()
+    }
+
+    /// One thread divides whole up to the widest divisor, once for `a / b` and `a % b`; the
+    /// square root's divisions too; wider divisors and the parallel lowering get the expansion.
+    #[test]
+    fn divisions_are_whole_where_one_thread_may_compute_them() {
+        let f = program(2048, 1024, true);
+        let g = divide(&f, None).unwrap();
+        // a / b and a % b share one; the square root of a 2048-bit value divides at 8 levels.
+        assert!(whole_divisions(&g) >= 2, "{}", bigfuse_core::print(&g));
+        assert!(!g.any_op(&|op| matches!(op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..))));
+        let a = (BigUint::from(3u8) << 2000u32) + 12345u32;
+        let d = (BigUint::from(7u8) << 900u32) + 1u8;
+        let args = [Value::Big(a), Value::Big(d)];
+        assert_eq!(eval(&g, &args).unwrap(), eval(&f, &args).unwrap());
+        assert_eq!(whole_divisions(&divide(&f, Some(false)).unwrap()), 0);
+        let wide = program(4096, ONE_THREAD_MAX_DIVISOR_BITS + 64, false);
+        assert_eq!(whole_divisions(&divide(&wide, None).unwrap()), 0);
+        let widest = program(
+            ONE_THREAD_MAX_DIVIDEND_BITS,
+            ONE_THREAD_MAX_DIVISOR_BITS,
+            false,
+        );
+        assert_eq!(whole_divisions(&divide(&widest, None).unwrap()), 1);
     }
 }

@@ -75,7 +75,7 @@ pub(crate) fn lower_passes(
     }
     let unrolled = crate::loops::unroll(func, per_thread)?;
     record("unroll", &unrolled);
-    let divided = crate::divide::divide(&unrolled)?;
+    let divided = crate::divide::divide(&unrolled, per_thread)?;
     record("divide", &divided);
     let threaded = if crate::per_thread::chosen(&unrolled, &divided, per_thread) {
         crate::per_thread::per_thread(&divided)?

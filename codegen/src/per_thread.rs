@@ -154,8 +154,11 @@ mod tests {
         let s = b.shl(x, k).unwrap();
         let c = b.lt(x, y).unwrap();
         let f = b.finish(&[q, s, c]).unwrap();
-        let g = crate::divide::divide(&f).unwrap();
-        assert!(eligible(&g) && chosen(&f, &g, None) && !chosen(&f, &g, Some(false)));
+        let g = crate::divide::divide(&f, None).unwrap();
+        assert!(eligible(&g) && chosen(&f, &g, None));
+        // With the hint against it, the division is expanded for the parallel lowering.
+        let parallel = crate::divide::divide(&f, Some(false)).unwrap();
+        assert!(!chosen(&f, &parallel, Some(false)));
         let h = per_thread(&g).unwrap();
         let a = BigUint::from(1u8) << 100u32;
         let d = BigUint::from(12345u32);

@@ -202,6 +202,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
                 // One device function per widths (crate::montgomery), on the operands' limbs.
                 Op::BigPowMod(x, e, md) => b.push(Op::LimbPowMod(m(*x), m(*e), m(*md)))?,
                 Op::BigGcd(x, y) => b.push(Op::LimbGcd(m(*x), m(*y)))?,
+                Op::BigDivRem(x, y) => b.push(Op::LimbDivRem(m(*x), m(*y)))?,
                 Op::BigInvMod(x, md) => b.push(Op::LimbInvMod(m(*x), m(*md)))?,
                 // A loop that stayed a loop (one thread per instance): its body computes on limbs too.
                 Op::Loop { count, body, args } => b.push(Op::Loop {

@@ -83,6 +83,19 @@ fn bits_of(ty: &Type) -> IrResult<u64> {
     }
 }
 
+/// `(a / b, a % b)` for a quotient of `qbits` and a remainder of `rbits` bits, with division by
+/// zero as [`Op::BigDiv`] and [`Op::BigRem`] define it.
+fn div_rem(a: &BigUint, b: &BigUint, qbits: u64, rbits: u64) -> (BigUint, BigUint) {
+    if b.is_zero() {
+        (
+            (BigUint::one() << qbits) - 1u8,
+            a % (BigUint::one() << rbits),
+        )
+    } else {
+        (a / b, a % b)
+    }
+}
+
 fn big(v: &Value) -> IrResult<&BigUint> {
     v.as_big()
         .map_or_else(|| fail("expected a big integer"), Ok)
@@ -359,15 +372,7 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             Value::Big((big(v(*a))? * big(v(*b))?) % m)
         }
         Op::BigMulWide(a, b) => Value::Big(big(v(*a))? * big(v(*b))?),
-        Op::BigDiv(a, b) => {
-            let bits = bits_of(ty)?;
-            let d = big(v(*b))?;
-            Value::Big(if d.is_zero() {
-                (BigUint::one() << bits) - 1u8
-            } else {
-                big(v(*a))? / d
-            })
-        }
+        Op::BigDiv(a, b) => Value::Big(div_rem(big(v(*a))?, big(v(*b))?, bits_of(ty)?, 0).0),
         Op::BigIsqrt(a) => Value::Big(big(v(*a))?.sqrt()),
         Op::BigPowMod(x, e, m) => {
             let m = big(v(*m))?;
@@ -390,6 +395,25 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
                 Value::Big(inv.unwrap_or_default()),
                 Value::Bool(exists),
             ])
+        }
+        Op::BigDivRem(a, b) => {
+            let Type::Tuple(ts) = ty else {
+                return fail("big.div_rem makes a tuple");
+            };
+            let (qbits, rbits) = (bits_of(&ts[0])?, bits_of(&ts[1])?);
+            let (q, r) = div_rem(big(v(*a))?, big(v(*b))?, qbits, rbits);
+            Value::Tuple(vec![Value::Big(q), Value::Big(r)])
+        }
+        Op::LimbDivRem(a, b) => {
+            let (a, na) = limb_tuple(v(*a))?;
+            let (b, nb) = limb_tuple(v(*b))?;
+            let (q, r) = div_rem(&a, &b, 64 * na as u64, 64 * nb as u64);
+            let words = |x: &BigUint, n: usize| {
+                let mut w = x.to_u64_digits();
+                w.resize(n, 0);
+                Value::Tuple(w.into_iter().map(Value::U64).collect())
+            };
+            Value::Tuple(vec![words(&q, na), words(&r, nb)])
         }
         Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
             let (a, n) = limb_tuple(v(*a))?;
@@ -419,15 +443,7 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             words.resize(n, 0);
             Value::Tuple(words.into_iter().map(Value::U64).collect())
         }
-        Op::BigRem(a, b) => {
-            let bits = bits_of(ty)?;
-            let d = big(v(*b))?;
-            Value::Big(if d.is_zero() {
-                big(v(*a))? % (BigUint::one() << bits)
-            } else {
-                big(v(*a))? % d
-            })
-        }
+        Op::BigRem(a, b) => Value::Big(div_rem(big(v(*a))?, big(v(*b))?, 0, bits_of(ty)?).1),
         Op::LimbMul { a, b, out_len, .. } => {
             let n = out_len.as_const().unwrap_or(0) as usize;
             let to_big = |x: &Value| -> IrResult<BigUint> {

@@ -292,6 +292,13 @@ pub enum Op {
     BigRem(ValueId, ValueId),
     /// The square root of a `U<n>`, rounded down: a `U<n>`.
     BigIsqrt(ValueId),
+    /// `(a / b, a % b)` of a `U<n>` by a `U<m>`: a tuple `(U<n>, U<m>)`, division by zero as
+    /// [`Op::BigDiv`] and [`Op::BigRem`] define it. Made by codegen's `divide` pass where one
+    /// thread computes the division whole (a device function of the two widths).
+    BigDivRem(ValueId, ValueId),
+    /// [`Op::BigDivRem`] on tuples of u64 limbs: a tuple of the quotient's limbs and the
+    /// remainder's limbs (made by `scalarize`, like [`Op::LimbPowMod`]).
+    LimbDivRem(ValueId, ValueId),
     /// `base^exp mod m` of a base `U<n>`, an exponent `U<k>` (any width) and a modulus `U<n>`:
     /// a `U<n>` below `m`. The modulus must be odd (Montgomery arithmetic); an even or zero
     /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance.
@@ -407,6 +414,8 @@ impl Op {
             | Op::BigInvMod(a, b)
             | Op::LimbGcd(a, b)
             | Op::LimbInvMod(a, b)
+            | Op::BigDivRem(a, b)
+            | Op::LimbDivRem(a, b)
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
@@ -452,6 +461,8 @@ impl Op {
             | Op::BigInvMod(a, b)
             | Op::LimbGcd(a, b)
             | Op::LimbInvMod(a, b)
+            | Op::BigDivRem(a, b)
+            | Op::LimbDivRem(a, b)
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => {
@@ -490,6 +501,7 @@ impl Op {
                 | Op::BigDiv(..)
                 | Op::BigRem(..)
                 | Op::BigIsqrt(..)
+                | Op::BigDivRem(..)
                 | Op::BigPowMod(..)
                 | Op::BigGcd(..)
                 | Op::BigInvMod(..)
@@ -530,6 +542,8 @@ impl Op {
                 | Op::BigInvMod(..)
                 | Op::LimbGcd(..)
                 | Op::LimbInvMod(..)
+                | Op::BigDivRem(..)
+                | Op::LimbDivRem(..)
                 | Op::BigCmp(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
@@ -540,17 +554,20 @@ impl Op {
     }
 
     /// True for the operations one thread computes whole, through a device function of their
-    /// width (a power modulo a big integer, a gcd, an inverse): a program holding one runs one
-    /// thread (or a group of threads) per instance, and a closure may compute one per element.
+    /// width (a power modulo a big integer, a gcd, an inverse, a division that `divide` left
+    /// whole): a program holding one runs one thread (or a group of threads) per instance, and a
+    /// closure may compute one per element.
     pub fn is_one_thread_op(&self) -> bool {
         matches!(
             self,
             Op::BigPowMod(..)
                 | Op::BigGcd(..)
                 | Op::BigInvMod(..)
+                | Op::BigDivRem(..)
                 | Op::LimbPowMod(..)
                 | Op::LimbGcd(..)
                 | Op::LimbInvMod(..)
+                | Op::LimbDivRem(..)
         )
     }
 

@@ -830,6 +830,14 @@ fn operation(
             let (a, b) = two(c, scope, m)?;
             Op::BigInvMod(a, b)
         }
+        "big.div_rem" => {
+            let (a, b) = two(c, scope, m)?;
+            Op::BigDivRem(a, b)
+        }
+        "limb.div_rem" => {
+            let (a, b) = two(c, scope, m)?;
+            Op::LimbDivRem(a, b)
+        }
         "limb.gcd" => {
             let (a, b) = two(c, scope, m)?;
             Op::LimbGcd(a, b)

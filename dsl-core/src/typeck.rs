@@ -146,6 +146,22 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 }
             }
         }
+        Op::LimbDivRem(a, b) => {
+            let limbs = |t: &Type| {
+                matches!(t, Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64))
+            };
+            if !(limbs(ty(*a)) && limbs(ty(*b))) {
+                return Err(err(
+                    func,
+                    format!(
+                        "limb.div_rem needs two tuples of u64 limbs, not {} and {}",
+                        show(ty(*a)),
+                        show(ty(*b))
+                    ),
+                ));
+            }
+            Type::Tuple(vec![ty(*a).clone(), ty(*b).clone()])
+        }
         Op::LimbPowMod(x, e, m) => {
             let limbs = |t: &Type| match t {
                 Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
@@ -177,14 +193,12 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
-        Op::BigDiv(a, b) | Op::BigRem(a, b) => match (ty(*a), ty(*b)) {
-            (Type::Big(_), Type::Big(_)) => {
-                if matches!(op, Op::BigDiv(..)) {
-                    ty(*a).clone()
-                } else {
-                    ty(*b).clone()
-                }
-            }
+        Op::BigDiv(a, b) | Op::BigRem(a, b) | Op::BigDivRem(a, b) => match (ty(*a), ty(*b)) {
+            (Type::Big(_), Type::Big(_)) => match op {
+                Op::BigDiv(..) => ty(*a).clone(),
+                Op::BigRem(..) => ty(*b).clone(),
+                _ => Type::Tuple(vec![ty(*a).clone(), ty(*b).clone()]),
+            },
             (ta, tb) => {
                 return Err(err(
                     func,

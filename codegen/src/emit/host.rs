@@ -6,12 +6,14 @@ use num_bigint::BigUint;
 use std::process::{Command, Stdio};
 
 /// What every host program starts with: `__device__` and `__forceinline__` as plain C++, the
-/// kernels' integer types, and CUDA's bit intrinsics.
+/// kernels' integer types, and CUDA's bit intrinsics and funnel shifts.
 pub const PRELUDE: &str =
     "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
 typedef unsigned int u32;\ntypedef unsigned long long u64;\n\
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }\n\
-static inline int __ffs(int x) { return __builtin_ffs(x); }\n";
+static inline int __ffs(int x) { return __builtin_ffs(x); }\n\
+static inline u32 __funnelshift_l(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (hi << s) | (lo >> (32u - s)) : hi; }\n\
+static inline u32 __funnelshift_r(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (lo >> s) | (hi << (32u - s)) : lo; }\n";
 
 /// Compiles `source` (C++20, with threads, undefined behaviour trapped) and runs it with `input`
 /// on its standard input; returns what it wrote. `tag` names its temporary folder.

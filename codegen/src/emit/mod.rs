@@ -20,6 +20,8 @@
 
 mod add;
 mod carry;
+mod chain;
+mod divide;
 mod gcd;
 #[cfg(test)]
 mod host;
@@ -248,6 +250,8 @@ impl<'a> Emitter<'a> {
             | Op::BigInvMod(..)
             | Op::LimbGcd(..)
             | Op::LimbInvMod(..)
+            | Op::BigDivRem(..)
+            | Op::LimbDivRem(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)

@@ -18,7 +18,8 @@
 //! on 32-bit values, so the tests can compile it for the host with those four emulated over `T`
 //! host threads.
 
-use super::montgomery::{chain, round_chains_in, windows_walk, Step};
+use super::chain::{chain, Step};
+use super::montgomery::{round_chains_in, windows_walk};
 use crate::montgomery::PowModPlan;
 use std::fmt::Write;
 

@@ -132,6 +132,7 @@ impl Emitter<'_> {
                 Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
                 Op::LimbPowMod(x, e, m) => self.pow_mod_call(&arg(*x), &arg(*e), &arg(*m)),
                 Op::LimbGcd(a, b) => self.gcd_call(&arg(*a), &arg(*b)),
+                Op::LimbDivRem(a, b) => self.div_rem_call(&arg(*a), &arg(*b)),
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
                 Op::Loop { count, body, args } => {
                     let args: Vec<Vec<String>> = args.iter().map(|a| arg(*a)).collect();

@@ -1,0 +1,329 @@
+//! `limb.div_rem` as C: one device function per pair of widths, computed by one thread (see
+//! [`crate::divide`] for when a division is computed so and why).
+//!
+//! Knuth's Algorithm D (TAOCP vol. 2, 4.3.1) on 32-bit words: the divisor is normalized (shifted
+//! up until its top bit is set) and the dividend shifted with it; then, from the top, one quotient
+//! word per row: an estimate from the window's top two words by the divisor's top word (Möller
+//! and Granlund's division by a precomputed reciprocal, "Improved division by invariant
+//! integers", 2011, Algorithm 4), Knuth's test on the third word (after which the estimate is the
+//! digit or one above), the window minus the estimate times the divisor, and an addition of the
+//! divisor back in the rare case that made it negative. The window (one word more than the
+//! divisor) and the divisor stay in registers; the rows are a loop, and the window moves up a
+//! word per row. Rows above the dividend's top word are skipped, so the time depends on the
+//! operands' lengths: not constant-time.
+//!
+//! Plain C over `u32`/`u64` (CUDA's funnel shifts have host equivalents in the tests' prelude), so
+//! the tests below compile it for the host and check it against num-bigint without a GPU.
+
+use super::chain::{chain, Step};
+use super::Emitter;
+
+/// `(a / b, a % b)` of an `na`-word `a` by an `mb`-word `b` (32-bit words, both even) on 64-bit
+/// limbs: `bf_div_rem_{na}_{mb}(u64* out, const u64* a, const u64* b)` writes the quotient's
+/// `na / 2` limbs, then the remainder's `mb / 2`. Division by zero gives all ones and `a` modulo
+/// `2^(32 mb)` ([`bigfuse_core::Op::BigDiv`], [`bigfuse_core::Op::BigRem`]).
+pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
+    assert!(
+        na >= 2 && mb >= 2 && na.is_multiple_of(2) && mb.is_multiple_of(2),
+        "whole 64-bit limbs"
+    );
+    let name = format!("bf_div_rem_{na}_{mb}");
+    let [(d_low, h_low), (d_high, h_high)] = row_chains(mb);
+    let products: String = (0..mb)
+        .map(|k| format!("const u64 p{k} = (u64)qh * (u64)d[{k}]; "))
+        .collect();
+    let text = format!(
+        r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
+// words, one quotient word per row from the dividend's top word down. b = 0 gives q = 2^{n} - 1
+// and r = a mod 2^{m}.
+static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64) {{
+  u32 d[{mb}];
+  #pragma unroll
+  for (int j = 0; j < {mbh}; ++j) {{ d[2 * j] = (u32)b64[j]; d[2 * j + 1] = (u32)(b64[j] >> 32); }}
+  int top = -1;
+  u32 bt = 0u;
+  #pragma unroll
+  for (int j = 0; j < {mb}; ++j) if (d[j] != 0u) {{ top = j; bt = d[j]; }}
+  if (top < 0) {{
+    #pragma unroll
+    for (int j = 0; j < {nah}; ++j) out[j] = ~0ull;
+    #pragma unroll
+    for (int j = 0; j < {mbh}; ++j) out[{nah} + j] = j < {nah} ? a64[j] : 0ull;
+    return;
+  }}
+  // The shift that sets the divisor's top bit: ws words and bs bits.
+  const int ws = {mb1} - top;
+  const u32 bs = (u32)__clz((int)bt);
+  // d = b << (32 ws + bs), read at run-time offsets from a copy with {mb} zero words below.
+  u32 bl[{mb2}];
+  #pragma unroll
+  for (int j = 0; j < {mb}; ++j) {{ bl[j] = 0u; bl[{mb} + j] = d[j]; }}
+  #pragma unroll
+  for (int j = 0; j < {mb}; ++j) d[j] = __funnelshift_l(bl[{mb} + j - ws - 1], bl[{mb} + j - ws], bs);
+  // The dividend shifted alike, u = a << (32 ws + bs) ({nu} words), word i read as U(i) from a copy
+  // of a with {mb} zero words on either side.
+  u32 al[{alen}];
+  int ta = -1;
+  #pragma unroll
+  for (int j = 0; j < {mb}; ++j) {{ al[j] = 0u; al[{mb} + {na} + j] = 0u; }}
+  #pragma unroll
+  for (int j = 0; j < {na}; ++j) {{
+    const u32 x = (u32)(a64[j / 2] >> (32 * (j % 2)));
+    al[{mb} + j] = x;
+    if (x != 0u) ta = j;
+  }}
+#define U(i) __funnelshift_l(al[{mb} + (i) - ws - 1], al[{mb} + (i) - ws], bs)
+  // u's top word is ta + ws + 1 or the one below; the rows below it that reach it start here.
+  int t = ta + ws + 1;
+  if (U(t) == 0u) t -= 1;
+  int j0 = t - {mb1};
+  j0 = j0 < 0 ? 0 : (j0 > {na1} ? {na1} : j0);
+  u32 w[{mb} + 1];
+  #pragma unroll
+  for (int k = 0; k <= {mb}; ++k) w[k] = U(j0 + k);
+  u32 qa[{na}];
+  #pragma unroll
+  for (int j = 0; j < {na}; ++j) qa[j] = 0u;
+  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
+  // floor((2^64 - 1) / d1) - 2^32: the reciprocal of the divisor's top word.
+  const u32 v = (u32)(~0ull / (u64)d1);
+  #pragma unroll 1
+  for (int j = j0; j >= 0; --j) {{
+    const u32 n2 = w[{mb}], n1 = w[{mb1}], n0 = w[{mb2m}];
+    // The estimate of (n2 n1) / d1 and its remainder (n2 <= d1: the window's top is below d).
+    u32 qh;
+    u64 rh;
+    if (n2 >= d1) {{
+      qh = ~0u;
+      rh = (u64)n1 + (u64)d1;
+    }} else {{
+      const u64 p = (u64)v * (u64)n2 + (((u64)n2 << 32) | (u64)n1);
+      u32 q1 = (u32)(p >> 32) + 1u;
+      u32 r = n1 - q1 * d1;
+      if (r > (u32)p) {{ q1 -= 1u; r += d1; }}
+      if (r >= d1) {{ q1 += 1u; r -= d1; }}
+      qh = q1;
+      rh = r;
+    }}
+    // Knuth's test with the third word: qh is then the quotient word or one above.
+    if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) {{
+      qh -= 1u;
+      rh += d1;
+      if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) qh -= 1u;
+    }}
+    // w -= qh d; negative when qh was one above.
+    {products}
+    u32 ba, bb;
+#ifdef __CUDA_ARCH__
+    {d_low}
+    {d_high}
+#else
+    {h_low}
+    {h_high}
+#endif
+    if ((ba | bb) != 0u) {{
+      qh -= 1u;
+      u32 cy = 0u;
+      #pragma unroll
+      for (int k = 0; k < {mb}; ++k) {{
+        const u64 s = (u64)w[k] + (u64)d[k] + (u64)cy;
+        w[k] = (u32)s;
+        cy = (u32)(s >> 32);
+      }}
+    }}
+    qa[j] = qh;
+    // The window moves up a word: the remainder's {mb} words, the dividend's next word below.
+    #pragma unroll
+    for (int k = {mb}; k > 0; --k) w[k] = w[k - 1];
+    w[0] = j > 0 ? U(j - 1) : 0u;
+  }}
+#undef U
+  // The remainder (w[1..{mb}]) shifted back down by 32 ws + bs bits.
+  u32 rl[{mb2}];
+  #pragma unroll
+  for (int k = 0; k < {mb}; ++k) {{ rl[k] = w[k + 1]; rl[{mb} + k] = 0u; }}
+  #pragma unroll
+  for (int j = 0; j < {nah}; ++j) out[j] = ((u64)qa[2 * j + 1] << 32) | (u64)qa[2 * j];
+  #pragma unroll
+  for (int k = 0; k < {mbh}; ++k) {{
+    const u32 lo = __funnelshift_r(rl[2 * k + ws], rl[2 * k + ws + 1], bs);
+    const u32 hi = __funnelshift_r(rl[2 * k + 1 + ws], rl[2 * k + ws + 2], bs);
+    out[{nah} + k] = ((u64)hi << 32) | (u64)lo;
+  }}
+}}
+"#,
+        n = 32 * na,
+        m = 32 * mb,
+        nah = na / 2,
+        mbh = mb / 2,
+        mb1 = mb - 1,
+        mb2 = 2 * mb,
+        mb2m = mb - 2,
+        na1 = na - 1,
+        nu = na + mb,
+        alen = na + 2 * mb,
+    );
+    vec![(name, text)]
+}
+
+/// The carry chains of a row, `w -= qh d` with each word product `qh d[k]` a 64-bit `pk`
+/// (one wide multiply, its halves free): the low halves subtracted from `w[0..]`, the high halves
+/// from `w[1..]`, each chain with its own borrow out (`ba`, `bb`: all ones when it borrowed). The
+/// difference is above `-d`, so it is negative exactly when either chain borrowed.
+fn row_chains(mb: usize) -> [(String, String); 2] {
+    let s = |x: &str| x.to_string();
+    let zero = s("0");
+    let lo = |k: usize| format!("(u32)p{k}");
+    let hi = |k: usize| format!("(u32)(p{k} >> 32)");
+    let w = |k: usize| format!("w[{k}]");
+    let mut low = vec![Step::new("sub.cc", w(0), &[w(0), lo(0)])];
+    let mut high = vec![Step::new("sub.cc", w(1), &[w(1), hi(0)])];
+    for k in 1..mb {
+        low.push(Step::new("subc.cc", w(k), &[w(k), lo(k)]));
+        high.push(Step::new("subc.cc", w(k + 1), &[w(k + 1), hi(k)]));
+    }
+    low.push(Step::new("subc.cc", w(mb), &[w(mb), zero.clone()]));
+    low.push(Step::new("subc", "ba", &[zero.clone(), zero.clone()]));
+    high.push(Step::new("subc", "bb", &[zero.clone(), zero]));
+    [chain(&low), chain(&high)]
+}
+
+impl Emitter<'_> {
+    /// The limbs of `a / b`, then those of `a % b`, through the device function of their widths.
+    pub(super) fn div_rem_call(&mut self, a: &[String], b: &[String]) -> Vec<String> {
+        let (na, mb) = (2 * a.len(), 2 * b.len());
+        self.device_call(
+            div_rem_functions(na, mb),
+            &format!("bf_div_rem_{na}_{mb}"),
+            a.len() + b.len(),
+            &[a, b],
+            &[],
+            false,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::host;
+    use super::*;
+    use num_bigint::BigUint;
+    use std::fmt::Write;
+
+    /// Runs the function of `(na, mb)` words on the host over `cases` and checks every quotient
+    /// and remainder against num-bigint.
+    fn check(na: usize, mb: usize, cases: &[(BigUint, BigUint)]) {
+        let mut src = String::from(host::PRELUDE);
+        for (_, text) in div_rem_functions(na, mb) {
+            src.push_str(&text);
+        }
+        let (ha, hb) = (na / 2, mb / 2);
+        let _ = write!(
+            src,
+            r#"int main() {{
+  u64 a[{ha}], b[{hb}], r[{hr}];
+  for (;;) {{
+    for (int j = 0; j < {ha}; ++j) if (scanf("%llu", &a[j]) != 1) return 0;
+    for (int j = 0; j < {hb}; ++j) scanf("%llu", &b[j]);
+    bf_div_rem_{na}_{mb}(r, a, b);
+    for (int j = 0; j < {hr}; ++j) printf("%llu ", r[j]);
+    printf("\n");
+  }}
+}}
+"#,
+            hr = ha + hb
+        );
+        let mut input = String::new();
+        for (x, y) in cases {
+            input.push_str(&host::limbs(x, ha));
+            input.push_str(&host::limbs(y, hb));
+            input.push('\n');
+        }
+        let out = host::run(&format!("div-{na}-{mb}"), &src, &input);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), cases.len());
+        let one = BigUint::from(1u8);
+        for ((x, y), line) in cases.iter().zip(lines) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let q = host::number(&words[..ha].join(" "));
+            let r = host::number(&words[ha..].join(" "));
+            let (wq, wr) = if *y == BigUint::from(0u8) {
+                ((&one << (32 * na)) - 1u8, x % (&one << (32 * mb)))
+            } else {
+                (x / y, x % y)
+            };
+            assert_eq!((q, r), (wq, wr), "{na}/{mb} words: {x:#x} / {y:#x}");
+        }
+    }
+
+    /// Numbers whose 32-bit words are drawn from edge words (0, 1, 2^31 - 1, 2^31, all ones) and
+    /// random ones, at every length: the shapes that reach the rare corrections.
+    fn cases(na: usize, mb: usize, count: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
+        let mut word = host::words(seed);
+        let mut num = |words: usize| {
+            let len = 1 + (word() as usize) % words;
+            let digits: Vec<u32> = (0..len)
+                .map(|_| match word() % 8 {
+                    0 => 0,
+                    1 => 1,
+                    2 => 0x7fff_ffff,
+                    3 => 0x8000_0000,
+                    4 | 5 => u32::MAX,
+                    _ => word() as u32,
+                })
+                .collect();
+            BigUint::from_slice(&digits)
+        };
+        let mut out: Vec<(BigUint, BigUint)> = (0..count).map(|_| (num(na), num(mb))).collect();
+        let b = |v: u64| BigUint::from(v);
+        let one = BigUint::from(1u8);
+        let all = |w: usize| (&one << (32 * w)) - 1u8;
+        for (x, y) in [
+            (b(0), b(0)),
+            (all(na), b(0)),
+            (b(0), b(7)),
+            (b(5), b(7)),
+            (b(7), b(7)),
+            (all(na), b(1)),
+            (all(na), all(mb)),
+            (all(na), b(3)),
+            (&one << (32 * na - 1), &one << (32 * mb - 1)),
+            (all(na) - 1u8, all(mb)),
+            (&one << (32 * na - 1), b(2)),
+        ] {
+            out.push((x, y));
+        }
+        // Knuth's add-back case in this word size: u = (2^31, 0, 0 ..) by d = (2^31, 0 .., 1).
+        if na > mb {
+            let d = (&one << (32 * mb - 1)) + 1u8;
+            out.push(((&one << (32 * (mb + 1) - 1)) - 1u8, d.clone()));
+            out.push((&d * (&one << 32) - 1u8, d));
+        }
+        out
+    }
+
+    #[test]
+    fn quotients_and_remainders_equal_num_bigint_on_the_host() {
+        for (na, mb) in [
+            (2, 2),
+            (4, 2),
+            (2, 4),
+            (8, 8),
+            (16, 8),
+            (34, 18),
+            (64, 32),
+            (64, 64),
+        ] {
+            check(na, mb, &cases(na, mb, 400, (na * 1000 + mb) as u64));
+        }
+    }
+
+    /// Many more cases at the bench's widths.
+    #[test]
+    #[ignore = "a stress run: cargo test -p bigfuse-codegen --lib stress -- --ignored"]
+    fn stress_divisions_on_the_host() {
+        for (na, mb) in [(4, 2), (6, 4), (64, 32), (128, 64), (36, 34)] {
+            check(na, mb, &cases(na, mb, 100_000, 7 + na as u64));
+        }
+    }
+}
