@@ -62,7 +62,9 @@ pub fn divide(func: &Func, per_thread: Option<bool>) -> CgResult<Func> {
     if !has_division(func) {
         return Ok(func.clone());
     }
-    let whole = per_thread != Some(false) && crate::per_thread::eligible(func);
+    let whole = per_thread != Some(false)
+        && crate::per_thread::eligible(func)
+        && func.nodes.iter().all(|n| fits_one_thread(func, &n.op));
     let mut div = Divider {
         whole,
         ..Divider::default()
@@ -79,6 +81,30 @@ pub fn divide(func: &Func, per_thread: Option<bool>) -> CgResult<Func> {
 /// True when `f` (or one of its lambdas) divides big integers or takes their square roots.
 pub fn has_division(f: &Func) -> bool {
     f.any_op(&|op| matches!(op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..)))
+}
+
+/// True when one thread may compute every division of `op` whole (a square root: the divisions
+/// of all its levels, the widest at the top). A program whose divisions do not all fit keeps
+/// the parallel lowering for all of them: one wide division expanded in one thread would make
+/// megabytes of straight-line CUDA.
+fn fits_one_thread(func: &Func, op: &Op) -> bool {
+    let width_of = |v: ValueId| match func.ty(v) {
+        Type::Big(s) => s.as_const().unwrap_or(u64::MAX),
+        _ => u64::MAX,
+    };
+    let fits =
+        |n: u64, m: u64| m <= ONE_THREAD_MAX_DIVISOR_BITS && n <= ONE_THREAD_MAX_DIVIDEND_BITS;
+    match op {
+        Op::BigDiv(a, b) | Op::BigRem(a, b) => fits(width_of(*a), width_of(*b)),
+        Op::BigIsqrt(a) => {
+            // As in `Divider::isqrt` and `Divider::sqrt_rem`: the top level divides a
+            // width(2k + 1)-bit number by a width(k + 1)-bit one, k a quarter of the padded width.
+            let padded = width_of(*a).next_power_of_two().max(64);
+            let k = padded / 4;
+            padded == 64 || fits(width(2 * k + 1), width(k + 1))
+        }
+        _ => true,
+    }
 }
 
 fn lambda(f: &Func) -> CgResult<Func> {
@@ -760,5 +786,11 @@ mod choice {
             false,
         );
         assert_eq!(whole_divisions(&divide(&widest, None).unwrap()), 1);
+        // A square root whose top division is too wide keeps every division expanded, also the
+        // narrow one of a / b beside it; one that fits divides whole at every level.
+        let root = program(4 * ONE_THREAD_MAX_DIVISOR_BITS, 256, true);
+        assert_eq!(whole_divisions(&divide(&root, None).unwrap()), 0);
+        let root = program(2 * ONE_THREAD_MAX_DIVISOR_BITS, 256, true);
+        assert!(whole_divisions(&divide(&root, None).unwrap()) > 2);
     }
 }
