@@ -309,7 +309,11 @@ impl Divider {
         let uw = shl_const(bld, uw, k)?;
         let a0w = resize(bld, a0, wq)?;
         let t1 = bld.or(uw, a0w)?;
-        let q2 = bld.mul(q, q)?;
+        // q <= 2^k (r1 <= 2 s1 and s1 >= 2^(k-1)): its square from k + 1 bits, not from wq.
+        let wn = width(k + 1);
+        let qn = bld.cast(q, big(wn))?;
+        let q2 = bld.mul_wide(qn, qn)?;
+        let q2 = resize(bld, q2, wq)?;
         let negative = bld.lt(t1, q2)?;
         let r_pos = bld.sub(t1, q2)?;
         let twice_s = shl_const(bld, s, 1)?;

@@ -32,6 +32,26 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
     let products: String = (0..mb)
         .map(|k| format!("const u64 p{k} = (u64)qh * (u64)d[{k}]; "))
         .collect();
+    // The remainder's words w[1..=mb] shifted down by bs, the word above the top one zero.
+    let above = |k: usize| {
+        if k <= mb {
+            format!("w[{k}]")
+        } else {
+            "0u".into()
+        }
+    };
+    let in_registers: String = (0..mb / 2)
+        .map(|k| {
+            format!(
+                "    out[{}] = ((u64)__funnelshift_r({}, {}, bs) << 32) | (u64)__funnelshift_r({}, {}, bs);\n",
+                na / 2 + k,
+                above(2 * k + 2),
+                above(2 * k + 3),
+                above(2 * k + 1),
+                above(2 * k + 2)
+            )
+        })
+        .collect();
     let text = format!(
         r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
 // words, one quotient word per row from the dividend's top word down. b = 0 gives q = 2^{n} - 1
@@ -54,12 +74,19 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
   // The shift that sets the divisor's top bit: ws words and bs bits.
   const int ws = {mb1} - top;
   const u32 bs = (u32)__clz((int)bt);
-  // d = b << (32 ws + bs), read at run-time offsets from a copy with {mb} zero words below.
-  u32 bl[{mb2}];
-  #pragma unroll
-  for (int j = 0; j < {mb}; ++j) {{ bl[j] = 0u; bl[{mb} + j] = d[j]; }}
-  #pragma unroll
-  for (int j = 0; j < {mb}; ++j) d[j] = __funnelshift_l(bl[{mb} + j - ws - 1], bl[{mb} + j - ws], bs);
+  // d = b << (32 ws + bs). A divisor of full width (ws = 0, the common case) shifts in
+  // registers; a shorter one is read at run-time offsets from a copy with {mb} zero words below.
+  if (ws == 0) {{
+    #pragma unroll
+    for (int j = {mb1}; j > 0; --j) d[j] = __funnelshift_l(d[j - 1], d[j], bs);
+    d[0] <<= bs;
+  }} else {{
+    u32 bl[{mb2}];
+    #pragma unroll
+    for (int j = 0; j < {mb}; ++j) {{ bl[j] = 0u; bl[{mb} + j] = d[j]; }}
+    #pragma unroll
+    for (int j = 0; j < {mb}; ++j) d[j] = __funnelshift_l(bl[{mb} + j - ws - 1], bl[{mb} + j - ws], bs);
+  }}
   // The dividend shifted alike, u = a << (32 ws + bs) ({nu} words), word i read as U(i) from a copy
   // of a with {mb} zero words on either side.
   u32 al[{alen}];
@@ -138,17 +165,21 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     w[0] = j > 0 ? U(j - 1) : 0u;
   }}
 #undef U
-  // The remainder (w[1..{mb}]) shifted back down by 32 ws + bs bits.
-  u32 rl[{mb2}];
-  #pragma unroll
-  for (int k = 0; k < {mb}; ++k) {{ rl[k] = w[k + 1]; rl[{mb} + k] = 0u; }}
   #pragma unroll
   for (int j = 0; j < {nah}; ++j) out[j] = ((u64)qa[2 * j + 1] << 32) | (u64)qa[2 * j];
-  #pragma unroll
-  for (int k = 0; k < {mbh}; ++k) {{
-    const u32 lo = __funnelshift_r(rl[2 * k + ws], rl[2 * k + ws + 1], bs);
-    const u32 hi = __funnelshift_r(rl[2 * k + 1 + ws], rl[2 * k + ws + 2], bs);
-    out[{nah} + k] = ((u64)hi << 32) | (u64)lo;
+  // The remainder (w[1..{mb}]) shifted back down by 32 ws + bs bits: in registers for a divisor
+  // of full width, else through a copy read at run-time offsets.
+  if (ws == 0) {{
+{in_registers}  }} else {{
+    u32 rl[{mb2}];
+    #pragma unroll
+    for (int k = 0; k < {mb}; ++k) {{ rl[k] = w[k + 1]; rl[{mb} + k] = 0u; }}
+    #pragma unroll
+    for (int k = 0; k < {mbh}; ++k) {{
+      const u32 lo = __funnelshift_r(rl[2 * k + ws], rl[2 * k + ws + 1], bs);
+      const u32 hi = __funnelshift_r(rl[2 * k + 1 + ws], rl[2 * k + ws + 2], bs);
+      out[{nah} + k] = ((u64)hi << 32) | (u64)lo;
+    }}
   }}
 }}
 "#,
