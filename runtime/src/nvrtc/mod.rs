@@ -246,6 +246,9 @@ pub fn compile(source: &str, kernel: &str, arch: &str) -> Result<Binary> {
     Ok(binary)
 }
 
+/// The stack of the thread NVRTC runs on.
+const NVRTC_STACK_BYTES: usize = 256 << 20;
+
 /// Compiles without looking at any cache: the CUBIN for `arch`.
 pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8>> {
     let lib = library()?;
@@ -267,7 +270,26 @@ pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8
         .map_err(|_| compile_error("the source contains a NUL byte".into()))?;
     let name = std::ffi::CString::new(format!("{kernel}.cu"))
         .map_err(|_| compile_error("the kernel name contains a NUL byte".into()))?;
-    match lib.compile(&src, &name, &options(arch)) {
+    // NVRTC runs on the calling thread's stack, and its use grows with the kernel: on an H100
+    // host a 2048-bit division's kernel overflowed a 2 MiB test thread (2026-11-25). A thread of
+    // its own with a large stack (reserved, not committed) makes the call independent of the
+    // caller's stack.
+    let options = options(arch);
+    let compiled = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("bigfuse-nvrtc".into())
+            .stack_size(NVRTC_STACK_BYTES)
+            .spawn_scoped(scope, || lib.compile(&src, &name, &options))
+            .map(|t| t.join())
+    });
+    let compiled = match compiled {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(library::Failure::Call("NVRTC's thread panicked".into())),
+        Err(e) => Err(library::Failure::Call(format!(
+            "no thread for NVRTC could be started: {e}"
+        ))),
+    };
+    match compiled {
         Ok(cubin) if !cubin.is_empty() => Ok(cubin),
         Ok(_) => Err(compile_error(format!(
             "{} produced no CUBIN for {arch}",
