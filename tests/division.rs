@@ -309,3 +309,66 @@ fn nvrtc_compiles_every_division_kernel() {
         common::nvrtc_compiles(roots::kernel().unwrap(), &[bits]);
     }
 }
+
+/// Divisors wider than a thread's registers hold (4096 and 4160 bits), divided whole in local
+/// memory where the hint `divw` asks for it: the kernel calls the device function, NVRTC compiles
+/// it, and on a GPU the quotients and remainders equal num-bigint's (the CPU backend's evaluators
+/// compute the same program: `codegen/src/divide.rs` checks that).
+#[test]
+fn wide_divisors_divided_whole_in_local_memory() {
+    let hints: bigfuse::Hints = "divw=16384".parse().unwrap();
+    let k = divrem::kernel().unwrap();
+    for bits in [4096u64, 4160] {
+        let plan = k.plan(&[bits], &bigfuse::Target::h100(), &hints).unwrap();
+        let words = bits / 32;
+        let function = format!("bf_div_rem_{words}_{words}");
+        assert!(plan
+            .parts
+            .iter()
+            .all(|p| p.compiled.source.contains(&function)));
+        if bigfuse::runtime::nvrtc::library().is_ok() {
+            for part in &plan.parts {
+                let c = &part.compiled;
+                bigfuse::runtime::nvrtc::compile_uncached(&c.source, &c.kernel_name, "sm_90")
+                    .unwrap();
+            }
+        }
+        let Some(dev) = common::gpu() else { continue };
+        let mut r = rng(bits);
+        let mut a: Vec<BigUint> = (0..37).map(|_| random_big(&mut r, bits)).collect();
+        let mut b: Vec<BigUint> = (0..37)
+            .map(|i| random_big(&mut r, bits) >> (i * 97 % bits as usize))
+            .collect();
+        a.extend([all_ones(bits), BigUint::from(5u8), all_ones(bits)]);
+        b.extend([BigUint::from(0u8), BigUint::from(7u8), BigUint::from(3u8)]);
+        let cols = k
+            .run_with(
+                &dev,
+                &[bits],
+                &[a.as_slice().into(), b.as_slice().into()],
+                &hints,
+            )
+            .unwrap();
+        let (bigfuse::runtime::Column::Big(q), bigfuse::runtime::Column::Big(rem)) =
+            (&cols[0], &cols[1])
+        else {
+            panic!("two columns of big integers")
+        };
+        for i in 0..a.len() {
+            assert_eq!(
+                q[i],
+                quotient(&a[i], &b[i], bits),
+                "{bits}: {:#x} / {:#x}",
+                a[i],
+                b[i]
+            );
+            assert_eq!(
+                rem[i],
+                remainder(&a[i], &b[i], bits),
+                "{bits}: {:#x} % {:#x}",
+                a[i],
+                b[i]
+            );
+        }
+    }
+}

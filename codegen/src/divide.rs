@@ -45,9 +45,12 @@ const DIGIT_CORRECTIONS: usize = 4;
 /// `2^(32(n+h))` by less than `2^(32l) X_h < 2^(32n+1) <= 4a` (see [`recip`]).
 const NEWTON_CORRECTIONS: usize = 4;
 
-/// The widest divisor one thread divides by whole (`big.div_rem`, `emit/divide.rs`): its words
-/// and a window of the dividend's stay in registers up to here (ptxas: 200 registers at 1024
-/// bits, 255 and no spills in the row loop at 2048; at 4096 bits the loop spills).
+/// The widest divisor one thread divides by whole by default (`big.div_rem`, `emit/divide.rs`;
+/// the hint `divw` moves it): up to here its words and a window of the dividend's stay in
+/// registers (ptxas: 145 registers at 1024 bits, 254 and no spills in the row loop at 2048),
+/// measured 2.3-2.8x CGBN (bench/RESULTS.md, 2026-11-25). Wider divisors divide in local memory
+/// (40 registers, no spills); that form has not been timed against the Newton expansion yet,
+/// so it is used only where the hint asks.
 pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 2048;
 
 /// The widest dividend one thread divides whole: the dividend and the quotient live in local
@@ -57,16 +60,21 @@ pub const ONE_THREAD_MAX_DIVIDEND_BITS: u64 = 16384;
 /// `func` (concrete, loops unrolled) with every big-integer division replaced by its computation,
 /// in lambdas too. A no-op when there is none. The program's own divisions are computed whole by
 /// one thread where it may run one thread per instance ([`crate::per_thread::eligible`], and
-/// `per_thread` not `Some(false)`, the hint); a closure's always may.
-pub fn divide(func: &Func, per_thread: Option<bool>) -> CgResult<Func> {
+/// `per_thread` not `Some(false)`, the hint) and every divisor has at most `whole_bits` bits (the
+/// hint `divw`, by default [`ONE_THREAD_MAX_DIVISOR_BITS`]); a closure's always may.
+pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: u64) -> CgResult<Func> {
     if !has_division(func) {
         return Ok(func.clone());
     }
     let whole = per_thread != Some(false)
         && crate::per_thread::eligible(func)
-        && func.nodes.iter().all(|n| fits_one_thread(func, &n.op));
+        && func
+            .nodes
+            .iter()
+            .all(|n| fits_one_thread(func, &n.op, whole_bits));
     let mut div = Divider {
         whole,
+        whole_bits,
         ..Divider::default()
     };
     rewrite(
@@ -87,13 +95,12 @@ pub fn has_division(f: &Func) -> bool {
 /// of all its levels, the widest at the top). A program whose divisions do not all fit keeps
 /// the parallel lowering for all of them: one wide division expanded in one thread would make
 /// megabytes of straight-line CUDA.
-fn fits_one_thread(func: &Func, op: &Op) -> bool {
+fn fits_one_thread(func: &Func, op: &Op, whole_bits: u64) -> bool {
     let width_of = |v: ValueId| match func.ty(v) {
         Type::Big(s) => s.as_const().unwrap_or(u64::MAX),
         _ => u64::MAX,
     };
-    let fits =
-        |n: u64, m: u64| m <= ONE_THREAD_MAX_DIVISOR_BITS && n <= ONE_THREAD_MAX_DIVIDEND_BITS;
+    let fits = |n: u64, m: u64| m <= whole_bits && n <= ONE_THREAD_MAX_DIVIDEND_BITS;
     match op {
         Op::BigDiv(a, b) | Op::BigRem(a, b) => fits(width_of(*a), width_of(*b)),
         Op::BigIsqrt(a) => {
@@ -107,12 +114,13 @@ fn fits_one_thread(func: &Func, op: &Op) -> bool {
     }
 }
 
-fn lambda(f: &Func) -> CgResult<Func> {
+fn lambda(f: &Func, whole_bits: u64) -> CgResult<Func> {
     if !has_division(f) {
         return Ok(f.clone());
     }
     let mut div = Divider {
         whole: true,
+        whole_bits,
         ..Divider::default()
     };
     rewrite(
@@ -139,6 +147,8 @@ struct Normalized {
 struct Divider {
     /// Divisions may be computed whole by one thread (within the widths that allow it).
     whole: bool,
+    /// The widest divisor divided whole (see [`divide`]).
+    whole_bits: u64,
     divisors: HashMap<ValueId, Normalized>,
     divisions: HashMap<(ValueId, ValueId), (ValueId, ValueId)>,
 }
@@ -173,8 +183,10 @@ impl Divider {
             op if op.lambdas().iter().any(|l| has_division(l)) => {
                 let mut op = op.clone();
                 match &mut op {
-                    Op::Map { f, .. } => **f = lambda(f)?,
-                    Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => **f = lambda(f)?,
+                    Op::Map { f, .. } => **f = lambda(f, self.whole_bits)?,
+                    Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => {
+                        **f = lambda(f, self.whole_bits)?
+                    }
                     _ => unreachable!("only maps, scans and reductions carry lambdas"),
                 }
                 Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
@@ -183,7 +195,7 @@ impl Divider {
             Op::Loop { count, body, args } if has_division(body) => {
                 let op = Op::Loop {
                     count: *count,
-                    body: Box::new(lambda(body)?),
+                    body: Box::new(lambda(body, self.whole_bits)?),
                     args: args.clone(),
                 };
                 Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
@@ -203,7 +215,7 @@ impl Divider {
             return Ok(*qr);
         }
         let (n, m) = (bits(bld, a), bits(bld, b));
-        if self.whole && m <= ONE_THREAD_MAX_DIVISOR_BITS && n <= ONE_THREAD_MAX_DIVIDEND_BITS {
+        if self.whole && m <= self.whole_bits && n <= ONE_THREAD_MAX_DIVIDEND_BITS {
             let qr = bld.push(Op::BigDivRem(a, b))?;
             let q = bld.extract(qr, 0)?;
             let r = bld.extract(qr, 1)?;
@@ -598,7 +610,7 @@ mod tests {
         let q = b.div(x, y).unwrap();
         let r = b.rem(x, y).unwrap();
         let f = b.finish(&[q, r]).unwrap();
-        let g = divide(&f, Some(false)).unwrap();
+        let g = divide(&f, Some(false), ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
         (f, g)
     }
 
@@ -705,7 +717,7 @@ mod tests {
         let x = b.param("a", big(n));
         let r = b.isqrt(x).unwrap();
         let f = b.finish(&[r]).unwrap();
-        let g = divide(&f, Some(false)).unwrap();
+        let g = divide(&f, Some(false), ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
         assert!(!has_division(&g));
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut xs = values(n, &mut rng, random);
@@ -773,7 +785,7 @@ mod choice {
     #[test]
     fn divisions_are_whole_where_one_thread_may_compute_them() {
         let f = program(2048, 1024, true);
-        let g = divide(&f, None).unwrap();
+        let g = divide(&f, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
         // a / b and a % b share one; the square root of a 2048-bit value divides at 8 levels.
         assert!(whole_divisions(&g) >= 2, "{}", bigfuse_core::print(&g));
         assert!(!g.any_op(&|op| matches!(op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..))));
@@ -781,20 +793,42 @@ mod choice {
         let d = (BigUint::from(7u8) << 900u32) + 1u8;
         let args = [Value::Big(a), Value::Big(d)];
         assert_eq!(eval(&g, &args).unwrap(), eval(&f, &args).unwrap());
-        assert_eq!(whole_divisions(&divide(&f, Some(false)).unwrap()), 0);
+        assert_eq!(
+            whole_divisions(&divide(&f, Some(false), ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            0
+        );
         let wide = program(4096, ONE_THREAD_MAX_DIVISOR_BITS + 64, false);
-        assert_eq!(whole_divisions(&divide(&wide, None).unwrap()), 0);
+        assert_eq!(
+            whole_divisions(&divide(&wide, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            0
+        );
         let widest = program(
             ONE_THREAD_MAX_DIVIDEND_BITS,
             ONE_THREAD_MAX_DIVISOR_BITS,
             false,
         );
-        assert_eq!(whole_divisions(&divide(&widest, None).unwrap()), 1);
+        assert_eq!(
+            whole_divisions(&divide(&widest, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            1
+        );
+        // A wider limit (the hint) divides 4096-bit divisors whole too.
+        let wide_whole = divide(&wide, None, 8192).unwrap();
+        assert_eq!(whole_divisions(&wide_whole), 1);
+        let a = (BigUint::from(5u8) << 4000u32) + 99u32;
+        let d = (BigUint::from(3u8) << 2100u32) + 7u32;
+        let args = [Value::Big(a), Value::Big(d)];
+        assert_eq!(
+            eval(&wide_whole, &args).unwrap(),
+            eval(&wide, &args).unwrap()
+        );
         // A square root whose top division is too wide keeps every division expanded, also the
         // narrow one of a / b beside it; one that fits divides whole at every level.
         let root = program(4 * ONE_THREAD_MAX_DIVISOR_BITS, 256, true);
-        assert_eq!(whole_divisions(&divide(&root, None).unwrap()), 0);
+        assert_eq!(
+            whole_divisions(&divide(&root, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            0
+        );
         let root = program(2 * ONE_THREAD_MAX_DIVISOR_BITS, 256, true);
-        assert!(whole_divisions(&divide(&root, None).unwrap()) > 2);
+        assert!(whole_divisions(&divide(&root, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()) > 2);
     }
 }

@@ -44,7 +44,13 @@ pub fn lower(func: &Func) -> CgResult<Func> {
 /// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT. Every
 /// instance keeps the parallel lowering (see [`lower_compiled`] for what `compile` does).
 pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
-    lower_passes(func, ntt_from_bits, Some(false), &mut |_, _| {})
+    lower_passes(
+        func,
+        ntt_from_bits,
+        Some(false),
+        crate::divide::ONE_THREAD_MAX_DIVISOR_BITS,
+        &mut |_, _| {},
+    )
 }
 
 /// What [`crate::compile`] lowers for these hints: [`lower_with`]'s passes, with `per_thread`
@@ -55,6 +61,9 @@ pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
         func,
         hints.ntt_from_bits.unwrap_or(NTT_FROM_BITS),
         hints.per_thread,
+        hints
+            .divide_whole_bits
+            .unwrap_or(crate::divide::ONE_THREAD_MAX_DIVISOR_BITS),
         &mut |_, _| {},
     )
 }
@@ -65,6 +74,7 @@ pub(crate) fn lower_passes(
     func: &Func,
     ntt_from_bits: u64,
     per_thread: Option<bool>,
+    divide_whole_bits: u64,
     record: &mut dyn FnMut(&'static str, &Func),
 ) -> CgResult<Func> {
     if !func.is_concrete() {
@@ -75,7 +85,7 @@ pub(crate) fn lower_passes(
     }
     let unrolled = crate::loops::unroll(func, per_thread)?;
     record("unroll", &unrolled);
-    let divided = crate::divide::divide(&unrolled, per_thread)?;
+    let divided = crate::divide::divide(&unrolled, per_thread, divide_whole_bits)?;
     record("divide", &divided);
     let threaded = if crate::per_thread::chosen(&unrolled, &divided, per_thread) {
         crate::per_thread::per_thread(&divided)?

@@ -12,7 +12,7 @@ use bigfuse_core::{Func, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -39,14 +39,17 @@ pub struct Hints {
     /// that splits the modulus' limbs), in a program of one thread per instance; by default the
     /// plan's ([`crate::montgomery::PowModPlan`]).
     pub pow_mod_group: Option<u32>,
+    /// The widest divisor (bits) that one thread divides by whole (`divw=4096`); by default
+    /// [`crate::divide::ONE_THREAD_MAX_DIVISOR_BITS`].
+    pub divide_whole_bits: Option<u64>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 8] = [
-        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group",
+    pub const KEYS: [&'static str; 9] = [
+        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw",
     ];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
@@ -73,6 +76,7 @@ impl Hints {
             "ntt" => self.ntt_from_bits = num()?,
             "chunk" => self.chunk_len = num()?,
             "group" => self.pow_mod_group = small()?,
+            "divw" => self.divide_whole_bits = num()?,
             "thread" => {
                 self.per_thread = match num()? {
                     None => None,
@@ -157,6 +161,7 @@ impl std::fmt::Display for Hints {
             v(&self.chunk_len),
             v(&self.per_thread.map(u8::from)),
             v(&self.pow_mod_group),
+            v(&self.divide_whole_bits),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -543,14 +548,15 @@ mod tests {
             ntt_from_bits: Some(1 << 15),
             per_thread: Some(true),
             pow_mod_group: Some(4),
+            divide_whole_bits: Some(8192),
             ..Hints::default()
         };
         let text = h.to_string();
         assert_eq!(
             text,
-            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4"
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192"
         );
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 8)));
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 9)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -598,7 +604,7 @@ mod tests {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(
                 json,
-                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-""#
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-""#
             );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.
@@ -655,10 +661,11 @@ mod tests {
                 chunk_len in hint(any::<u64>()),
                 per_thread in hint(any::<bool>()),
                 pow_mod_group in hint(any::<u32>()),
+                divide_whole_bits in hint(any::<u64>()),
             ) {
                 let h = Hints {
                     q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
-                    pow_mod_group,
+                    pow_mod_group, divide_whole_bits,
                 };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));

@@ -33,7 +33,7 @@ pub struct Tuned {
     pub timings: Vec<(String, f64)>,
 }
 
-/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-`
+/// The hints as the cache (and `explain`) writes them: `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-`
 /// (the text form of [`Hints`], defined with it).
 pub fn format_hints(h: &Hints) -> String {
     h.to_string()
@@ -324,6 +324,7 @@ mod tests {
             chunk_len: Some(2048),
             per_thread: Some(false),
             pow_mod_group: Some(8),
+            divide_whole_bits: Some(4096),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
         // Entries written before the chunk length existed still parse.

@@ -95,7 +95,8 @@ pub fn autotune_enabled() -> bool {
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
 /// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
 /// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds),
-/// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer).
+/// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer), `BIGFUSE_DIVIDE_WHOLE` (the
+/// widest divisor, in bits, that one thread divides by whole).
 /// Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
@@ -121,6 +122,7 @@ pub fn env_hints() -> Hints {
             _ => None,
         },
         pow_mod_group: read("BIGFUSE_POW_MOD_GROUP"),
+        divide_whole_bits: read("BIGFUSE_DIVIDE_WHOLE").map(u64::from),
     }
 }
 

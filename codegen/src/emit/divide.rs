@@ -18,6 +18,11 @@
 use super::chain::{chain, Step};
 use super::Emitter;
 
+/// The widest divisor (32-bit words) whose words and window the function holds in registers
+/// (ptxas: 254 registers at 64 words and no spills in the row loop; at 128 words the loop
+/// spills). Wider divisors divide in local memory ([`in_memory`]).
+pub(crate) const MAX_REGISTER_WORDS: usize = 64;
+
 /// `(a / b, a % b)` of an `na`-word `a` by an `mb`-word `b` (32-bit words, both even) on 64-bit
 /// limbs: `bf_div_rem_{na}_{mb}(u64* out, const u64* a, const u64* b)` writes the quotient's
 /// `na / 2` limbs, then the remainder's `mb / 2`. Division by zero gives all ones and `a` modulo
@@ -27,6 +32,9 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
         na >= 2 && mb >= 2 && na.is_multiple_of(2) && mb.is_multiple_of(2),
         "whole 64-bit limbs"
     );
+    if mb > MAX_REGISTER_WORDS {
+        return vec![in_memory(na, mb)];
+    }
     let name = format!("bf_div_rem_{na}_{mb}");
     let [(d_low, h_low), (d_high, h_high)] = row_chains(mb);
     let products: String = (0..mb)
@@ -197,6 +205,134 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     vec![(name, text)]
 }
 
+/// The same division for divisors too wide for registers: Knuth's Algorithm D in place on the
+/// shifted dividend, every array in local memory, the rows' word loops rolled (a few unrolled
+/// steps each), so that the text stays small at any width.
+fn in_memory(na: usize, mb: usize) -> (String, String) {
+    let name = format!("bf_div_rem_{na}_{mb}");
+    let text = format!(
+        r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
+// words in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
+// r = a mod 2^{m}.
+static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64) {{
+  u32 d[{mb}];
+  int top = -1;
+  u32 bt = 0u;
+  #pragma unroll 1
+  for (int j = 0; j < {mb}; ++j) {{
+    d[j] = (u32)(b64[j / 2] >> (32 * (j % 2)));
+    if (d[j] != 0u) {{ top = j; bt = d[j]; }}
+  }}
+  if (top < 0) {{
+    #pragma unroll 1
+    for (int j = 0; j < {nah}; ++j) out[j] = ~0ull;
+    #pragma unroll 1
+    for (int j = 0; j < {mbh}; ++j) out[{nah} + j] = j < {nah} ? a64[j] : 0ull;
+    return;
+  }}
+  const int ws = {mb1} - top;
+  const u32 bs = (u32)__clz((int)bt);
+  // d = b << (32 ws + bs), in place from the top (each word reads words at or below it).
+  #pragma unroll 1
+  for (int j = {mb1}; j >= 0; --j) {{
+    const u32 hi = j - ws >= 0 ? d[j - ws] : 0u;
+    const u32 lo = j - ws - 1 >= 0 ? d[j - ws - 1] : 0u;
+    d[j] = __funnelshift_l(lo, hi, bs);
+  }}
+  // u = a << (32 ws + bs): {nu} words and a zero word above.
+  u32 u[{nu} + 1];
+  int t = -1;
+  #pragma unroll 1
+  for (int i = 0; i <= {nu}; ++i) {{
+    const int k = i - ws;
+    const u32 hi = k >= 0 && k < {na} ? (u32)(a64[k / 2] >> (32 * (k % 2))) : 0u;
+    const u32 lo = k - 1 >= 0 && k - 1 < {na} ? (u32)(a64[(k - 1) / 2] >> (32 * ((k - 1) % 2))) : 0u;
+    u[i] = __funnelshift_l(lo, hi, bs);
+    if (u[i] != 0u) t = i;
+  }}
+  int j0 = t - {mb1};
+  j0 = j0 < 0 ? 0 : (j0 > {na1} ? {na1} : j0);
+  u32 qa[{na}];
+  #pragma unroll 1
+  for (int j = 0; j < {na}; ++j) qa[j] = 0u;
+  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
+  // floor((2^64 - 1) / d1) - 2^32: the reciprocal of the divisor's top word.
+  const u32 v = (u32)(~0ull / (u64)d1);
+  #pragma unroll 1
+  for (int j = j0; j >= 0; --j) {{
+    const u32 n2 = u[j + {mb}], n1 = u[j + {mb1}], n0 = u[j + {mb2m}];
+    u32 qh;
+    u64 rh;
+    if (n2 >= d1) {{
+      qh = ~0u;
+      rh = (u64)n1 + (u64)d1;
+    }} else {{
+      const u64 p = (u64)v * (u64)n2 + (((u64)n2 << 32) | (u64)n1);
+      u32 q1 = (u32)(p >> 32) + 1u;
+      u32 r = n1 - q1 * d1;
+      if (r > (u32)p) {{ q1 -= 1u; r += d1; }}
+      if (r >= d1) {{ q1 += 1u; r -= d1; }}
+      qh = q1;
+      rh = r;
+    }}
+    if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) {{
+      qh -= 1u;
+      rh += d1;
+      if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) qh -= 1u;
+    }}
+    // u[j..j + {mb}] -= qh d; negative when qh was one above.
+    u64 c = 0ull;
+    u32 bo = 0u;
+    #pragma unroll 4
+    for (int k = 0; k < {mb}; ++k) {{
+      const u64 p = (u64)qh * (u64)d[k] + c;
+      c = p >> 32;
+      const u64 x = (u64)u[j + k] - (u64)(u32)p - (u64)bo;
+      u[j + k] = (u32)x;
+      bo = (u32)(x >> 63);
+    }}
+    const u64 x = (u64)u[j + {mb}] - c - (u64)bo;
+    u[j + {mb}] = (u32)x;
+    if ((x >> 63) != 0ull) {{
+      qh -= 1u;
+      u32 cy = 0u;
+      #pragma unroll 4
+      for (int k = 0; k < {mb}; ++k) {{
+        const u64 y = (u64)u[j + k] + (u64)d[k] + (u64)cy;
+        u[j + k] = (u32)y;
+        cy = (u32)(y >> 32);
+      }}
+      u[j + {mb}] += cy;
+    }}
+    qa[j] = qh;
+  }}
+  #pragma unroll 1
+  for (int j = 0; j < {nah}; ++j) out[j] = ((u64)qa[2 * j + 1] << 32) | (u64)qa[2 * j];
+  // The remainder u[0..{mb}] shifted back down by 32 ws + bs bits (the words above are zero).
+  #pragma unroll 1
+  for (int k = 0; k < {mbh}; ++k) {{
+    u32 w[3];
+    #pragma unroll
+    for (int e = 0; e < 3; ++e) {{
+      const int i = 2 * k + e + ws;
+      w[e] = i < {mb} ? u[i] : 0u;
+    }}
+    out[{nah} + k] = ((u64)__funnelshift_r(w[1], w[2], bs) << 32) | (u64)__funnelshift_r(w[0], w[1], bs);
+  }}
+}}
+"#,
+        n = 32 * na,
+        m = 32 * mb,
+        nah = na / 2,
+        mbh = mb / 2,
+        mb1 = mb - 1,
+        mb2m = mb - 2,
+        na1 = na - 1,
+        nu = na + mb,
+    );
+    (name, text)
+}
+
 /// The carry chains of a row, `w -= qh d` with each word product `qh d[k]` a 64-bit `pk`
 /// (one wide multiply, its halves free): the low halves subtracted from `w[0..]`, the high halves
 /// from `w[1..]`, each chain with its own borrow out (`ba`, `bb`: all ones when it borrowed). The
@@ -344,6 +480,10 @@ mod tests {
             (34, 18),
             (64, 32),
             (64, 64),
+            // Divisors too wide for registers: the form in local memory.
+            (132, 66),
+            (256, 128),
+            (100, 130),
         ] {
             check(na, mb, &cases(na, mb, 400, (na * 1000 + mb) as u64));
         }
@@ -353,7 +493,15 @@ mod tests {
     #[test]
     #[ignore = "a stress run: cargo test -p bigfuse-codegen --lib stress -- --ignored"]
     fn stress_divisions_on_the_host() {
-        for (na, mb) in [(4, 2), (6, 4), (64, 32), (128, 64), (36, 34)] {
+        for (na, mb) in [
+            (4, 2),
+            (6, 4),
+            (64, 32),
+            (128, 64),
+            (36, 34),
+            (256, 128),
+            (134, 66),
+        ] {
             check(na, mb, &cases(na, mb, 100_000, 7 + na as u64));
         }
     }
