@@ -46,12 +46,24 @@ const DIGIT_CORRECTIONS: usize = 4;
 const NEWTON_CORRECTIONS: usize = 4;
 
 /// The widest divisor one thread divides by whole by default (`big.div_rem`, `emit/divide.rs`;
-/// the hint `divw` moves it): up to here its words and a window of the dividend's stay in
-/// registers (ptxas: 145 registers at 1024 bits, 254 and no spills in the row loop at 2048),
-/// measured 2.3-2.8x CGBN (bench/RESULTS.md, 2026-11-25). Wider divisors divide in local memory
-/// (40 registers, no spills); that form has not been timed against the Newton expansion yet,
-/// so it is used only where the hint asks.
-pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 2048;
+/// the hint `divw` moves it). Up to 2048 bits the divisor's words and a window of the dividend's
+/// stay in registers (measured 2.3-2.8x CGBN); at 4096 bits the division runs in local memory
+/// and still beats the Newton expansion on an H100 (bench/RESULTS.md, 2026-11-25: the wide
+/// shape 0.036 against 0.024 G/s, `a / b` 0.153 against 0.033). Wider divisors are not timed
+/// against the expansion yet.
+pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 4096;
+
+/// The widest division a square root may compute whole (at its top level): the rest of a
+/// root's one-thread program (the levels' squares and sums, scalarized over 64-bit limbs) grows
+/// with the square of the width: the root of a 4096-bit value (its top division by 1088 bits)
+/// already uses 255 registers (bench/RESULTS.md, 2026-11-25); roots of wider values (from a top
+/// division by 2112 bits) keep the parallel lowering.
+pub const ROOT_MAX_DIVISOR_BITS: u64 = 2048;
+
+/// The widest product a program may hold for its divisions to be computed whole by one thread
+/// (which runs the whole program): a product of two 4096-bit values as one thread's straight-line
+/// code takes NVRTC minutes; 1088-bit ones take seconds.
+pub const ONE_THREAD_MAX_PRODUCT_BITS: u64 = 1088;
 
 /// The widest dividend one thread divides whole: the dividend and the quotient live in local
 /// memory, a word read or written per row.
@@ -66,12 +78,17 @@ pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: u64) -> CgResul
     if !has_division(func) {
         return Ok(func.clone());
     }
+    // A program that runs one thread per instance anyway (a power, gcd or inverse, or a loop
+    // that stays a loop) divides whole; another one only if its products are narrow enough to
+    // compute in one thread too.
+    let forced = crate::montgomery::has_one_thread_op(func) || crate::loops::has_loop(func);
     let whole = per_thread != Some(false)
         && crate::per_thread::eligible(func)
         && func
             .nodes
             .iter()
-            .all(|n| fits_one_thread(func, &n.op, whole_bits));
+            .all(|n| fits_one_thread(func, &n.op, whole_bits))
+        && (forced || products_fit_one_thread(func));
     let mut div = Divider {
         whole,
         whole_bits,
@@ -108,10 +125,26 @@ fn fits_one_thread(func: &Func, op: &Op, whole_bits: u64) -> bool {
             // width(2k + 1)-bit number by a width(k + 1)-bit one, k a quarter of the padded width.
             let padded = width_of(*a).next_power_of_two().max(64);
             let k = padded / 4;
-            padded == 64 || fits(width(2 * k + 1), width(k + 1))
+            padded == 64
+                || (width(k + 1) <= ROOT_MAX_DIVISOR_BITS && fits(width(2 * k + 1), width(k + 1)))
         }
         _ => true,
     }
+}
+
+/// True when every product of `func` has operands of at most
+/// [`ONE_THREAD_MAX_PRODUCT_BITS`]: one thread computes them as straight-line column products
+/// over 64-bit limbs, whose text grows with the square of the width.
+fn products_fit_one_thread(func: &Func) -> bool {
+    func.nodes.iter().all(|n| match n.op {
+        Op::BigMul(a, b) | Op::BigMulWide(a, b) => [a, b].iter().all(|v| match func.ty(*v) {
+            Type::Big(s) => s
+                .as_const()
+                .is_some_and(|w| w <= ONE_THREAD_MAX_PRODUCT_BITS),
+            _ => true,
+        }),
+        _ => true,
+    })
 }
 
 fn lambda(f: &Func, whole_bits: u64) -> CgResult<Func> {
@@ -811,7 +844,18 @@ mod choice {
             whole_divisions(&divide(&widest, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
             1
         );
-        // A wider limit (the hint) divides 4096-bit divisors whole too.
+        // A program with a wide product keeps the expansion, also for a narrow division.
+        let mut b = Builder::new("f", &[]);
+        let x = b.param("a", big(4096));
+        let y = b.param("b", big(1024));
+        let p = b.mul_wide(x, x).unwrap();
+        let r = b.rem(p, y).unwrap();
+        let with_product = b.finish(&[r]).unwrap();
+        assert_eq!(
+            whole_divisions(&divide(&with_product, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            0
+        );
+        // A wider limit (the hint) divides wider divisors whole too.
         let wide_whole = divide(&wide, None, 8192).unwrap();
         assert_eq!(whole_divisions(&wide_whole), 1);
         let a = (BigUint::from(5u8) << 4000u32) + 99u32;
@@ -823,12 +867,12 @@ mod choice {
         );
         // A square root whose top division is too wide keeps every division expanded, also the
         // narrow one of a / b beside it; one that fits divides whole at every level.
-        let root = program(4 * ONE_THREAD_MAX_DIVISOR_BITS, 256, true);
+        let root = program(4 * ROOT_MAX_DIVISOR_BITS, 256, true);
         assert_eq!(
             whole_divisions(&divide(&root, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
             0
         );
-        let root = program(2 * ONE_THREAD_MAX_DIVISOR_BITS, 256, true);
+        let root = program(2 * ROOT_MAX_DIVISOR_BITS, 256, true);
         assert!(whole_divisions(&divide(&root, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()) > 2);
     }
 }
