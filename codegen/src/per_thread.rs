@@ -54,8 +54,10 @@ pub fn widest(func: &Func) -> u64 {
 /// [`MAX_BITS`], values of at most twice that). Additions and bit operations alone keep the
 /// parallel lowering, whose accesses to memory are coalesced. `wanted` (a hint) overrides the rule
 /// where the program is eligible. A program that kept a loop ([`crate::loops`]) or exponentiates
-/// modulo a big integer or computes a gcd or an inverse (one thread computes each:
-/// [`bigfuse_core::Op::is_one_thread_op`]) runs so always: no other lowering compiles those.
+/// modulo a big integer, computes a gcd or an inverse, or divides whole (`divide` left a
+/// `big.div_rem`; one thread computes each: [`bigfuse_core::Op::is_one_thread_op`]) runs so
+/// always: no other lowering compiles those. The [`MAX_BITS`] rule for divisions thus applies to
+/// the Newton expansion that `divide` makes where it does not divide whole.
 pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
     if crate::loops::has_loop(after) || crate::montgomery::has_one_thread_op(after) {
         return eligible(after);
