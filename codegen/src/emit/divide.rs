@@ -18,6 +18,31 @@
 use super::chain::{chain, Step};
 use super::Emitter;
 
+/// A row's quotient word `qh` from the window's top words `n2 n1 n0`, the divisor's top words
+/// `d1 d0` and `v`, the reciprocal of `d1`: C shared by both forms of the function.
+const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder (n2 <= d1: the window's top is below d).
+    u32 qh;
+    u64 rh;
+    if (n2 >= d1) {
+      qh = ~0u;
+      rh = (u64)n1 + (u64)d1;
+    } else {
+      const u64 p = (u64)v * (u64)n2 + (((u64)n2 << 32) | (u64)n1);
+      u32 q1 = (u32)(p >> 32) + 1u;
+      u32 r = n1 - q1 * d1;
+      if (r > (u32)p) { q1 -= 1u; r += d1; }
+      if (r >= d1) { q1 += 1u; r -= d1; }
+      qh = q1;
+      rh = r;
+    }
+    // Knuth's test with the third word: qh is then the quotient word or one above.
+    if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) {
+      qh -= 1u;
+      rh += d1;
+      if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) qh -= 1u;
+    }
+"#;
+
 /// The widest divisor (32-bit words) whose words and window the function holds in registers
 /// (ptxas: 254 registers at 64 words and no spills in the row loop; at 128 words the loop
 /// spills). Wider divisors divide in local memory ([`in_memory`]).
@@ -125,28 +150,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
   #pragma unroll 1
   for (int j = j0; j >= 0; --j) {{
     const u32 n2 = w[{mb}], n1 = w[{mb1}], n0 = w[{mb2m}];
-    // The estimate of (n2 n1) / d1 and its remainder (n2 <= d1: the window's top is below d).
-    u32 qh;
-    u64 rh;
-    if (n2 >= d1) {{
-      qh = ~0u;
-      rh = (u64)n1 + (u64)d1;
-    }} else {{
-      const u64 p = (u64)v * (u64)n2 + (((u64)n2 << 32) | (u64)n1);
-      u32 q1 = (u32)(p >> 32) + 1u;
-      u32 r = n1 - q1 * d1;
-      if (r > (u32)p) {{ q1 -= 1u; r += d1; }}
-      if (r >= d1) {{ q1 += 1u; r -= d1; }}
-      qh = q1;
-      rh = r;
-    }}
-    // Knuth's test with the third word: qh is then the quotient word or one above.
-    if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) {{
-      qh -= 1u;
-      rh += d1;
-      if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) qh -= 1u;
-    }}
-    // w -= qh d; negative when qh was one above.
+{estimate}    // w -= qh d; negative when qh was one above.
     {products}
     u32 ba, bb;
 #ifdef __CUDA_ARCH__
@@ -192,6 +196,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 }}
 "#,
         n = 32 * na,
+        estimate = ESTIMATE,
         m = 32 * mb,
         nah = na / 2,
         mbh = mb / 2,
@@ -261,26 +266,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
   #pragma unroll 1
   for (int j = j0; j >= 0; --j) {{
     const u32 n2 = u[j + {mb}], n1 = u[j + {mb1}], n0 = u[j + {mb2m}];
-    u32 qh;
-    u64 rh;
-    if (n2 >= d1) {{
-      qh = ~0u;
-      rh = (u64)n1 + (u64)d1;
-    }} else {{
-      const u64 p = (u64)v * (u64)n2 + (((u64)n2 << 32) | (u64)n1);
-      u32 q1 = (u32)(p >> 32) + 1u;
-      u32 r = n1 - q1 * d1;
-      if (r > (u32)p) {{ q1 -= 1u; r += d1; }}
-      if (r >= d1) {{ q1 += 1u; r -= d1; }}
-      qh = q1;
-      rh = r;
-    }}
-    if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) {{
-      qh -= 1u;
-      rh += d1;
-      if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) qh -= 1u;
-    }}
-    // u[j..j + {mb}] -= qh d; negative when qh was one above.
+{estimate}    // u[j..j + {mb}] -= qh d; negative when qh was one above.
     u64 c = 0ull;
     u32 bo = 0u;
     #pragma unroll 4
@@ -322,6 +308,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 }}
 "#,
         n = 32 * na,
+        estimate = ESTIMATE,
         m = 32 * mb,
         nah = na / 2,
         mbh = mb / 2,
