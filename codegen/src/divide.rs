@@ -45,6 +45,14 @@ const DIGIT_CORRECTIONS: usize = 4;
 /// `2^(32(n+h))` by less than `2^(32l) X_h < 2^(32n+1) <= 4a` (see [`recip`]).
 const NEWTON_CORRECTIONS: usize = 4;
 
+/// The widest divisor one thread divides by whole for these hints (`divw`, else
+/// [`ONE_THREAD_MAX_DIVISOR_BITS`]).
+pub fn whole_bits(hints: &crate::Hints) -> u64 {
+    hints
+        .divide_whole_bits
+        .unwrap_or(ONE_THREAD_MAX_DIVISOR_BITS)
+}
+
 /// The widest divisor one thread divides by whole by default (`big.div_rem`, `emit/divide.rs`;
 /// the hint `divw` moves it). Up to 2048 bits the divisor's words and a window of the dividend's
 /// stay in registers (measured 2.3-2.8x CGBN); at 4096 bits the division runs in local memory
@@ -121,15 +129,25 @@ fn fits_one_thread(func: &Func, op: &Op, whole_bits: u64) -> bool {
     match op {
         Op::BigDiv(a, b) | Op::BigRem(a, b) => fits(width_of(*a), width_of(*b)),
         Op::BigIsqrt(a) => {
-            // As in `Divider::isqrt` and `Divider::sqrt_rem`: the top level divides a
-            // width(2k + 1)-bit number by a width(k + 1)-bit one, k a quarter of the padded width.
-            let padded = width_of(*a).next_power_of_two().max(64);
-            let k = padded / 4;
-            padded == 64
-                || (width(k + 1) <= ROOT_MAX_DIVISOR_BITS && fits(width(2 * k + 1), width(k + 1)))
+            let padded = root_width(width_of(*a));
+            let (num, den) = root_division(padded);
+            padded == 64 || (den <= ROOT_MAX_DIVISOR_BITS && fits(num, den))
         }
         _ => true,
     }
+}
+
+/// The width a square root of an `n`-bit value works at: a power of two, at least 64.
+fn root_width(n: u64) -> u64 {
+    n.next_power_of_two().max(64)
+}
+
+/// The widths of the division at the level of a square root of an `n`-bit value (`n` a power of
+/// two above 64, see [`Divider::sqrt_rem`]): a `width(2k + 1)`-bit numerator by a
+/// `width(k + 1)`-bit denominator, `k = n / 4`. The widest division of a root is its top level's.
+fn root_division(n: u64) -> (u64, u64) {
+    let k = n / 4;
+    (width(2 * k + 1), width(k + 1))
 }
 
 /// True when every product of `func` has operands of at most
@@ -293,7 +311,7 @@ impl Divider {
     /// ([`Divider::sqrt_rem`]), the root shifted back by half the amount.
     fn isqrt(&mut self, bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
         let n = bits(bld, a);
-        let padded = n.next_power_of_two().max(64);
+        let padded = root_width(n);
         let x = resize(bld, a, padded)?;
         let z = bld.count(UnOp::LeadingZeros, x)?;
         let one = bld.u32(1);
@@ -330,7 +348,7 @@ impl Divider {
         let half = bld.cast(half, big(2 * k))?;
         let (s1, r1) = self.sqrt_rem(bld, half)?;
         // a1, a0: the two low digits of x.
-        let wq = width(2 * k + 1);
+        let (wq, wd) = root_division(big_n);
         let a1 = shr_const(bld, x, k)?;
         let a1 = bld.cast(a1, big(width(k)))?;
         let mask = constant(bld, width(k), low_mask(k));
@@ -342,7 +360,6 @@ impl Divider {
         let num = shl_const(bld, num, k)?;
         let a1w = resize(bld, a1, wq)?;
         let num = bld.or(num, a1w)?;
-        let wd = width(k + 1);
         let den = resize(bld, s1, wd)?;
         let den = shl_const(bld, den, 1)?;
         let (q, u) = self.div_rem(bld, num, den)?;
@@ -355,8 +372,7 @@ impl Divider {
         let a0w = resize(bld, a0, wq)?;
         let t1 = bld.or(uw, a0w)?;
         // q <= 2^k (r1 <= 2 s1 and s1 >= 2^(k-1)): its square from k + 1 bits, not from wq.
-        let wn = width(k + 1);
-        let qn = bld.cast(q, big(wn))?;
+        let qn = bld.cast(q, big(wd))?;
         let q2 = bld.mul_wide(qn, qn)?;
         let q2 = resize(bld, q2, wq)?;
         let negative = bld.lt(t1, q2)?;

@@ -150,9 +150,7 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         &concrete,
         hints.ntt_from_bits.unwrap_or(lower::NTT_FROM_BITS),
         hints.per_thread,
-        hints
-            .divide_whole_bits
-            .unwrap_or(divide::ONE_THREAD_MAX_DIVISOR_BITS),
+        divide::whole_bits(hints),
         &mut |pass, f| stages.record(pass, f),
     )?;
     validate(&lowered)?;

@@ -61,9 +61,7 @@ pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
         func,
         hints.ntt_from_bits.unwrap_or(NTT_FROM_BITS),
         hints.per_thread,
-        hints
-            .divide_whole_bits
-            .unwrap_or(crate::divide::ONE_THREAD_MAX_DIVISOR_BITS),
+        crate::divide::whole_bits(hints),
         &mut |_, _| {},
     )
 }
