@@ -83,10 +83,120 @@ pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
     [a_lo, a_hi, b_lo, b_hi]
 }
 
-/// The Montgomery product `r = a b / 2^(32 s) mod m` of `s`-word numbers, for odd `m` and
-/// `a b < m 2^(32 s)`, below `m`. `b` is read one word a round at run-time indices (local memory);
-/// `a`, `m` and the accumulator are indexed by constants only, so they stay in registers.
-fn mont_function(s: usize) -> (String, String) {
+/// The widest product (in 32-bit words) computed on paired accumulators ([`paired_rounds`]).
+///
+/// Measured on an H100 (512-bit exponents, bench/RESULTS.md 2026-11-25): paired 56.0 M / 16.4 M /
+/// 4.08 M powers a second at 256 / 512 / 1024 bits against 43.7 M / 12.5 M / 3.25 M in halves;
+/// at 2048 bits the paired form's 135 accumulator words spill (483 K against 772 K).
+pub(super) const MAX_WORDS_PAIRED: usize = 32;
+
+/// The carry chains of two CIOS rounds of the one-thread product, on two accumulators whose
+/// pairs of words never straddle each other's: `L` holds its words in pairs that start at even
+/// positions of `t` (`l[2k], l[2k+1]` at positions `2k, 2k+1` of the rounds' base), `H` in pairs
+/// that start at odd ones (`h[2k], h[2k+1]` at `2k-1, 2k`). Each word product `a_j b_i` (and
+/// `q m_j`) is one 64-bit value at positions `j+i, j+i+1` and goes whole into the accumulator of
+/// its start's parity, so a chain adds whole products in turn, a `mad.lo.cc`/`madc.hi.cc` pair
+/// each that the GPU's compiler fuses into one wide multiply-add with carry in and out, reading
+/// and writing register pairs in place (about a quarter of the instructions of chains of low and
+/// high halves, and no moves between rounds).
+///
+/// The round at an even base `2i` has its bottom word in `L`: `h[1]` joins `l[0]` (the carry
+/// enters `H`'s chain of odd products), the even products go into `L`, `q` comes from `l[0]`.
+/// The round at `2i + 1` has it in `H`: `l[1]` joins `h[2]`, and the roles swap. The last chain
+/// of each accumulator moves it down two words (folded into its destinations), which keeps each
+/// pair in its registers from one pair of rounds to the next. Words that first receive a carry
+/// in a pair of rounds are written, not read, so nothing needs clearing between them.
+fn paired_rounds(s: usize) -> [Vec<Step>; 8] {
+    let l = |j: usize| format!("l[{j}]");
+    let h = |j: usize| format!("h[{j}]");
+    let chain = |join: Option<(String, String)>, p: Products| {
+        let x = |j: usize| format!("{}[{j}]", p.acc);
+        let mut steps: Vec<Step> = join
+            .into_iter()
+            .map(|(d, y)| Step::new("add.cc", d.clone(), &[d, y]))
+            .collect();
+        for j in (p.parity..s).step_by(2) {
+            let w = j + p.at;
+            let lo = if steps.is_empty() {
+                "mad.lo.cc"
+            } else {
+                "madc.lo.cc"
+            };
+            let args = |k: usize| [format!("{}[{j}]", p.f), p.g.to_string(), x(k)];
+            steps.push(Step::new(lo, x(w - p.down), &args(w)));
+            steps.push(Step::new("madc.hi.cc", x(w + 1 - p.down), &args(w + 1)));
+        }
+        for (n, &(w, fresh)) in p.top.iter().enumerate() {
+            let op = if n + 1 == p.top.len() {
+                "addc"
+            } else {
+                "addc.cc"
+            };
+            let src = if fresh { "0".to_string() } else { x(w) };
+            steps.push(Step::new(op, x(w - p.down), &[src, "0".to_string()]));
+        }
+        steps
+    };
+    let products = |acc, f, g, parity, at, down, top| Products {
+        acc,
+        f,
+        g,
+        parity,
+        at,
+        down,
+        top,
+    };
+    [
+        // Base 2i: h[1] joins l[0]; the odd products a_j b at h[j+1..], the even ones at l[j..].
+        chain(
+            Some((l(0), h(1))),
+            products('h', "a", "b0", 1, 1, 0, &[(s + 2, true)]),
+        ),
+        chain(
+            None,
+            products('l', "a", "b0", 0, 0, 0, &[(s, false), (s + 1, true)]),
+        ),
+        chain(
+            None,
+            products('l', "m", "q", 0, 0, 0, &[(s, false), (s + 1, false)]),
+        ),
+        chain(None, products('h', "m", "q", 1, 1, 0, &[(s + 2, false)])),
+        // Base 2i + 1: l[1] joins h[2]; the odd products at l[j+1..], the even ones at h[j+2..];
+        // the last chain of each accumulator moves it down two words.
+        chain(
+            Some((h(2), l(1))),
+            products('l', "a", "b1", 1, 1, 0, &[(s + 2, true)]),
+        ),
+        chain(
+            None,
+            products('h', "a", "b1", 0, 2, 0, &[(s + 2, false), (s + 3, true)]),
+        ),
+        chain(
+            None,
+            products('h', "m", "q", 0, 2, 2, &[(s + 2, false), (s + 3, false)]),
+        ),
+        chain(None, products('l', "m", "q", 1, 1, 2, &[(s + 2, false)])),
+    ]
+}
+
+/// One chain of [`paired_rounds`]: accumulator `acc` += `f[j] g` for the `j < s` of one
+/// `parity`, each at words `j + at, j + at + 1`, written `down` words lower; then the carry into
+/// the words `top`, each (word, fresh): a fresh word is written as the carry alone (nothing
+/// earlier in the pair of rounds wrote it), the others are added to.
+struct Products<'a> {
+    acc: char,
+    f: &'a str,
+    g: &'a str,
+    parity: usize,
+    at: usize,
+    down: usize,
+    top: &'a [(usize, bool)],
+}
+
+/// [`mont_function`] on one accumulator, in chains of low and high halves of the word products:
+/// `s + 2` words of accumulator instead of the paired form's `2 s + 7`, for widths where those
+/// do not fit in registers beside `a` and `m`.
+fn mont_function_halves(s: usize) -> (String, String) {
     let name = format!("bf_mont_{s}");
     let [a_lo, a_hi, b_lo, b_hi] = round_chains_in(s, false);
     let (d_alo, h_alo) = chain(&a_lo);
@@ -136,6 +246,98 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 "#,
         bits = 32 * s,
         s2 = s + 2,
+    );
+    (name, text)
+}
+
+/// The Montgomery product `r = a b / 2^(32 s) mod m` of `s`-word numbers, for odd `m` and
+/// `a b < m 2^(32 s)`, below `m`. `b` is read two words a loop turn at run-time indices (local
+/// memory); `a`, `m` and the accumulators are indexed by constants only, so they stay in
+/// registers.
+fn mont_function(s: usize) -> (String, String) {
+    if s > MAX_WORDS_PAIRED {
+        return mont_function_halves(s);
+    }
+    let name = format!("bf_mont_{s}");
+    let chains: Vec<(String, String)> = paired_rounds(s).iter().map(|c| chain(c)).collect();
+    let both = |range: std::ops::Range<usize>| {
+        let pick = |f: fn(&(String, String)) -> &String| {
+            chains[range.clone()]
+                .iter()
+                .map(f)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n    ")
+        };
+        format!(
+            "#ifdef __CUDA_ARCH__\n    {}\n#else\n    {}\n#endif",
+            pick(|c| &c.0),
+            pick(|c| &c.1)
+        )
+    };
+    let sum: Vec<Step> = (0..=s)
+        .map(|j| {
+            let op = match j {
+                0 => "add.cc",
+                j if j == s => "addc",
+                _ => "addc.cc",
+            };
+            Step::new(
+                op,
+                format!("l[{j}]"),
+                &[format!("l[{j}]"), format!("h[{}]", j + 1)],
+            )
+        })
+        .collect();
+    let (d_sum, h_sum) = chain(&sum);
+    let text = format!(
+        r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of
+// b, each four carry chains of whole 64-bit word products, split by the parity of their
+// position into two accumulators whose pairs of words stay in register pairs. r may be a.
+static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b, const u32* m, const u32 minv) {{
+  u32 l[{s3}], h[{s4}];
+  #pragma unroll
+  for (int j = 0; j < {s3}; ++j) l[j] = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s4}; ++j) h[j] = 0u;
+  #pragma unroll 1
+  for (int i = 0; i < {s}; i += 2) {{
+    const u32 b0 = b[i], b1 = b[i + 1];
+{r0}
+    u32 q = l[0] * minv;
+{r1}
+{r2}
+    q = h[2] * minv;
+{r3}
+  }}
+  // t = L + H / 2^32.
+#ifdef __CUDA_ARCH__
+  {d_sum}
+#else
+  {h_sum}
+#endif
+  // t = l < 2m (l[{s}] is 0 or 1): subtract m unless t < m (the borrow of t - m), without
+  // holding both.
+  u32 borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) borrow = (u32)(((u64)l[j] - (u64)m[j] - (u64)borrow) >> 63);
+  const u32 mask = (l[{s}] != 0u || borrow == 0u) ? ~0u : 0u;
+  borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = (u64)l[j] - (u64)(m[j] & mask) - (u64)borrow;
+    r[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+}}
+"#,
+        bits = 32 * s,
+        s3 = s + 3,
+        s4 = s + 4,
+        r0 = both(0..2),
+        r1 = both(2..4),
+        r2 = both(4..6),
+        r3 = both(6..8),
     );
     (name, text)
 }
@@ -525,6 +727,112 @@ static u32 __ballot_sync(u32, bool p) {{
             out.push((x, e, m));
         }
         out
+    }
+
+    /// The product alone, `a b / R mod m` on 32-bit words, against num-bigint: moduli just below
+    /// `2^(32 s)` and operands just below them make every carry into the accumulators' top words
+    /// happen (a whole exponentiation reaches them rarely).
+    #[test]
+    fn montgomery_products_equal_num_bigint_at_the_top() {
+        type Form = fn(usize) -> (String, String);
+        let forms: [(&str, Form); 2] =
+            [("paired", mont_function), ("halves", mont_function_halves)];
+        for (form, s) in [
+            (0, 2usize),
+            (0, 4),
+            (0, 6),
+            (0, 10),
+            (0, MAX_WORDS_PAIRED),
+            (1, 2),
+            (1, 10),
+            (1, 34),
+            (1, 64),
+        ] {
+            let (form, function) = forms[form];
+            assert!(form == "halves" || s <= MAX_WORDS_PAIRED);
+            let (name, text) = function(s);
+            let mut src = String::from(host::PRELUDE);
+            src.push_str(&text);
+            let _ = write!(
+                src,
+                r#"int main() {{
+  u32 a[{s}], b[{s}], m[{s}], r[{s}];
+  for (;;) {{
+    for (int j = 0; j < {s}; ++j) if (scanf("%u", &a[j]) != 1) return 0;
+    for (int j = 0; j < {s}; ++j) scanf("%u", &b[j]);
+    for (int j = 0; j < {s}; ++j) scanf("%u", &m[j]);
+    u32 inv = m[0];
+    for (int k = 0; k < 5; ++k) inv *= 2u - m[0] * inv;
+    {name}(r, a, b, m, 0u - inv);
+    for (int j = 0; j < {s}; ++j) printf("%u ", r[j]);
+    printf("\n");
+  }}
+}}
+"#
+            );
+            let mut word = host::words(s as u64 + 99);
+            let bits = 32 * s as u64;
+            let one = BigUint::from(1u8);
+            let top = &one << bits;
+            let mut cases = Vec::new();
+            for i in 0..400u64 {
+                // Moduli within a few thousand of 2^bits, or random with the top bit set, or
+                // random of any length; operands random below m, or m minus a little.
+                let random = |word: &mut dyn FnMut() -> u64| {
+                    let digits: Vec<u32> = (0..s).map(|_| word() as u32).collect();
+                    BigUint::from_slice(&digits)
+                };
+                let m = match i % 3 {
+                    0 => &top - 1u8 - 2u64 * (word() % 5000),
+                    1 => random(&mut word) | (&one << (bits - 1)) | &one,
+                    _ => (random(&mut word) >> (word() % bits)) | &one,
+                };
+                let near = |word: &mut dyn FnMut() -> u64| {
+                    let d = word() % 1000;
+                    if m > BigUint::from(d) {
+                        &m - 1u8 - d
+                    } else {
+                        BigUint::from(0u8)
+                    }
+                };
+                let a = if i % 2 == 0 {
+                    near(&mut word)
+                } else {
+                    random(&mut word) % &m
+                };
+                let b = if i % 5 < 3 {
+                    near(&mut word)
+                } else {
+                    random(&mut word) % &m
+                };
+                cases.push((a, b, m));
+            }
+            let mut input = String::new();
+            let words32 = |v: &BigUint| {
+                let mut d = v.to_u32_digits();
+                d.resize(s, 0);
+                d.iter().map(|w| format!("{w} ")).collect::<String>()
+            };
+            for (a, b, m) in &cases {
+                input.push_str(&format!("{}{}{}\n", words32(a), words32(b), words32(m)));
+            }
+            let out = host::run(&format!("mont-{form}-{s}"), &src, &input);
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), cases.len(), "{out}");
+            for ((a, b, m), line) in cases.iter().zip(lines) {
+                let digits: Vec<u32> = line
+                    .split_whitespace()
+                    .map(|w| w.parse().unwrap())
+                    .collect();
+                let got = BigUint::from_slice(&digits);
+                let rinv = (&top % m).modinv(m).expect("odd modulus");
+                assert_eq!(
+                    got,
+                    a * b * rinv % m,
+                    "{a} {b} / R mod {m}, {s} words, {form}"
+                );
+            }
+        }
     }
 
     #[test]
