@@ -230,22 +230,11 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
     {h_bhi}
 #endif
   }}
-  // t < 2m (t[{s}] is 0 or 1): subtract m unless t < m (the borrow of t - m), without holding both.
-  u32 borrow = 0u;
-  #pragma unroll
-  for (int j = 0; j < {s}; ++j) borrow = (u32)(((u64)t[j] - (u64)m[j] - (u64)borrow) >> 63);
-  const u32 mask = (t[{s}] != 0u || borrow == 0u) ? ~0u : 0u;
-  borrow = 0u;
-  #pragma unroll
-  for (int j = 0; j < {s}; ++j) {{
-    const u64 x = (u64)t[j] - (u64)(m[j] & mask) - (u64)borrow;
-    r[j] = (u32)x;
-    borrow = (u32)(x >> 63);
-  }}
-}}
+{subtract}}}
 "#,
         bits = 32 * s,
         s2 = s + 2,
+        subtract = subtract_once(s, "t", 0),
     );
     (name, text)
 }
@@ -316,30 +305,175 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 #else
   {h_sum}
 #endif
-  // t = l < 2m (l[{s}] is 0 or 1): subtract m unless t < m (the borrow of t - m), without
-  // holding both.
-  u32 borrow = 0u;
-  #pragma unroll
-  for (int j = 0; j < {s}; ++j) borrow = (u32)(((u64)l[j] - (u64)m[j] - (u64)borrow) >> 63);
-  const u32 mask = (l[{s}] != 0u || borrow == 0u) ? ~0u : 0u;
-  borrow = 0u;
-  #pragma unroll
-  for (int j = 0; j < {s}; ++j) {{
-    const u64 x = (u64)l[j] - (u64)(m[j] & mask) - (u64)borrow;
-    r[j] = (u32)x;
-    borrow = (u32)(x >> 63);
-  }}
-}}
+{subtract}}}
 "#,
         bits = 32 * s,
         s3 = s + 3,
         s4 = s + 4,
+        subtract = subtract_once(s, "l", 0),
         r0 = both(0..2),
         r1 = both(2..4),
         r2 = both(4..6),
         r3 = both(6..8),
     );
     (name, text)
+}
+
+/// The widest square (in 32-bit words) computed by [`sqr_function`]; wider ones are products.
+/// Measured on an H100 (512-bit exponents, bench/RESULTS.md 2026-11-25): 61.7 M powers a second
+/// at 256 bits against 56.1 M by products; 16.5 M against 16.4 M at 512 bits; at 1024 bits 2.58 M
+/// against 4.09 M: the unrolled rounds hold so many carry chains at once that the GPU's compiler
+/// keeps their carries in a register (thousands of bit operations a square, SASS of sm_90).
+pub(super) const MAX_WORDS_SQUARED: usize = 8;
+
+/// The Montgomery square `r = a^2 / 2^(32 s) mod m` for `a < m` (odd `m`), below `m`: CIOS with
+/// each cross product `a_i a_j` computed once. Round `i` adds `a_i D_i` with `D_i = a_i + 2
+/// (a_{i+1} + a_{i+2} 2^32 + ..) 2^32`, whose words come from `d = 2 a` (the word above `a_i`
+/// without `a_i`'s top bit), then `q m`: about `s^2 / 2 + s^2` word products instead of `2 s^2`.
+/// The rows shrink from below as `i` grows (`a_i a_j` for `j >= i`) and all reach the top.
+/// Unrolled: `a`'s words are indexed by the round.
+/// The accumulators are paired as in [`paired_rounds`] (pairs at even positions in `L`, at odd
+/// ones in `H`), indexed by absolute position; the words below a round's base are dead.
+fn sqr_function(s: usize) -> (String, String) {
+    let name = format!("bf_mont_sqr_{s}");
+    let width = 2 * s + 2;
+    // Accumulator `x` (`'l'` or `'h'`) at position `p`: the word of the pair of `x` holding `p`.
+    let word = |x: char, p: usize| format!("{x}[{p}]");
+    let mut body = String::new();
+    for i in 0..s {
+        let top = i + s + 1;
+        let (lo, hi) = if i % 2 == 0 { ('l', 'h') } else { ('h', 'l') };
+        // The row's words (multiplicand, relative position j: the product lands at i + j).
+        let mut row: Vec<(String, usize)> = vec![(format!("a[{i}]"), i)];
+        if i + 1 < s {
+            row.push(("e".to_string(), i + 1));
+        }
+        for j in i + 2..=s {
+            row.push((format!("d[{j}]"), j));
+        }
+        let reduce: Vec<(String, usize)> = (0..s).map(|j| (format!("m[{j}]"), j)).collect();
+        // One chain into `x` of the products `f g` at `i + j, i + j + 1` for the (f, j) of one
+        // parity, after `head`, then the carry on through `x`'s words up to the top.
+        let chain_into = |x: char, head: Vec<Step>, g: &str, words: &[(String, usize)], parity| {
+            let mut steps = head;
+            let mut next = i + 1;
+            for (f, j) in words.iter().filter(|(_, j)| j % 2 == parity) {
+                let p = i + j;
+                let first = if steps.is_empty() {
+                    "mad.lo.cc"
+                } else {
+                    "madc.lo.cc"
+                };
+                let args = |p: usize| [f.clone(), g.to_string(), word(x, p)];
+                steps.push(Step::new(first, word(x, p), &args(p)));
+                steps.push(Step::new("madc.hi.cc", word(x, p + 1), &args(p + 1)));
+                next = p + 2;
+            }
+            if steps.is_empty() {
+                // No products of this parity: no carry to pass on.
+                return steps;
+            }
+            for p in next..=top {
+                let op = if p == top { "addc" } else { "addc.cc" };
+                steps.push(Step::new(op, word(x, p), &[word(x, p), "0".to_string()]));
+            }
+            steps
+        };
+        let text = |cs: &[Vec<Step>]| {
+            let (d, h): (Vec<String>, Vec<String>) = cs
+                .iter()
+                .filter(|c| !c.is_empty())
+                .map(|c| chain(c))
+                .unzip();
+            format!(
+                "#ifdef __CUDA_ARCH__\n  {}\n#else\n  {}\n#endif\n",
+                d.join("\n  "),
+                h.join("\n  ")
+            )
+        };
+        let a_i = format!("a[{i}]");
+        let _ = writeln!(body, "  // Round {i}: a_{i} D_{i}, then q m.");
+        if i + 1 < s {
+            let _ = writeln!(body, "  e = a[{}] << 1;", i + 1);
+        }
+        body.push_str(&text(&[
+            chain_into(lo, Vec::new(), &a_i, &row, 0),
+            chain_into(hi, Vec::new(), &a_i, &row, 1),
+        ]));
+        // Position i holds a word of each accumulator: q from their sum, which the first chain
+        // forms again with its carry.
+        let _ = writeln!(body, "  q = ({} + {}) * minv;", word(lo, i), word(hi, i));
+        let join = vec![Step::new(
+            "add.cc",
+            word(lo, i),
+            &[word(lo, i), word(hi, i)],
+        )];
+        body.push_str(&text(&[
+            chain_into(hi, join, "q", &reduce, 1),
+            chain_into(lo, Vec::new(), "q", &reduce, 0),
+        ]));
+    }
+    let sum: Vec<Step> = (s..=2 * s)
+        .map(|p| {
+            let op = match p {
+                p if p == s => "add.cc",
+                p if p == 2 * s => "addc",
+                _ => "addc.cc",
+            };
+            Step::new(op, word('l', p), &[word('l', p), word('h', p)])
+        })
+        .collect();
+    let (d_sum, h_sum) = chain(&sum);
+    let text = format!(
+        r#"// r = a^2 / 2^{bits} mod m ({s} 32-bit words; odd m, a < m): CIOS with each cross product once
+// (round i adds a_i (a_i + 2 (a_i+1 + a_i+2 2^32 + ..) 2^32), then q m), on accumulators paired
+// by the parity of their words' positions. r may be a.
+static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m, const u32 minv) {{
+  u32 l[{width}], h[{width}], d[{s1}];
+  #pragma unroll
+  for (int j = 0; j < {width}; ++j) {{ l[j] = 0u; h[j] = 0u; }}
+  // d = 2 a: d[j] = the word at 32 j of 2 a.
+  #pragma unroll
+  for (int j = 1; j < {s}; ++j) d[j] = (a[j] << 1) | (a[j - 1] >> 31);
+  d[{s}] = a[{a_top}] >> 31;
+  u32 e, q;
+{body}  // t = L + H from word {s}.
+#ifdef __CUDA_ARCH__
+  {d_sum}
+#else
+  {h_sum}
+#endif
+{subtract}}}
+"#,
+        bits = 32 * s,
+        s1 = s + 1,
+        subtract = subtract_once(s, "l", s),
+        a_top = s - 1,
+    );
+    (name, text)
+}
+
+/// The end of a Montgomery product: `r = t - m` unless `t < m`, for `t < 2m` in words
+/// `{t}[base..=base + s]` (the top one 0 or 1), by the borrow of `t - m` first, so that `t` and
+/// `t - m` are not held at once.
+fn subtract_once(s: usize, t: &str, base: usize) -> String {
+    format!(
+        r#"  // t < 2m: subtract m unless t < m (the borrow of t - m).
+  u32 borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) borrow = (u32)(((u64){t}[{at}] - (u64)m[j] - (u64)borrow) >> 63);
+  const u32 mask = ({t}[{top}] != 0u || borrow == 0u) ? ~0u : 0u;
+  borrow = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s}; ++j) {{
+    const u64 x = (u64){t}[{at}] - (u64)(m[j] & mask) - (u64)borrow;
+    r[j] = (u32)x;
+    borrow = (u32)(x >> 63);
+  }}
+"#,
+        top = base + s,
+        at = if base == 0 { "j".to_string() } else { format!("{base} + j") },
+    )
 }
 
 /// `r = r + r mod m` for `r < m` (a doubling of a Montgomery form).
@@ -370,14 +504,24 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* m) {{
     (name, text)
 }
 
+/// `acc = acc^2` through the product `mont` (the C of `acc = acc sq`), `sq` a copy of `acc` in
+/// local memory (the product reads its second factor at run-time indices).
+pub(super) fn square_by_product(words: usize, mont: &str) -> String {
+    format!(
+        "#pragma unroll\n        for (int j = 0; j < {words}; ++j) sq[j] = acc[j];\n        {mont};"
+    )
+}
+
 /// The power's table and its walk over the exponent's windows, one text for both forms (one
 /// thread, or a group whose `words` each thread holds): from `acc` = R^2 mod m (and `a` = x),
 /// `tab[j] = x^j R mod m`, then the top window picks the start and each other window `w`
-/// squarings and a product by its entry. `mont(r, a, b)` is the C of a Montgomery product.
+/// squarings and a product by its entry. `mont(r, a, b)` is the C of a Montgomery product,
+/// `square` the statements that square `acc` in place.
 pub(super) fn windows_walk(
     plan: &PowModPlan,
     words: usize,
     mont: &dyn Fn(&str, &str, &str) -> String,
+    square: &str,
 ) -> String {
     let w = plan.window;
     format!(
@@ -405,9 +549,7 @@ pub(super) fn windows_walk(
     }} else {{
       #pragma unroll 1
       for (int r = 0; r < {w}; ++r) {{
-        #pragma unroll
-        for (int j = 0; j < {words}; ++j) sq[j] = acc[j];
-        {square};
+        {square}
       }}
       {times};
     }}
@@ -417,7 +559,6 @@ pub(super) fn windows_walk(
         mask = (1u32 << w) - 1,
         to_form = mont("a", "a", "sq"),
         next = mont("a", "a", "tab[1]"),
-        square = mont("acc", "acc", "sq"),
         times = mont("acc", "acc", "tab[win]"),
     )
 }
@@ -530,12 +671,24 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
         entries = 1u64 << w,
         ew = e + 1,
         half = s / 2,
-        walk = windows_walk(plan, s, &|r, a, b| format!(
-            "{mont}({r}, {a}, {b}, m, minv)"
-        )),
+        walk = windows_walk(
+            plan,
+            s,
+            &|r, a, b| format!("{mont}({r}, {a}, {b}, m, minv)"),
+            &if s <= MAX_WORDS_SQUARED {
+                format!("bf_mont_sqr_{s}(acc, acc, m, minv);")
+            } else {
+                square_by_product(s, &format!("{mont}(acc, acc, sq, m, minv)"))
+            }
+        ),
         ehalf = e / 2,
     );
-    vec![mont_function(s), double_function(s), (name, t)]
+    let mut functions = vec![mont_function(s), double_function(s)];
+    if s <= MAX_WORDS_SQUARED {
+        functions.push(sqr_function(s));
+    }
+    functions.push((name, t));
+    functions
 }
 
 impl Emitter<'_> {
@@ -735,8 +888,11 @@ static u32 __ballot_sync(u32, bool p) {{
     #[test]
     fn montgomery_products_equal_num_bigint_at_the_top() {
         type Form = fn(usize) -> (String, String);
-        let forms: [(&str, Form); 2] =
-            [("paired", mont_function), ("halves", mont_function_halves)];
+        let forms: [(&str, Form); 3] = [
+            ("paired", mont_function),
+            ("halves", mont_function_halves),
+            ("square", sqr_function),
+        ];
         for (form, s) in [
             (0, 2usize),
             (0, 4),
@@ -747,10 +903,22 @@ static u32 __ballot_sync(u32, bool p) {{
             (1, 10),
             (1, 34),
             (1, 64),
+            (2, 2),
+            (2, 4),
+            (2, 6),
+            (2, 10),
+            (2, 16),
+            (2, 32),
         ] {
             let (form, function) = forms[form];
-            assert!(form == "halves" || s <= MAX_WORDS_PAIRED);
+            assert!(form != "paired" || s <= MAX_WORDS_PAIRED);
             let (name, text) = function(s);
+            // A square reads its operand twice: the second factor is the first.
+            let (b_name, call) = if form == "square" {
+                ("a", format!("{name}(r, a, m, 0u - inv)"))
+            } else {
+                ("b", format!("{name}(r, a, b, m, 0u - inv)"))
+            };
             let mut src = String::from(host::PRELUDE);
             src.push_str(&text);
             let _ = write!(
@@ -761,9 +929,10 @@ static u32 __ballot_sync(u32, bool p) {{
     for (int j = 0; j < {s}; ++j) if (scanf("%u", &a[j]) != 1) return 0;
     for (int j = 0; j < {s}; ++j) scanf("%u", &b[j]);
     for (int j = 0; j < {s}; ++j) scanf("%u", &m[j]);
+    (void)b;
     u32 inv = m[0];
     for (int k = 0; k < 5; ++k) inv *= 2u - m[0] * inv;
-    {name}(r, a, b, m, 0u - inv);
+    {call};
     for (int j = 0; j < {s}; ++j) printf("%u ", r[j]);
     printf("\n");
   }}
@@ -826,6 +995,7 @@ static u32 __ballot_sync(u32, bool p) {{
                     .collect();
                 let got = BigUint::from_slice(&digits);
                 let rinv = (&top % m).modinv(m).expect("odd modulus");
+                let b = if b_name == "a" { a } else { b };
                 assert_eq!(
                     got,
                     a * b * rinv % m,

@@ -19,7 +19,7 @@
 //! host threads.
 
 use super::chain::{chain, Step};
-use super::montgomery::{round_chains_in, windows_walk};
+use super::montgomery::{round_chains_in, square_by_product, windows_walk};
 use crate::montgomery::PowModPlan;
 use std::fmt::Write;
 
@@ -316,9 +316,12 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
         lhalf = l / 2,
         ehalf = e / 2,
         top_bit = 63 - n.leading_zeros(),
-        walk = windows_walk(plan, l, &|r, a, b| {
-            format!("{mont}({r}, {a}, {b}, m, minv, k, gm, base)")
-        }),
+        walk = windows_walk(
+            plan,
+            l,
+            &|r, a, b| format!("{mont}({r}, {a}, {b}, m, minv, k, gm, base)"),
+            &square_by_product(l, &format!("{mont}(acc, acc, sq, m, minv, k, gm, base)")),
+        ),
     );
     (name, t)
 }
