@@ -472,7 +472,11 @@ fn subtract_once(s: usize, t: &str, base: usize) -> String {
   }}
 "#,
         top = base + s,
-        at = if base == 0 { "j".to_string() } else { format!("{base} + j") },
+        at = if base == 0 {
+            "j".to_string()
+        } else {
+            format!("{base} + j")
+        },
     )
 }
 

@@ -2,6 +2,7 @@
 //! registers with multiply-add-with-carry chains, slices combined with the carry machinery.
 //! The numbers (slices, widths, offsets) come from `crate::mul`.
 
+use super::chain::{chain, Step};
 use super::{Emitter, Val};
 use crate::mul::{self, MulShape};
 use bigfuse_core::{Op, ValueId};
@@ -213,21 +214,35 @@ impl Emitter<'_> {
                 1 - skip
             ));
         }
+        // The full row blocks accumulate on paired accumulators (see `paired_row`), summed into
+        // a slice's words when it is done.
+        self.line(format!("u32 {};", regs("e")));
+        self.line(format!("u32 {};", regs("o")));
+        let zero = |p: &str| {
+            (0..w + 2)
+                .map(|i| format!("{p}{i} = 0u;"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         self.line("#pragma unroll 1");
         self.open("for (int j = 0; j < n1 + n2; ++j) {");
-        let copy: Vec<String> = (0..w + 2)
-            .map(|i| format!("s1_{i} = c{i}; c{i} = 0u;"))
-            .collect();
-        self.line(format!("if (j == n1) {{ {} }}", copy.join(" ")));
+        self.line(format!(
+            "if (j == n1) {{ {} {} {} }}",
+            paired_sum("s1_", w),
+            zero("e"),
+            zero("o")
+        ));
         self.line("const bool first = j < n1;");
         self.line("const int g = first ? g1 : g2;");
         self.line("const int r = first ? lo1 + j : lo2 + (j - n1);");
         self.load_block("g", w);
         for ii in 0..w {
-            self.chain_from("c", "b", w, ii, 0, false);
-            self.chain_from("c", "b", w, ii, 0, true);
+            for parity in 0..2 {
+                self.line(paired_row("b", w, ii, parity));
+            }
         }
         self.close("}");
+        self.line(paired_sum("c", w));
         // With two slices, the first one was saved when the second began; a thread whose second
         // slice has no full row block never reached the save.
         let keep: Vec<String> = (0..w + 2)
@@ -388,4 +403,47 @@ impl Emitter<'_> {
         ));
         self.close("}");
     }
+}
+
+/// Row `ii` of a row block, the products `a{ii} b_k` (window digit `{window}{k - ii + w - 1}`)
+/// of the columns `k` of one parity, each a whole 64-bit value at words `k, k + 1` of the
+/// accumulator `e` (pairs from even columns) or `o` (from odd ones): a `mad.lo.cc`/`madc.hi.cc`
+/// pair per product, which ptxas fuses into one wide multiply-add with carry in and out, then
+/// the carry on to the accumulator's top word `w + 1`. Products of one column parity never
+/// overlap, so each row is two such chains instead of chains of low and of high halves.
+fn paired_row(window: &str, w: u64, ii: u64, parity: u64) -> String {
+    let acc = if parity == 0 { "e" } else { "o" };
+    let x = |k: u64| format!("{acc}{k}");
+    let a = format!("a{ii}");
+    let mut steps = Vec::new();
+    let mut next = parity;
+    for k in (parity..w).step_by(2) {
+        let b = format!("{window}{}", k + w - 1 - ii);
+        let lo = if steps.is_empty() {
+            "mad.lo.cc"
+        } else {
+            "madc.lo.cc"
+        };
+        steps.push(Step::new(lo, x(k), &[a.clone(), b.clone(), x(k)]));
+        steps.push(Step::new("madc.hi.cc", x(k + 1), &[a.clone(), b, x(k + 1)]));
+        next = k + 2;
+    }
+    for k in next..w + 2 {
+        let op = if k == w + 1 { "addc" } else { "addc.cc" };
+        steps.push(Step::new(op, x(k), &[x(k), "0".to_string()]));
+    }
+    chain(&steps).0
+}
+
+/// `{dest}0..{dest}{w+1}` = the sum of the paired accumulators `e` and `o` (once a slice, so
+/// plain C: an asm chain would need more operands than a statement takes at wide slices).
+fn paired_sum(dest: &str, w: u64) -> String {
+    let mut text = String::from("{ u64 s = 0; ");
+    for k in 0..w + 2 {
+        text.push_str(&format!(
+            "s = (s >> 32) + (u64)e{k} + (u64)o{k}; {dest}{k} = (u32)s; "
+        ));
+    }
+    text.push('}');
+    text
 }
