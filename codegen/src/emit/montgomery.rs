@@ -90,6 +90,22 @@ pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
 /// at 2048 bits the paired form's 135 accumulator words spill (483 K against 772 K).
 pub(super) const MAX_WORDS_PAIRED: usize = 32;
 
+/// How many pairs of rounds one turn of the paired product's loop holds: at a loop's end every
+/// accumulator word must be back in its register, which costs moves (45-61 a turn at 1024 bits,
+/// against 126 wide multiply-adds, on the same pipe); four pairs a turn share those among four
+/// times the work. Never the whole loop: unrolled whole, the rounds' carry chains interleave
+/// until ptxas keeps carries in a register. Measured on an H100 (512-bit exponents,
+/// bench/RESULTS.md 2026-11-25): at 1024 bits 4.05 / 4.54 / 4.99 / 5.11 / 1.70 M powers a second
+/// with 1 / 2 / 4 / 8 / 16 pairs a turn (8: twice the NVRTC time, 4.8 s); at 512 bits 16.3 /
+/// 19.9 M with 1 / 4 and 10.9 M whole; at 256 bits 62.1 M with 1, 59.9 M whole.
+fn pair_loop_unroll(s: usize) -> usize {
+    if s >= 16 {
+        4
+    } else {
+        1
+    }
+}
+
 /// The carry chains of two CIOS rounds of the one-thread product, on two accumulators whose
 /// pairs of words never straddle each other's: `L` holds its words in pairs that start at even
 /// positions of `t` (`l[2k], l[2k+1]` at positions `2k, 2k+1` of the rounds' base), `H` in pairs
@@ -289,7 +305,7 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
   for (int j = 0; j < {s3}; ++j) l[j] = 0u;
   #pragma unroll
   for (int j = 0; j < {s4}; ++j) h[j] = 0u;
-  #pragma unroll 1
+  #pragma unroll {unroll}
   for (int i = 0; i < {s}; i += 2) {{
     const u32 b0 = b[i], b1 = b[i + 1];
 {r0}
@@ -308,6 +324,7 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 {subtract}}}
 "#,
         bits = 32 * s,
+        unroll = pair_loop_unroll(s),
         s3 = s + 3,
         s4 = s + 4,
         subtract = subtract_once(s, "l", 0),
