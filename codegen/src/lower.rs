@@ -22,13 +22,21 @@ use bigfuse_core::{
 };
 
 /// Products of operands at least this wide (bits) use the NTT; narrower ones the classical method.
-/// Measured on an H200 (bench/RESULTS.md, 2026-11-21): classical 1-Mul reaches 44156 Gu32ops/s at
-/// 2^14 and 24700 at 2^15, where the anchors' best are 38908 and 23591; above that the NTT wins.
-pub const NTT_FROM_BITS: u64 = 1 << 15;
+/// A full product (twice the operands' width) does twice a truncated one's classical work, so it
+/// uses the NTT from half this width ([`choose_mul`]). Measured on an H100 (bench/RESULTS.md, 2026-11-25, classical rows of whole word products in
+/// 128-thread blocks): at 2^15 bits classical 1-Mul 37,274 Gu32ops/s and Poly 49,055 against the
+/// NTT's 35,019 and 38,308; at 2^16 classical 20,772 against the NTT's 30,787.
+pub const NTT_FROM_BITS: u64 = 1 << 16;
 
-/// The algorithm for a product of two `bits`-bit operands, given a crossover.
+/// The algorithm for a product of two `bits`-bit operands into `out_limbs` limbs, given a
+/// crossover for truncated products (a full product's classical work is twice theirs).
 pub fn choose_mul(bits: u64, ntt_from_bits: u64, out_limbs: u64) -> MulAlgo {
-    if bits >= ntt_from_bits && crate::isel::ntt_fits(bits / 64, out_limbs) {
+    let work = if out_limbs > bits / 64 {
+        2 * bits
+    } else {
+        bits
+    };
+    if work >= ntt_from_bits && crate::isel::ntt_fits(bits / 64, out_limbs) {
         MulAlgo::Ntt
     } else {
         MulAlgo::Classical

@@ -25,8 +25,8 @@ pub struct Hints {
     pub block_threads: Option<u32>,
     /// 32-bit digits per slice of a classical product.
     pub mul_width: Option<u32>,
-    /// Products of operands of at least this many bits use the NTT (default
-    /// [`crate::lower::NTT_FROM_BITS`]).
+    /// Products of operands of at least this many bits use the NTT, full products from half as
+    /// many (default [`crate::lower::NTT_FROM_BITS`]).
     pub ntt_from_bits: Option<u64>,
     /// Blocks per SM the compiler must leave room for (`__launch_bounds__`), which caps registers.
     pub min_blocks: Option<u32>,
@@ -220,6 +220,14 @@ pub const PREFERRED_BLOCK: u32 = 256;
 /// inverse (see [`crate::montgomery`]).
 pub const POW_MOD_BLOCK: u32 = 128;
 
+/// Threads per block of a program with a classical product: half the shared staging per block
+/// and the same threads per SM. Measured on an H100 (bench/RESULTS.md, 2026-11-25, same run):
+/// 1-Mul 2^10..2^15 bits 278,346 / 252,627 / 173,479 / 101,984 / 64,928 / 37,274 Gu32ops/s
+/// against 243,195 / 221,550 / 164,880 / 99,611 / 63,811 with 256 threads (2^15: NTT 35,019), Poly
+/// 316,245 / 284,687 / 210,237 / 139,970 / 84,695 / 49,055 against 286,431 / 259,528 / 196,634 /
+/// 133,419 / 82,439 (NTT 38,308).
+pub const CLASSICAL_BLOCK: u32 = 128;
+
 /// Limbs per thread for a program whose arrays have `len` elements and which has `steps`
 /// cross-thread steps (carry scans, reductions). Each step costs a barrier once an instance spans
 /// several warps, so programs with many steps trade threads for fewer warps per instance: 6-Add
@@ -383,6 +391,9 @@ pub fn schedule(
     // A power modulo a big integer in a program of one thread per instance (one-element arrays)
     // runs on the group of threads its plan asks for: a thread's share of the registers.
     let heavy = crate::montgomery::has_one_thread_op(func);
+    let classical = sel
+        .products()
+        .any(|(_, p)| matches!(p, crate::isel::Product::Classical { .. }));
     let pow_mod: Vec<_> = crate::montgomery::plans(func)
         .into_iter()
         .map(|p| {
@@ -473,6 +484,7 @@ pub fn schedule(
         // smaller blocks let the SM hold as many as its registers allow, not whole 256-thread
         // blocks only.
         None if heavy => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
+        None if classical => t.max(CLASSICAL_BLOCK.min(max_t)).max(32),
         None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
     };
     let ipb = block / t;
