@@ -94,7 +94,8 @@ pub fn autotune_enabled() -> bool {
 
 /// Schedule overrides from the environment: `BIGFUSE_Q` (elements per thread), `BIGFUSE_BLOCK`
 /// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
-/// bits from which products use the NTT), `BIGFUSE_MIN_BLOCKS` (blocks per SM in launch bounds),
+/// bits from which products use the NTT; full products from half as many), `BIGFUSE_MIN_BLOCKS`
+/// (blocks per SM in launch bounds),
 /// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer), `BIGFUSE_DIVIDE_WHOLE` (the
 /// widest divisor, in bits, that one thread divides by whole).
 /// Unparsable values are ignored.
