@@ -280,21 +280,6 @@ fn mont_function(s: usize) -> (String, String) {
             pick(|c| &c.1)
         )
     };
-    let sum: Vec<Step> = (0..=s)
-        .map(|j| {
-            let op = match j {
-                0 => "add.cc",
-                j if j == s => "addc",
-                _ => "addc.cc",
-            };
-            Step::new(
-                op,
-                format!("l[{j}]"),
-                &[format!("l[{j}]"), format!("h[{}]", j + 1)],
-            )
-        })
-        .collect();
-    let (d_sum, h_sum) = chain(&sum);
     let text = format!(
         r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of
 // b, each four carry chains of whole 64-bit word products, split by the parity of their
@@ -316,18 +301,13 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 {r3}
   }}
   // t = L + H / 2^32.
-#ifdef __CUDA_ARCH__
-  {d_sum}
-#else
-  {h_sum}
-#endif
-{subtract}}}
+{end}}}
 "#,
         bits = 32 * s,
         unroll = pair_loop_unroll(s),
         s3 = s + 3,
         s4 = s + 4,
-        subtract = subtract_once(s, "l", 0),
+        end = sum_and_subtract(s, 0, 1),
         r0 = both(0..2),
         r1 = both(2..4),
         r2 = both(4..6),
@@ -430,17 +410,6 @@ fn sqr_function(s: usize) -> (String, String) {
             chain_into(lo, Vec::new(), "q", &reduce, 0),
         ]));
     }
-    let sum: Vec<Step> = (s..=2 * s)
-        .map(|p| {
-            let op = match p {
-                p if p == s => "add.cc",
-                p if p == 2 * s => "addc",
-                _ => "addc.cc",
-            };
-            Step::new(op, word('l', p), &[word('l', p), word('h', p)])
-        })
-        .collect();
-    let (d_sum, h_sum) = chain(&sum);
     let text = format!(
         r#"// r = a^2 / 2^{bits} mod m ({s} 32-bit words; odd m, a < m): CIOS with each cross product once
 // (round i adds a_i (a_i + 2 (a_i+1 + a_i+2 2^32 + ..) 2^32), then q m), on accumulators paired
@@ -455,16 +424,11 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m
   d[{s}] = a[{a_top}] >> 31;
   u32 e, q;
 {body}  // t = L + H from word {s}.
-#ifdef __CUDA_ARCH__
-  {d_sum}
-#else
-  {h_sum}
-#endif
-{subtract}}}
+{end}}}
 "#,
         bits = 32 * s,
         s1 = s + 1,
-        subtract = subtract_once(s, "l", s),
+        end = sum_and_subtract(s, s, s),
         a_top = s - 1,
     );
     (name, text)
@@ -494,6 +458,27 @@ fn subtract_once(s: usize, t: &str, base: usize) -> String {
         } else {
             format!("{base} + j")
         },
+    )
+}
+
+/// The end of a product on paired accumulators: `l[lb + j] += h[hb + j]` for `j <= s` (one
+/// carry chain; `t = l[lb..=lb + s] < 2m`), then [`subtract_once`].
+fn sum_and_subtract(s: usize, lb: usize, hb: usize) -> String {
+    let sum: Vec<Step> = (0..=s)
+        .map(|j| {
+            let op = match j {
+                0 => "add.cc",
+                j if j == s => "addc",
+                _ => "addc.cc",
+            };
+            let l = format!("l[{}]", lb + j);
+            Step::new(op, l.clone(), &[l, format!("h[{}]", hb + j)])
+        })
+        .collect();
+    let (device, host) = chain(&sum);
+    format!(
+        "#ifdef __CUDA_ARCH__\n  {device}\n#else\n  {host}\n#endif\n{}",
+        subtract_once(s, "l", lb)
     )
 }
 
