@@ -435,8 +435,8 @@ fn paired_row(window: &str, w: u64, ii: u64, parity: u64) -> String {
     chain(&steps).0
 }
 
-/// `{dest}0..{dest}{w+1}` = the sum of the paired accumulators `e` and `o` (once a slice, so
-/// plain C: an asm chain would need more operands than a statement takes at wide slices).
+/// `{dest}0..{dest}{w+1}` = the sum of the paired accumulators `e` and `o` (plain C: it runs
+/// once a slice).
 fn paired_sum(dest: &str, w: u64) -> String {
     let mut text = String::from("{ u64 s = 0; ");
     for k in 0..w + 2 {
