@@ -50,6 +50,46 @@ pub fn check(func: &Func) -> CgResult<()> {
     Ok(())
 }
 
+/// The widest modulus (in 32-bit words) whose products one thread computes on paired
+/// accumulators (emit/montgomery.rs `paired_rounds`: whole 64-bit word products in carry chains,
+/// which the GPU's compiler fuses into wide multiply-adds). Measured on an H100 (512-bit
+/// exponents, bench/RESULTS.md 2026-11-25): paired 56.0 M / 16.4 M / 4.08 M powers a second at
+/// 256 / 512 / 1024 bits against 43.7 M / 12.5 M / 3.25 M in halves; at 2048 bits the paired
+/// form's 135 accumulator words spill (483 K against 772 K).
+pub const MAX_WORDS_PAIRED: usize = 32;
+
+/// The widest modulus (in 32-bit words) whose squarings compute each cross product once
+/// (emit/montgomery.rs `sqr_function`); wider ones square by products. Measured on an H100
+/// (512-bit exponents, bench/RESULTS.md 2026-11-25): 61.7 M powers a second at 256 bits against
+/// 56.1 M by products; 16.5 M against 16.4 M at 512 bits; at 1024 bits 2.58 M against 4.09 M: the
+/// unrolled rounds hold so many carry chains at once that the GPU's compiler keeps their carries
+/// in a register (thousands of bit operations a square, SASS of sm_90).
+pub const MAX_WORDS_SQUARED: usize = 8;
+
+/// How the Montgomery products of a power are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProductForm {
+    /// One thread, whole word products on paired accumulators, `pairs_per_turn` pairs of rounds
+    /// a loop turn. At a loop's end every accumulator word must be back in its register, which
+    /// costs moves (45-61 a turn at 1024 bits, against 126 wide multiply-adds, on the same pipe);
+    /// more pairs a turn share them among more work. Never the whole loop: unrolled whole, the
+    /// rounds' carry chains interleave until the compiler keeps carries in a register. Measured
+    /// on an H100 (512-bit exponents, bench/RESULTS.md 2026-11-25): at 1024 bits 4.05 / 4.54 /
+    /// 4.99 / 5.11 / 1.70 M powers a second with 1 / 2 / 4 / 8 / 16 pairs a turn (8: twice the
+    /// NVRTC time, 4.8 s); at 512 bits 16.3 / 19.9 M with 1 / 4 and 10.9 M whole; at 256 bits
+    /// 62.1 M with 1, 59.9 M whole.
+    Paired { pairs_per_turn: usize },
+    /// One thread, chains of low and of high halves of the word products on one accumulator
+    /// (`s + 2` words instead of the paired form's `2 s + 7`), one round a loop turn: for moduli
+    /// whose paired accumulators do not fit in registers (2048 bits: 614.8 K with four rounds a
+    /// turn against 772.4 K with one).
+    Halves,
+    /// A group of threads (emit/montgomery_group.rs), `rounds_per_turn` rounds a loop turn:
+    /// measured at 4096 bits (a group of 8) 186.0 / 194.9 / 202.7 K powers a second with 1 / 2 /
+    /// 4.
+    Group { rounds_per_turn: usize },
+}
+
 /// The widest window: its table holds 32 entries (8 KiB per thread at 2048 bits).
 pub const MAX_WINDOW: u32 = 5;
 
@@ -118,6 +158,24 @@ impl PowModPlan {
         Ok(PowModPlan { threads, ..self })
     }
 
+    /// How its Montgomery products are computed ([`ProductForm`]).
+    pub fn product_form(&self) -> ProductForm {
+        if self.threads > 1 {
+            ProductForm::Group { rounds_per_turn: 4 }
+        } else if self.words() > MAX_WORDS_PAIRED {
+            ProductForm::Halves
+        } else if self.words() >= 16 {
+            ProductForm::Paired { pairs_per_turn: 4 }
+        } else {
+            ProductForm::Paired { pairs_per_turn: 1 }
+        }
+    }
+
+    /// True when its squarings compute each cross product once ([`MAX_WORDS_SQUARED`]).
+    pub fn squares_once(&self) -> bool {
+        self.threads == 1 && self.words() <= MAX_WORDS_SQUARED
+    }
+
     /// 32-bit words of the modulus.
     pub fn words(&self) -> usize {
         (self.bits / 32) as usize
@@ -158,15 +216,33 @@ impl PowModPlan {
 
     /// One line for `explain`.
     pub fn describe(&self) -> String {
+        let form = match self.product_form() {
+            ProductForm::Paired { pairs_per_turn } => format!(
+                "whole word products on paired accumulators, {pairs_per_turn} pair(s) of rounds a \
+                 loop turn"
+            ),
+            ProductForm::Halves => "chains of low and high halves on one accumulator".to_string(),
+            ProductForm::Group { rounds_per_turn } => {
+                format!(
+                    "exchanges between the group's threads, {rounds_per_turn} rounds a loop turn"
+                )
+            }
+        };
         format!(
             "x^e mod m at {} bits with a {}-bit exponent: {} thread(s) per instance, Montgomery \
-             products (CIOS) on {} 32-bit words ({} per thread), fixed windows of {} bits over a \
-             table of {} powers in local memory, {} products in all; about {} registers",
+             products (CIOS) on {} 32-bit words ({} per thread; {form}), squares {}, fixed \
+             windows of {} bits over a table of {} powers in local memory, {} products in all; \
+             about {} registers",
             self.bits,
             self.exp_bits,
             self.threads,
             self.words(),
             self.words() / self.threads as usize,
+            if self.squares_once() {
+                "with each cross product once"
+            } else {
+                "as products"
+            },
             self.window,
             1u64 << self.window,
             self.products(),
@@ -215,6 +291,21 @@ mod tests {
         let p = PowModPlan::new(1024, 512);
         assert_eq!(p.windows(), 103);
         assert_eq!(p.products(), 11 + 31 + 102 * 6 + 1);
+    }
+
+    #[test]
+    fn product_forms_follow_the_width() {
+        let form = |bits| PowModPlan::new(bits, 512).product_form();
+        assert_eq!(form(256), ProductForm::Paired { pairs_per_turn: 1 });
+        assert_eq!(form(512), ProductForm::Paired { pairs_per_turn: 4 });
+        assert_eq!(form(1024), ProductForm::Paired { pairs_per_turn: 4 });
+        assert_eq!(form(2048), ProductForm::Halves);
+        assert_eq!(form(4096), ProductForm::Group { rounds_per_turn: 4 });
+        assert!(PowModPlan::new(256, 512).squares_once());
+        assert!(!PowModPlan::new(512, 512).squares_once());
+        assert!(PowModPlan::new(1024, 512)
+            .describe()
+            .contains("4 pair(s) of rounds"));
     }
 
     #[test]

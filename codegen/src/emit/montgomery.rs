@@ -8,7 +8,7 @@
 
 use super::chain::{chain, Step};
 use super::Emitter;
-use crate::montgomery::PowModPlan;
+use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
 /// The steps of one CIOS round on `t[0..l]` and the two words above it (`t[l]`, `t[l+1]`, or for
@@ -81,29 +81,6 @@ pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
     b_lo.push(Step::new("addc", top0.clone(), &[top1, zero.clone()]));
     b_hi.push(Step::new("addc", top0.clone(), &[top0, zero]));
     [a_lo, a_hi, b_lo, b_hi]
-}
-
-/// The widest product (in 32-bit words) computed on paired accumulators ([`paired_rounds`]).
-///
-/// Measured on an H100 (512-bit exponents, bench/RESULTS.md 2026-11-25): paired 56.0 M / 16.4 M /
-/// 4.08 M powers a second at 256 / 512 / 1024 bits against 43.7 M / 12.5 M / 3.25 M in halves;
-/// at 2048 bits the paired form's 135 accumulator words spill (483 K against 772 K).
-pub(super) const MAX_WORDS_PAIRED: usize = 32;
-
-/// How many pairs of rounds one turn of the paired product's loop holds: at a loop's end every
-/// accumulator word must be back in its register, which costs moves (45-61 a turn at 1024 bits,
-/// against 126 wide multiply-adds, on the same pipe); four pairs a turn share those among four
-/// times the work. Never the whole loop: unrolled whole, the rounds' carry chains interleave
-/// until ptxas keeps carries in a register. Measured on an H100 (512-bit exponents,
-/// bench/RESULTS.md 2026-11-25): at 1024 bits 4.05 / 4.54 / 4.99 / 5.11 / 1.70 M powers a second
-/// with 1 / 2 / 4 / 8 / 16 pairs a turn (8: twice the NVRTC time, 4.8 s); at 512 bits 16.3 /
-/// 19.9 M with 1 / 4 and 10.9 M whole; at 256 bits 62.1 M with 1, 59.9 M whole.
-fn pair_loop_unroll(s: usize) -> usize {
-    if s >= 16 {
-        4
-    } else {
-        1
-    }
 }
 
 /// The carry chains of two CIOS rounds of the one-thread product, on two accumulators whose
@@ -259,10 +236,12 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 /// `a b < m 2^(32 s)`, below `m`. `b` is read two words a loop turn at run-time indices (local
 /// memory); `a`, `m` and the accumulators are indexed by constants only, so they stay in
 /// registers.
-fn mont_function(s: usize) -> (String, String) {
-    if s > MAX_WORDS_PAIRED {
-        return mont_function_halves(s);
-    }
+fn mont_function(s: usize, form: ProductForm) -> (String, String) {
+    let pairs_per_turn = match form {
+        ProductForm::Paired { pairs_per_turn } => pairs_per_turn,
+        ProductForm::Halves => return mont_function_halves(s),
+        ProductForm::Group { .. } => unreachable!("a group's product is montgomery_group's"),
+    };
     let name = format!("bf_mont_{s}");
     let chains: Vec<(String, String)> = paired_rounds(s).iter().map(|c| chain(c)).collect();
     let both = |range: std::ops::Range<usize>| {
@@ -304,7 +283,7 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
 {end}}}
 "#,
         bits = 32 * s,
-        unroll = pair_loop_unroll(s),
+        unroll = pairs_per_turn,
         s3 = s + 3,
         s4 = s + 4,
         end = sum_and_subtract(s, 0, 1),
@@ -315,13 +294,6 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
     );
     (name, text)
 }
-
-/// The widest square (in 32-bit words) computed by [`sqr_function`]; wider ones are products.
-/// Measured on an H100 (512-bit exponents, bench/RESULTS.md 2026-11-25): 61.7 M powers a second
-/// at 256 bits against 56.1 M by products; 16.5 M against 16.4 M at 512 bits; at 1024 bits 2.58 M
-/// against 4.09 M: the unrolled rounds hold so many carry chains at once that the GPU's compiler
-/// keeps their carries in a register (thousands of bit operations a square, SASS of sm_90).
-pub(super) const MAX_WORDS_SQUARED: usize = 8;
 
 /// The Montgomery square `r = a^2 / 2^(32 s) mod m` for `a < m` (odd `m`), below `m`: CIOS with
 /// each cross product `a_i a_j` computed once. Round `i` adds `a_i D_i` with `D_i = a_i + 2
@@ -681,7 +653,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
             plan,
             s,
             &|r, a, b| format!("{mont}({r}, {a}, {b}, m, minv)"),
-            &if s <= MAX_WORDS_SQUARED {
+            &if plan.squares_once() {
                 format!("bf_mont_sqr_{s}(acc, acc, m, minv);")
             } else {
                 square_by_product(s, &format!("{mont}(acc, acc, sq, m, minv)"))
@@ -689,8 +661,8 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
         ),
         ehalf = e / 2,
     );
-    let mut functions = vec![mont_function(s), double_function(s)];
-    if s <= MAX_WORDS_SQUARED {
+    let mut functions = vec![mont_function(s, plan.product_form()), double_function(s)];
+    if plan.squares_once() {
         functions.push(sqr_function(s));
     }
     functions.push((name, t));
@@ -894,17 +866,24 @@ static u32 __ballot_sync(u32, bool p) {{
     #[test]
     fn montgomery_products_equal_num_bigint_at_the_top() {
         type Form = fn(usize) -> (String, String);
-        let forms: [(&str, Form); 3] = [
-            ("paired", mont_function),
+        let forms: [(&str, Form); 4] = [
+            ("paired", |s| {
+                mont_function(s, ProductForm::Paired { pairs_per_turn: 1 })
+            }),
             ("halves", mont_function_halves),
             ("square", sqr_function),
+            ("paired4", |s| {
+                mont_function(s, ProductForm::Paired { pairs_per_turn: 4 })
+            }),
         ];
         for (form, s) in [
             (0, 2usize),
             (0, 4),
             (0, 6),
             (0, 10),
-            (0, MAX_WORDS_PAIRED),
+            (0, crate::montgomery::MAX_WORDS_PAIRED),
+            (3, 16),
+            (3, 32),
             (1, 2),
             (1, 10),
             (1, 34),
@@ -917,7 +896,7 @@ static u32 __ballot_sync(u32, bool p) {{
             (2, 32),
         ] {
             let (form, function) = forms[form];
-            assert!(form != "paired" || s <= MAX_WORDS_PAIRED);
+            assert!(!form.starts_with("paired") || s <= crate::montgomery::MAX_WORDS_PAIRED);
             let (name, text) = function(s);
             // A square reads its operand twice: the second factor is the first.
             let (b_name, call) = if form == "square" {

@@ -20,7 +20,7 @@
 
 use super::chain::{chain, Step};
 use super::montgomery::{round_chains_in, square_by_product, windows_walk};
-use crate::montgomery::PowModPlan;
+use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
 /// The group's helpers, the product and the power, callees first. `T = plan.threads`.
@@ -28,7 +28,11 @@ pub(crate) fn group_functions(plan: &PowModPlan) -> Vec<(String, String)> {
     let s = plan.words();
     let tg = plan.threads as usize;
     let l = s / tg;
-    vec![helpers(l, tg), mont(s, l, tg), power(plan, l, tg)]
+    vec![
+        helpers(l, tg),
+        mont(s, l, tg, plan.product_form()),
+        power(plan, l, tg),
+    ]
 }
 
 fn suffix(l: usize, tg: usize) -> String {
@@ -121,14 +125,9 @@ static __device__ __forceinline__ void bf_group_shr1_{sx}(u32* t, const u32 k, c
     (format!("bf_group_helpers_{sx}"), text)
 }
 
-/// Rounds of a product a turn of its loop. Measured on an H100 at 4096 bits (a group of 8,
-/// 512-bit exponents, bench/RESULTS.md 2026-11-25): 186.0 / 194.9 / 202.7 K powers a second with
-/// 1 / 2 / 4.
-const ROUNDS_PER_TURN: usize = 4;
-
 /// The Montgomery product over the group: `r = a b / 2^(32 s) mod m`, each operand as this
 /// thread's `L` words; `b` in local memory.
-fn mont(s: usize, l: usize, tg: usize) -> (String, String) {
+fn mont(s: usize, l: usize, tg: usize, form: ProductForm) -> (String, String) {
     let sx = suffix(l, tg);
     let name = format!("bf_group_mont_{sx}");
     let [a_lo, a_hi, b_lo, b_hi] = round_chains_in(l, true);
@@ -146,7 +145,10 @@ fn mont(s: usize, l: usize, tg: usize) -> (String, String) {
         .collect();
     let device: Vec<&str> = chains.iter().map(|c| c.0.as_str()).collect();
     let host: Vec<&str> = chains.iter().map(|c| c.1.as_str()).collect();
-    let rounds_per_turn = ROUNDS_PER_TURN;
+    let rounds_per_turn = match form {
+        ProductForm::Group { rounds_per_turn } => rounds_per_turn,
+        _ => unreachable!("a group computes its products as a group"),
+    };
     let text = format!(
         r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, one round per word of b.
 // t[0..{l}) are this thread's words of the accumulator; e0, e1 the words its chains carried out of
