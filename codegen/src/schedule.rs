@@ -484,7 +484,14 @@ pub fn schedule(
         // smaller blocks let the SM hold as many as its registers allow, not whole 256-thread
         // blocks only.
         None if heavy => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
-        None if classical => t.max(CLASSICAL_BLOCK.min(max_t)).max(32),
+        None if classical => {
+            let b = t.max(CLASSICAL_BLOCK.min(max_t)).max(32);
+            decisions.push(format!(
+                "blocks of {b} threads for a classical product: less shared staging per block, \
+                 the same threads per SM"
+            ));
+            b
+        }
         None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
     };
     let ipb = block / t;
