@@ -30,6 +30,7 @@ pub mod per_thread;
 pub mod place;
 pub mod plan;
 pub mod polymul;
+pub mod residue;
 pub mod scalarize;
 pub mod schedule;
 pub mod split;

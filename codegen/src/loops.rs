@@ -41,6 +41,8 @@ pub fn cost(f: &Func) -> u64 {
                 Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..) => 10 * widest * widest,
                 // Two Montgomery products (2.5 products each) per bit of the exponent.
                 Op::BigPowMod(_, e, _) => 5 * limbs(f.ty(*e)) * 64 * widest * widest,
+                // Into Montgomery form, the operation, out (chains share the conversions).
+                Op::BigMod(..) => 3 * 2 * widest * widest,
                 // Batches of 31 binary steps, each a few products by a word.
                 Op::BigGcd(..) | Op::BigInvMod(..) => 40 * widest * widest,
                 Op::Loop { count, body, .. } => {

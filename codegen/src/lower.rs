@@ -91,9 +91,11 @@ pub(crate) fn lower_passes(
     }
     let unrolled = crate::loops::unroll(func, per_thread)?;
     record("unroll", &unrolled);
-    let divided = crate::divide::divide(&unrolled, per_thread, divide_whole_bits)?;
+    let montgomery = crate::residue::residues(&unrolled)?;
+    record("residues", &montgomery);
+    let divided = crate::divide::divide(&montgomery, per_thread, divide_whole_bits)?;
     record("divide", &divided);
-    let threaded = if crate::per_thread::chosen(&unrolled, &divided, per_thread) {
+    let threaded = if crate::per_thread::chosen(&montgomery, &divided, per_thread) {
         crate::per_thread::per_thread(&divided)?
     } else {
         divided

@@ -90,6 +90,18 @@ pub enum ProductForm {
     Group { rounds_per_turn: usize },
 }
 
+/// How one thread computes a Montgomery product of `words` 32-bit words (up to
+/// [`MAX_WORDS_ALONE`]): a power's, and each product of `big.mul_mod` (codegen/src/residue.rs).
+pub fn one_thread_form(words: usize) -> ProductForm {
+    if words > MAX_WORDS_PAIRED {
+        ProductForm::Halves
+    } else if words >= 16 {
+        ProductForm::Paired { pairs_per_turn: 4 }
+    } else {
+        ProductForm::Paired { pairs_per_turn: 1 }
+    }
+}
+
 /// The widest window: its table holds 32 entries (8 KiB per thread at 2048 bits).
 pub const MAX_WINDOW: u32 = 5;
 
@@ -162,12 +174,8 @@ impl PowModPlan {
     pub fn product_form(&self) -> ProductForm {
         if self.threads > 1 {
             ProductForm::Group { rounds_per_turn: 4 }
-        } else if self.words() > MAX_WORDS_PAIRED {
-            ProductForm::Halves
-        } else if self.words() >= 16 {
-            ProductForm::Paired { pairs_per_turn: 4 }
         } else {
-            ProductForm::Paired { pairs_per_turn: 1 }
+            one_thread_form(self.words())
         }
     }
 

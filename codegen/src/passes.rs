@@ -26,6 +26,11 @@ pub const PASSES: &[Pass] = &[
         what: "loops become their rounds, the round's index a constant; long loops of one-thread programs stay loops",
     },
     Pass {
+        name: "residues",
+        file: "codegen/src/residue.rs",
+        what: "arithmetic modulo a big odd integer becomes Montgomery products, chains kept in Montgomery form",
+    },
+    Pass {
         name: "divide",
         file: "codegen/src/divide.rs",
         what: "big-integer division and square roots become Newton reciprocals, products and corrections",

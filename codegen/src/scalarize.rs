@@ -201,6 +201,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
                 Op::Cast(a) => b.cast(m(*a), node.ty.clone())?,
                 // One device function per widths (crate::montgomery), on the operands' limbs.
                 Op::BigPowMod(x, e, md) => b.push(Op::LimbPowMod(m(*x), m(*e), m(*md)))?,
+                Op::BigMontMul(x, y, md) => b.push(Op::LimbMontMul(m(*x), m(*y), m(*md)))?,
                 Op::BigGcd(x, y) => b.push(Op::LimbGcd(m(*x), m(*y)))?,
                 Op::BigDivRem(x, y) => b.push(Op::LimbDivRem(m(*x), m(*y)))?,
                 Op::BigInvMod(x, md) => b.push(Op::LimbInvMod(m(*x), m(*md)))?,

@@ -245,6 +245,11 @@ impl Builder {
         self.push(Op::BigPowMod(x, e, m))
     }
 
+    /// `(a op b) mod m` for `op` one of `Add`, `Sub`, `Mul` (see [`Op::BigMod`]).
+    pub fn big_mod(&mut self, op: BinOp, a: ValueId, b: ValueId, m: ValueId) -> IrResult<ValueId> {
+        self.push(Op::BigMod(op, a, b, m))
+    }
+
     /// `a % b`; `x % 0` is `x` (for big integers, modulo 2^width of the divisor's type, which
     /// the remainder has).
     pub fn rem(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {

@@ -114,6 +114,39 @@ fn limb_tuple(x: &Value) -> IrResult<(BigUint, usize)> {
     Ok((BigUint::from_slice(&digits), ls.len()))
 }
 
+/// [`Op::BigMod`]: `(a op b) mod m` of the whole integers for an odd `m`, all ones of `bits`
+/// otherwise.
+fn mod_arith(op: BinOp, a: &BigUint, b: &BigUint, m: &BigUint, bits: u64) -> BigUint {
+    if !m.bit(0) {
+        return (BigUint::one() << bits) - 1u8;
+    }
+    match op {
+        BinOp::Add => (a + b) % m,
+        BinOp::Sub => ((a % m) + m - (b % m)) % m,
+        _ => (a * b) % m,
+    }
+}
+
+/// [`Op::BigMontMul`] as the device computes it (CIOS): `t = (a b + q m) / 2^w` with
+/// `q = -a b m^-1 mod 2^w`, less `m` once where `t >= m`, modulo `2^w`; all ones of `w` bits for an
+/// even or zero `m`. `a b 2^-w mod m` whenever `a b < m 2^w`; an operand out of that range gives
+/// what the device gives, so that the evaluator catches it.
+fn mont_mul(a: &BigUint, b: &BigUint, m: &BigUint, w: u64) -> BigUint {
+    let r = BigUint::one() << w;
+    if !m.bit(0) {
+        return r - 1u8;
+    }
+    let ab = a * b;
+    let m_inv = m.modinv(&r).unwrap_or_else(BigUint::zero);
+    let q = ((&r - (&ab % &r)) % &r) * m_inv % &r;
+    let t = (ab + q * m) >> w;
+    if &t >= m {
+        (t - m) % r
+    } else {
+        t
+    }
+}
+
 fn scalar_int(v: &Value) -> IrResult<u64> {
     v.as_u64().map_or_else(|| fail("expected a scalar"), Ok)
 }
@@ -381,6 +414,28 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             } else {
                 big(v(*x))?.modpow(big(v(*e))?, m)
             })
+        }
+        Op::BigMod(o, a, b, m) => {
+            let bits = bits_of(ty)?;
+            Value::Big(mod_arith(*o, big(v(*a))?, big(v(*b))?, big(v(*m))?, bits))
+        }
+        Op::BigMontMul(a, b, m) => Value::Big(mont_mul(
+            big(v(*a))?,
+            big(v(*b))?,
+            big(v(*m))?,
+            bits_of(ty)?,
+        )),
+        Op::LimbMontMul(a, b, m) => {
+            let (m, n) = limb_tuple(v(*m))?;
+            let r = mont_mul(
+                &limb_tuple(v(*a))?.0,
+                &limb_tuple(v(*b))?.0,
+                &m,
+                64 * n as u64,
+            );
+            let mut words = r.to_u64_digits();
+            words.resize(n, 0);
+            Value::Tuple(words.into_iter().map(Value::U64).collect())
         }
         Op::BigGcd(a, b) => Value::Big(big(v(*a))?.gcd(big(v(*b))?)),
         Op::BigInvMod(a, m) => {

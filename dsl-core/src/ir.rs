@@ -304,6 +304,20 @@ pub enum Op {
     /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance.
     /// A base at or above `m` is reduced; `x^0` is `1 mod m`.
     BigPowMod(ValueId, ValueId, ValueId),
+    /// Arithmetic modulo a `U<n>` `m` of two `U<n>`: `(a + b) mod m`, `(a - b) mod m` (a
+    /// residue in `0..m`) or `(a b) mod m` (the [`BinOp`] is `Add`, `Sub` or `Mul`), computed from
+    /// the whole integers (no wrapping), a `U<n>` below `m`. Like [`Op::BigPowMod`] the modulus
+    /// must be odd; an even or zero modulus gives `2^n - 1` (all ones). Codegen's `residues` pass
+    /// computes chains of them in Montgomery form ([`Op::BigMontMul`]).
+    BigMod(BinOp, ValueId, ValueId, ValueId),
+    /// The Montgomery product of `U<w>` values (`w` a multiple of 64) modulo an odd `m`, as CIOS
+    /// computes it: `t = (a b + q m) / 2^w` with `q = -a b m^-1 mod 2^w`, less `m` once where
+    /// `t >= m` (modulo `2^w`). That is `a b 2^-w mod m`, below `m`, whenever `a b < m 2^w` (which
+    /// codegen's `residues` pass, its only maker, ensures: `b < m`). All ones for an even or zero
+    /// `m`. One thread computes it whole.
+    BigMontMul(ValueId, ValueId, ValueId),
+    /// [`Op::BigMontMul`] on tuples of u64 limbs, all three of one length (made by `scalarize`).
+    LimbMontMul(ValueId, ValueId, ValueId),
     /// `gcd(a, b)` of two `U<n>` (`gcd(0, b) = b`, `gcd(0, 0) = 0`): a `U<n>`.
     BigGcd(ValueId, ValueId),
     /// The inverse of a `U<n>` modulo a `U<n>` `m` and whether it exists: `(a^-1 mod m, true)`,
@@ -419,7 +433,12 @@ impl Op {
             | Op::Gather { src: a, idx: b }
             | Op::PolyMul { a, b, .. }
             | Op::LimbMul { a, b, .. } => vec![*a, *b],
-            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) | Op::LimbPowMod(c, a, b) => {
+            Op::Select(c, a, b)
+            | Op::BigPowMod(c, a, b)
+            | Op::LimbPowMod(c, a, b)
+            | Op::BigMod(_, c, a, b)
+            | Op::BigMontMul(c, a, b)
+            | Op::LimbMontMul(c, a, b) => {
                 vec![*c, *a, *b]
             }
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
@@ -469,7 +488,12 @@ impl Op {
                 *a = f(*a);
                 *b = f(*b);
             }
-            Op::Select(c, a, b) | Op::BigPowMod(c, a, b) | Op::LimbPowMod(c, a, b) => {
+            Op::Select(c, a, b)
+            | Op::BigPowMod(c, a, b)
+            | Op::LimbPowMod(c, a, b)
+            | Op::BigMod(_, c, a, b)
+            | Op::BigMontMul(c, a, b)
+            | Op::LimbMontMul(c, a, b) => {
                 *c = f(*c);
                 *a = f(*a);
                 *b = f(*b);
@@ -503,6 +527,8 @@ impl Op {
                 | Op::BigIsqrt(..)
                 | Op::BigDivRem(..)
                 | Op::BigPowMod(..)
+                | Op::BigMod(..)
+                | Op::BigMontMul(..)
                 | Op::BigGcd(..)
                 | Op::BigInvMod(..)
                 | Op::BigUnary(..)
@@ -538,6 +564,9 @@ impl Op {
                 | Op::BigIsqrt(..)
                 | Op::BigPowMod(..)
                 | Op::LimbPowMod(..)
+                | Op::BigMod(..)
+                | Op::BigMontMul(..)
+                | Op::LimbMontMul(..)
                 | Op::BigGcd(..)
                 | Op::BigInvMod(..)
                 | Op::LimbGcd(..)
@@ -561,6 +590,9 @@ impl Op {
         matches!(
             self,
             Op::BigPowMod(..)
+                | Op::BigMod(..)
+                | Op::BigMontMul(..)
+                | Op::LimbMontMul(..)
                 | Op::BigGcd(..)
                 | Op::BigInvMod(..)
                 | Op::BigDivRem(..)

@@ -822,6 +822,25 @@ fn operation(
             c.expect(",", "before the modulus of `big.pow_mod`")?;
             Op::BigPowMod(x, e, v(c)?)
         }
+        "big.add_mod" | "big.sub_mod" | "big.mul_mod" => {
+            let (a, b) = two(c, scope, m)?;
+            c.expect(",", &format!("before the modulus of `{m}`"))?;
+            let op = match m {
+                "big.add_mod" => BinOp::Add,
+                "big.sub_mod" => BinOp::Sub,
+                _ => BinOp::Mul,
+            };
+            Op::BigMod(op, a, b, v(c)?)
+        }
+        "big.mont_mul" | "limb.mont_mul" => {
+            let (a, b) = two(c, scope, m)?;
+            c.expect(",", &format!("before the modulus of `{m}`"))?;
+            if m == "big.mont_mul" {
+                Op::BigMontMul(a, b, v(c)?)
+            } else {
+                Op::LimbMontMul(a, b, v(c)?)
+            }
+        }
         "big.gcd" => {
             let (a, b) = two(c, scope, m)?;
             Op::BigGcd(a, b)

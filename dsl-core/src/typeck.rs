@@ -101,6 +101,71 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ))
             }
         },
+        Op::BigMod(o, a, b, m) => {
+            let what = format!("big.{}_mod", o.mnemonic());
+            if !matches!(o, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+                return Err(err(
+                    func,
+                    format!("{what} is not an operation: add_mod, sub_mod and mul_mod are"),
+                ));
+            }
+            match (ty(*a), ty(*b), ty(*m)) {
+                (t @ Type::Big(sa), Type::Big(sb), Type::Big(sm)) if sa == sb && sa == sm => {
+                    t.clone()
+                }
+                (ta, tb, tm) => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "{what} needs three U<..> of one size, not {}, {} and {}",
+                            show(ta),
+                            show(tb),
+                            show(tm)
+                        ),
+                    ))
+                }
+            }
+        }
+        Op::BigMontMul(a, b, m) => match (ty(*a), ty(*b), ty(*m)) {
+            (t @ Type::Big(sa), Type::Big(sb), Type::Big(sm))
+                if sa == sb && sa == sm && sa.as_const().is_none_or(|w| w % 64 == 0) =>
+            {
+                t.clone()
+            }
+            (ta, tb, tm) => {
+                return Err(err(
+                    func,
+                    format!(
+                        "big.mont_mul needs three U<..> of one size, a multiple of 64 bits, not {}, {} and {}",
+                        show(ta),
+                        show(tb),
+                        show(tm)
+                    ),
+                ))
+            }
+        },
+        Op::LimbMontMul(a, b, m) => {
+            let limbs = |t: &Type| match t {
+                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
+                    Some(ls.len())
+                }
+                _ => None,
+            };
+            match (limbs(ty(*a)), limbs(ty(*b)), limbs(ty(*m))) {
+                (Some(na), Some(nb), Some(nm)) if na == nb && na == nm => ty(*a).clone(),
+                _ => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "limb.mont_mul needs three tuples of one number of u64 limbs, not {}, {} and {}",
+                            show(ty(*a)),
+                            show(ty(*b)),
+                            show(ty(*m))
+                        ),
+                    ))
+                }
+            }
+        }
         Op::BigGcd(a, b) | Op::BigInvMod(a, b) => match (ty(*a), ty(*b)) {
             (t @ Type::Big(sa), Type::Big(sb)) if sa == sb => match op {
                 Op::BigGcd(..) => t.clone(),

@@ -98,6 +98,9 @@ pub enum Inst {
     Isqrt(usize),
     /// `x.pow_mod(e, m)`: x^e mod m of U<..>s (the exponent of any width).
     PowMod(usize, usize, usize),
+    /// `a.add_mod(b, m)`, `a.sub_mod(b, m)`, `a.mul_mod(b, m)`: `(a op b) mod m` of U<..>s of
+    /// one width (`op` is `+`, `-` or `*`).
+    ModArith(BOp, usize, usize, usize),
     /// `a.gcd(b)` of two U<..> of one width.
     Gcd(usize, usize),
     /// `a.inv_mod(m)`: `(a^-1 mod m, exists)` of two U<..> of one width.
@@ -179,7 +182,10 @@ impl Inst {
                 f(a);
                 f(b)
             }
-            Inst::ExtractBits(a, b, c) | Inst::Select(a, b, c) | Inst::PowMod(a, b, c) => {
+            Inst::ExtractBits(a, b, c)
+            | Inst::Select(a, b, c)
+            | Inst::PowMod(a, b, c)
+            | Inst::ModArith(_, a, b, c) => {
                 f(a);
                 f(b);
                 f(c)
@@ -1339,6 +1345,24 @@ impl Checker {
                 let md = self.expect(&m.args[1], &tx, "the modulus")?;
                 Ok(self.push(Inst::PowMod(x, e, md), tx))
             }
+            (KType::Big(_), "add_mod" | "sub_mod" | "mul_mod") => {
+                nargs(2, &format!("a.{name}(b, m) takes the other operand and the modulus (both of a's type)"))?;
+                let y = self.expect(&m.args[0], &tx, &format!("the other operand of `{name}`"))?;
+                let md = self.expect(&m.args[1], &tx, "the modulus")?;
+                let op = match name.as_str() {
+                    "add_mod" => BOp::Add,
+                    "sub_mod" => BOp::Sub,
+                    _ => BOp::Mul,
+                };
+                Ok(self.push(Inst::ModArith(op, x, y, md), tx))
+            }
+            (_, "add_mod" | "sub_mod" | "mul_mod") => err(
+                &m.method,
+                format!(
+                    "`{name}` applies to U<..>, not {} (residues modulo P compute with `+`, `-` and `*`)",
+                    self.show(&tx)
+                ),
+            ),
             (KType::Big(_), "gcd") => {
                 nargs(1, "a.gcd(b) takes the other number (of a's type)")?;
                 let y = self.expect(&m.args[0], &tx, "the other operand of `gcd`")?;

@@ -200,6 +200,15 @@ fn body_code(insts: &[(Inst, KType)], m: Sizes, checks: &mut Vec<TokenStream>) -
                 let (x, e, md) = (id(x), id(e), id(md));
                 quote!(b.pow_mod(#x, #e, #md)?)
             }
+            Inst::ModArith(op, x, y, md) => {
+                let (x, y, md) = (id(x), id(y), id(md));
+                let op = match op {
+                    BOp::Add => quote!(::bigfuse::ir::BinOp::Add),
+                    BOp::Sub => quote!(::bigfuse::ir::BinOp::Sub),
+                    _ => quote!(::bigfuse::ir::BinOp::Mul),
+                };
+                quote!(b.big_mod(#op, #x, #y, #md)?)
+            }
             Inst::Gcd(x, y) => {
                 let (x, y) = (id(x), id(y));
                 quote!(b.gcd(#x, #y)?)

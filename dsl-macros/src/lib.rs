@@ -64,6 +64,15 @@ use proc_macro::TokenStream;
 /// above `m` is reduced and `x^0` is `1 mod m`. An even or zero modulus gives all ones (`U::MAX`),
 /// which no residue equals, for that instance.
 ///
+/// Arithmetic modulo a big odd integer. `a.add_mod(b, m)`, `a.sub_mod(b, m)`, `a.mul_mod(b, m)`
+/// on `U<..>` of one width: `(a + b) mod m`, `(a - b) mod m` (in `0..m`) and `a b mod m`, from the
+/// whole integers (operands at or above `m` are reduced, nothing wraps), for an odd modulus of up
+/// to 2048 bits, per instance. The compiler keeps a chain of them modulo one `m` in Montgomery
+/// form (`codegen/src/residue.rs`): each input is converted once, each result that leaves the
+/// chain once, and `R^2 mod m` is computed once per modulus; so an expression of many operations
+/// costs about one Montgomery product per product. One thread per instance. An even or zero
+/// modulus gives all ones (`U::MAX`), as `pow_mod` does.
+///
 /// Greatest common divisors and inverses. `a.gcd(b)` on `U<..>` of one width: `gcd(a, b)`
 /// (`gcd(0, 0) = 0`). `a.inv_mod(m)`: `(a^-1 mod m, exists)`, a tuple of `a`'s type and a `bool`
 /// (`let (x, ok) = a.inv_mod(m);`), `(0, false)` where `gcd(a, m) > 1` or `m` is zero; any

@@ -541,6 +541,50 @@ pub(super) fn windows_walk(
     )
 }
 
+/// `minv = -m^-1 mod 2^32` from the words `m` of an odd modulus, as C statements.
+const NEG_INVERSE: &str = r#"  // -m^-1 mod 2^32: Newton's iteration from m (m m = 1 mod 8 for odd m), each step doubling the
+  // bits that are right.
+  u32 inv = m[0];
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) inv *= 2u - m[0] * inv;
+  const u32 minv = 0u - inv;
+"#;
+
+/// The device functions of one Montgomery product of `s` 32-bit words on 64-bit limbs, callees
+/// first; the last is `bf_mont_mul_{s}(u64* out, const u64* a, const u64* b, const u64* m)`:
+/// `out = a b / 2^(32 s) mod m` for an odd `m` and `b < m`, all ones for an even or zero `m`.
+pub(crate) fn mont_mul_functions(s: usize) -> Vec<(String, String)> {
+    let name = format!("bf_mont_mul_{s}");
+    let text = format!(
+        r#"// out = a b / 2^{bits} mod m ({s} 32-bit words; odd m, b < m): one Montgomery product. An even or
+// zero m gives all ones, which no residue equals.
+static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64, const u64* m64) {{
+  u32 a[{s}], b[{s}], m[{s}];
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) {{
+    a[2 * j] = (u32)a64[j];
+    a[2 * j + 1] = (u32)(a64[j] >> 32);
+    b[2 * j] = (u32)b64[j];
+    b[2 * j + 1] = (u32)(b64[j] >> 32);
+    m[2 * j] = (u32)m64[j];
+    m[2 * j + 1] = (u32)(m64[j] >> 32);
+  }}
+{NEG_INVERSE}  bf_mont_{s}(a, a, b, m, minv);
+  const bool odd = (m[0] & 1u) != 0u;
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j)
+    out[j] = odd ? (((u64)a[2 * j + 1] << 32) | (u64)a[2 * j]) : ~0ull;
+}}
+"#,
+        bits = 32 * s,
+        half = s / 2,
+    );
+    vec![
+        mont_function(s, crate::montgomery::one_thread_form(s)),
+        (name, text),
+    ]
+}
+
 /// The device functions of `plan`, callees first: `(name, text)` pairs. The last is
 /// `plan.function_name()(u64* out, const u64* x, const u64* e, const u64* m)` on 64-bit limbs.
 pub(crate) fn pow_mod_functions(plan: &PowModPlan) -> Vec<(String, String)> {
@@ -579,13 +623,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
     ew[2 * j + 1] = (u32)(e64[j] >> 32);
   }}
   ew[{e}] = 0u;
-  // -m^-1 mod 2^32: Newton's iteration from m (m m = 1 mod 8 for odd m), each step doubling the
-  // bits that are right.
-  u32 inv = m[0];
-  #pragma unroll
-  for (int j = 0; j < 4; ++j) inv *= 2u - m[0] * inv;
-  const u32 minv = 0u - inv;
-  // R mod m: m shifted up until its top bit is set (ms), R - ms < ms, then ms halved back down
+{neg_inverse}  // R mod m: m shifted up until its top bit is set (ms), R - ms < ms, then ms halved back down
   // with a conditional subtraction per step.
   u32 ms[{s}];
   #pragma unroll
@@ -647,6 +685,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
 }}
 "#,
         entries = 1u64 << w,
+        neg_inverse = NEG_INVERSE,
         ew = e + 1,
         half = s / 2,
         walk = windows_walk(
@@ -670,6 +709,26 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
 }
 
 impl Emitter<'_> {
+    /// `dest` = the Montgomery product of `a` and `b` modulo `m` (limbs of one length), through
+    /// the device function of its width.
+    pub(super) fn mont_mul_call(
+        &mut self,
+        a: &[String],
+        b: &[String],
+        m: &[String],
+    ) -> Vec<String> {
+        let s = 2 * a.len();
+        let name = format!("bf_mont_mul_{s}");
+        self.device_call(
+            mont_mul_functions(s),
+            &name,
+            a.len(),
+            &[a, b, m],
+            &[],
+            false,
+        )
+    }
+
     /// `dest` (the result's limbs) = `x^e mod m` from the limbs of the operands, through the
     /// device function of its widths; by the instance's threads together where it has several
     /// (the operands are those of its first thread, the result every thread's).

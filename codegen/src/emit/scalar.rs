@@ -131,6 +131,7 @@ impl Emitter<'_> {
                 Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
                 Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
                 Op::LimbPowMod(x, e, m) => self.pow_mod_call(&arg(*x), &arg(*e), &arg(*m)),
+                Op::LimbMontMul(a, b, m) => self.mont_mul_call(&arg(*a), &arg(*b), &arg(*m)),
                 Op::LimbGcd(a, b) => self.gcd_call(&arg(*a), &arg(*b)),
                 Op::LimbDivRem(a, b) => self.div_rem_call(&arg(*a), &arg(*b)),
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
