@@ -216,6 +216,12 @@ fn gcd_kernels() {
     snap("inv_mod", inv_mod::kernel().unwrap(), 128);
 }
 
+/// Arithmetic modulo a big odd integer: R^2 by a division, Montgomery products, sums in the form.
+#[test]
+fn residue_kernels() {
+    snap("poly_mod", poly_mod::kernel().unwrap(), 256);
+}
+
 #[test]
 fn pow_mod_kernels() {
     snap("pow_mod", pow_mod::kernel().unwrap(), 128);

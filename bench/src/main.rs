@@ -21,6 +21,9 @@
 //!     bench jit   [--cases add:64,poly:32768,...] [--n 4] [--warm 3] [--calls 200] [--json F]
 //!                 first call cold (empty disk cache) and warm (filled) in fresh processes, and the
 //!                 per-call overhead at batch 1 over the kernel
+//!     bench modexp [--sizes 1024] [--full] [--variant ..]   x^e mod m, ops/s next to GMP and CGBN
+//!     bench modmul [--sizes 256,512,...]   products modulo an odd per-instance m (one, a chain of
+//!                 16, Poly mod m) in products/s next to GMP on all host cores
 //!     bench fuzz  [--programs N --seed S]      random programs on the GPU vs the reference evaluator
 //!     bench probe [--bits 64,512,...]          plan, resources and one checked launch per kernel
 //!
@@ -40,6 +43,7 @@ mod json;
 mod kernels;
 mod measure;
 mod modexp;
+mod modmul;
 mod multi;
 mod ops;
 mod pcie;
@@ -144,6 +148,15 @@ enum Cmd {
         ops: Vec<String>,
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Products modulo an odd per-instance modulus (mul_mod, add_mod: Montgomery form) at
+    /// 256..2048 bits: one product, a chain of 16 and Poly mod m, products/s next to GMP
+    Modmul {
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// modulus widths in bits
+        #[arg(long, value_delimiter = ',', default_values_t = [256u64, 512, 1024, 2048])]
+        sizes: Vec<u64>,
     },
     /// Modular exponentiation x^e mod m (pow_mod) at 256..4096-bit moduli with a 512-bit exponent
     /// (and, with --full, a full-length one), ops/s next to GMP's mpz_powm and CGBN
@@ -439,6 +452,14 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", bits::table(&gpu, runs, &rows));
             write(&json, &bits::json(&gpu, runs, &rows))?;
             fail_on("bits", bits::failures(&rows))
+        }
+        Cmd::Modmul { runs, sizes } => {
+            let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
+            let name = gpu.target().name.clone();
+            eprintln!("bench modmul on {name}");
+            let (copy, rows) = modmul::run(&gpu, runs, &sizes).map_err(s)?;
+            println!("{}", modmul::table(&name, runs, copy, &rows));
+            fail_on("modmul", modmul::failures(&rows))
         }
         Cmd::Modexp {
             runs,

@@ -90,6 +90,16 @@ pub fn pow_mod(x: U<BITS>, e: U<BITS>, m: U<BITS>) -> U<BITS> {
     x.pow_mod(e, m)
 }
 
+/// The paper's Poly modulo an odd per-instance modulus, one chain in Montgomery form
+/// (codegen/src/residue.rs).
+#[bigfuse::kernel]
+pub fn poly_mod(a: U<BITS>, b: U<BITS>, m: U<BITS>) -> U<BITS> {
+    let a2 = a.mul_mod(a, m);
+    let b2 = b.mul_mod(b, m);
+    let ab = a.mul_mod(b, m);
+    a2.add_mod(b, m).mul_mod(b2.add_mod(b, m), m).add_mod(ab, m)
+}
+
 /// gcd (codegen/src/emit/gcd.rs).
 #[bigfuse::kernel]
 pub fn gcd(a: U<BITS>, b: U<BITS>) -> U<BITS> {

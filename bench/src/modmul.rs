@@ -1,0 +1,357 @@
+//! `bench modmul`: arithmetic modulo a big odd per-instance modulus (`add_mod`, `sub_mod`,
+//! `mul_mod`; Montgomery form, codegen/src/residue.rs) at 256..2048 bits, in modular products per
+//! second, in three shapes:
+//! - `one`: a single `a.mul_mod(b, m)` per instance: `R^2 mod m` (a division), two conversions
+//!   into the form, the product and one out, all for one product;
+//! - `chain16`: sixteen dependent products `p = p b mod m` per instance: the conversions are
+//!   shared, so this is about the rate of the Montgomery products themselves;
+//! - `poly`: the paper's Poly modulo m, `(a^2 + b)(b^2 + b) + a b`, one fused kernel (four
+//!   products counted, as `bench mul` counts Poly).
+//!
+//! The kernel alone (CUDA events, median), checked against num-bigint on sampled instances first,
+//! next to GMP on all host cores doing the same arithmetic (`mpz_mul` then `mpz_mod` per product,
+//! through rug behind the `gmp` feature) and the same-run device-to-device copy.
+
+use crate::measure::{sample, time_program, Measured};
+use bigfuse::ir::{BinOp, Builder, Func, Size, Type, ValueId};
+use bigfuse::runtime::GpuDevice;
+use bigfuse::{BigUint, Hints, Kernel};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::fmt::Write as _;
+
+/// Products of the `chain16` shape.
+const CHAIN: usize = 16;
+
+/// The shapes, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    One,
+    Chain,
+    Poly,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 3] = [Shape::One, Shape::Chain, Shape::Poly];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::One => "one",
+            Shape::Chain => "chain16",
+            Shape::Poly => "poly",
+        }
+    }
+
+    /// Modular products one instance counts for.
+    pub fn products(self) -> u64 {
+        match self {
+            Shape::One => 1,
+            Shape::Chain => CHAIN as u64,
+            Shape::Poly => 4,
+        }
+    }
+
+    /// The kernel over `a, b, m: U<BITS>`.
+    pub fn func(self) -> Func {
+        let mut b = Builder::new(self.name(), &["BITS"]);
+        let ty = Type::Big(Size::param(0));
+        let [x, y, m] = ["a", "b", "m"].map(|n| b.param(n, ty.clone()));
+        let op = |b: &mut Builder, o: BinOp, p: ValueId, q: ValueId| {
+            b.big_mod(o, p, q, m).expect("residue arithmetic is well typed")
+        };
+        let r = match self {
+            Shape::One => op(&mut b, BinOp::Mul, x, y),
+            Shape::Chain => (0..CHAIN).fold(x, |p, _| op(&mut b, BinOp::Mul, p, y)),
+            Shape::Poly => {
+                let a2 = op(&mut b, BinOp::Mul, x, x);
+                let b2 = op(&mut b, BinOp::Mul, y, y);
+                let ab = op(&mut b, BinOp::Mul, x, y);
+                let l = op(&mut b, BinOp::Add, a2, y);
+                let r = op(&mut b, BinOp::Add, b2, y);
+                let p = op(&mut b, BinOp::Mul, l, r);
+                op(&mut b, BinOp::Add, p, ab)
+            }
+        };
+        b.finish(&[r]).expect("residue arithmetic is well typed")
+    }
+
+    /// What the kernel computes, by num-bigint.
+    pub fn expect(self, a: &BigUint, b: &BigUint, m: &BigUint) -> BigUint {
+        match self {
+            Shape::One => a * b % m,
+            Shape::Chain => (0..CHAIN).fold(a.clone(), |p, _| p * b % m),
+            Shape::Poly => ((a * a + b) * (b * b + b) + a * b) % m,
+        }
+    }
+}
+
+pub struct Row {
+    pub bits: u64,
+    pub shape: Shape,
+    pub n: u64,
+    pub gpu: Result<Measured, String>,
+    pub gmp_per_s: Option<f64>,
+}
+
+impl Row {
+    /// Modular products per second on the GPU.
+    pub fn per_s(&self) -> Option<f64> {
+        self.gpu
+            .as_ref()
+            .ok()
+            .map(|m| (self.n * self.shape.products()) as f64 / (m.ms * 1e-3))
+    }
+}
+
+/// Instances: enough to fill the GPU several times over with one thread each.
+fn instances(bits: u64) -> u64 {
+    ((1u64 << 36) / (bits * bits)).clamp(1 << 16, 1 << 20)
+}
+
+fn odd_modulus(rng: &mut impl Rng, bits: u64) -> Vec<u64> {
+    let mut m: Vec<u64> = (0..bits / 64).map(|_| rng.gen()).collect();
+    m[0] |= 1;
+    let top = m.len() - 1;
+    m[top] |= 1 << 63;
+    m
+}
+
+/// Times every size and shape, printing each row as it is measured.
+pub fn run(gpu: &GpuDevice, runs: usize, sizes: &[u64]) -> bigfuse::Result<(f64, Vec<Row>)> {
+    let words = 1usize << 26;
+    let src = gpu.upload(&vec![0x5a5a_5a5a_5a5a_5a5au64; words], "copy source")?;
+    let mut dst = gpu.alloc(words, "copy target")?;
+    let copy = crate::measure::copy_gbs(gpu, runs, &src, &mut dst)?;
+    eprintln!("  same-run device-to-device copy: {copy:.0} GB/s");
+    let mut rows = Vec::new();
+    for &bits in sizes {
+        let n = instances(bits);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
+        let s = (bits / 64) as usize;
+        // Operands as wide as the modulus (some above it: they are reduced).
+        let a: Vec<u64> = (0..n as usize * s).map(|_| rng.gen()).collect();
+        let b: Vec<u64> = (0..n as usize * s).map(|_| rng.gen()).collect();
+        let m: Vec<u64> = (0..n).flat_map(|_| odd_modulus(&mut rng, bits)).collect();
+        for shape in Shape::ALL {
+            if crate::stopped() {
+                return Ok((copy, rows));
+            }
+            eprintln!("  modmul {bits} bits, {}, {n} instances", shape.name());
+            let gmp_per_s = gmp::per_s(shape, bits, (&a, &b, &m), runs.min(3))?;
+            let gpu_row = measure(gpu, shape, runs, bits, n, (&a, &b, &m));
+            let row = Row {
+                bits,
+                shape,
+                n,
+                gpu: gpu_row.map_err(|e| e.to_string()),
+                gmp_per_s,
+            };
+            eprintln!("    {}", line(&row));
+            rows.push(row);
+        }
+    }
+    Ok((copy, rows))
+}
+
+fn measure(
+    gpu: &GpuDevice,
+    shape: Shape,
+    runs: usize,
+    bits: u64,
+    n: u64,
+    (a, b, m): (&[u64], &[u64], &[u64]),
+) -> bigfuse::Result<Measured> {
+    let kernel = Kernel::new(shape.func())?;
+    let t = std::time::Instant::now();
+    let program = kernel.prepare_with(gpu, &[bits], &Hints::default())?;
+    eprintln!("    compiled in {:.1} s", t.elapsed().as_secs_f64());
+    let inputs = [
+        gpu.upload(a, "a")?,
+        gpu.upload(b, "b")?,
+        gpu.upload(m, "moduli")?,
+    ];
+    let refs = [&inputs[0], &inputs[1], &inputs[2]];
+    let mut out = vec![gpu.alloc(a.len(), "results")?];
+    let got = crate::measure::results(gpu, &program, n, &refs, &mut out)?;
+    let s = (bits / 64) as usize;
+    let big = bigfuse::runtime::big_from_limbs;
+    let at = |v: &[u64], i: usize| big(&v[i * s..(i + 1) * s]);
+    let bad = sample(bits, n as usize)
+        .into_par_iter()
+        .find_any(|&i| at(&got[0], i) != shape.expect(&at(a, i), &at(b, i), &at(m, i)));
+    if let Some(i) = bad {
+        return Err(bigfuse::Error::Argument {
+            kernel: shape.name().into(),
+            message: format!("instance {i} at {bits} bits differs from num-bigint"),
+        });
+    }
+    time_program(gpu, runs, &program, n, &refs, &mut out)
+}
+
+fn cell(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x >= 1e9 => format!("{:.3} G", x / 1e9),
+        Some(x) if x >= 1e6 => format!("{:.2} M", x / 1e6),
+        Some(x) => format!("{:.1} K", x / 1e3),
+        None => "-".into(),
+    }
+}
+
+pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "GPU: {gpu}; same-run device-to-device copy {copy_gbs:.0} GB/s (read + written). Products \
+         modulo an odd per-instance m with its top bit set, operands as wide as m; modular \
+         products per second = instances x products per instance / kernel time (median of \
+         {runs}); checked against num-bigint on sampled instances. one: a single mul_mod (R^2 mod m, \
+         conversions in and out included); chain16: 16 dependent products; poly: \
+         (a^2 + b)(b^2 + b) + ab mod m (4 products counted). GMP: mpz_mul then mpz_mod per product \
+         ({}) on all host cores.\n",
+        crate::gmp::describe()
+    );
+    let _ = writeln!(
+        s,
+        "| modulus bits | shape | instances | products/s | GMP products/s | / GMP | kernel |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    for r in rows {
+        let _ = writeln!(s, "{}", line(r));
+    }
+    s
+}
+
+fn line(r: &Row) -> String {
+    let ratio = match (r.per_s(), r.gmp_per_s) {
+        (Some(a), Some(b)) => format!("{:.1}x", a / b),
+        _ => "-".into(),
+    };
+    let kernel = match &r.gpu {
+        Ok(m) => format!(
+            "{} regs, {} B local, {:.3} ms",
+            m.registers, m.local_bytes, m.ms
+        ),
+        Err(e) => format!("failed: {e}"),
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {ratio} | {kernel} |",
+        r.bits,
+        r.shape.name(),
+        r.n,
+        cell(r.per_s()),
+        cell(r.gmp_per_s),
+    )
+}
+
+pub fn failures(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            r.gpu
+                .as_ref()
+                .err()
+                .map(|e| format!("{} bits, {}: {e}", r.bits, r.shape.name()))
+        })
+        .collect()
+}
+
+/// GMP on every host core: the same products and sums on rug Integers.
+mod gmp {
+    use super::Shape;
+
+    #[cfg(not(feature = "gmp"))]
+    pub fn per_s(
+        _shape: Shape,
+        _bits: u64,
+        _ops: (&[u64], &[u64], &[u64]),
+        _runs: usize,
+    ) -> bigfuse::Result<Option<f64>> {
+        Ok(None)
+    }
+
+    #[cfg(feature = "gmp")]
+    pub fn per_s(
+        shape: Shape,
+        bits: u64,
+        (a, b, m): (&[u64], &[u64], &[u64]),
+        runs: usize,
+    ) -> bigfuse::Result<Option<f64>> {
+        use rayon::prelude::*;
+        use rug::{Assign, Integer};
+        let s = (bits / 64) as usize;
+        let count = (a.len() / s).min(1 << 18);
+        let xs = crate::gmp::integers(bits, &a[..count * s]);
+        let ys = crate::gmp::integers(bits, &b[..count * s]);
+        let ms = crate::gmp::integers(bits, &m[..count * s]);
+        let mut out: Vec<(Integer, Integer)> =
+            vec![(Integer::with_capacity(2 * bits as usize), Integer::new()); count];
+        let ms_wall = crate::measure::median_wall_ms(1, runs, |_| {
+            out.par_iter_mut().enumerate().for_each(|(i, (t, o))| {
+                let (x, y, md) = (&xs[i], &ys[i], &ms[i]);
+                let mut mulmod = |o: &mut Integer, p: &Integer, q: &Integer| {
+                    t.assign(p * q);
+                    o.assign(&*t % md);
+                };
+                match shape {
+                    Shape::One => mulmod(o, x, y),
+                    Shape::Chain => {
+                        o.assign(x);
+                        for _ in 0..super::CHAIN {
+                            let p = o.clone();
+                            mulmod(o, &p, y);
+                        }
+                    }
+                    Shape::Poly => {
+                        let (mut a2, mut b2, mut ab) = (Integer::new(), Integer::new(), Integer::new());
+                        mulmod(&mut a2, x, x);
+                        mulmod(&mut b2, y, y);
+                        mulmod(&mut ab, x, y);
+                        a2 += y;
+                        b2 += y;
+                        mulmod(o, &a2, &b2);
+                        *o += &ab;
+                        *o %= md;
+                    }
+                }
+            });
+            Ok(())
+        })?;
+        let big = crate::gmp::big;
+        if big(&out[0].1) != shape.expect(&big(&xs[0]), &big(&ys[0]), &big(&ms[0])) {
+            return Err(bigfuse::Error::Argument {
+                kernel: "GMP modmul".into(),
+                message: "instance 0 differs from num-bigint".into(),
+            });
+        }
+        Ok(Some((count as u64 * shape.products()) as f64 / (ms_wall * 1e-3)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bigfuse::ir::{eval, specialize, Value};
+
+    #[test]
+    fn the_kernels_mean_what_num_bigint_computes() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        for shape in Shape::ALL {
+            let f = specialize(&shape.func(), &[256]).unwrap();
+            for _ in 0..4 {
+                let big = |v: Vec<u64>| bigfuse::runtime::big_from_limbs(&v);
+                let a = big((0..4).map(|_| rng.gen()).collect());
+                let b = big((0..4).map(|_| rng.gen()).collect());
+                let m = big(odd_modulus(&mut rng, 256));
+                let got = eval(
+                    &f,
+                    &[
+                        Value::Big(a.clone()),
+                        Value::Big(b.clone()),
+                        Value::Big(m.clone()),
+                    ],
+                )
+                .unwrap();
+                assert_eq!(got, vec![Value::Big(shape.expect(&a, &b, &m))], "{shape:?}");
+            }
+        }
+    }
+}
