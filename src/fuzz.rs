@@ -69,7 +69,8 @@ const SHIFTS: [ShiftOp; 4] = ShiftOp::ALL;
 const COUNTS: [UnOp; 3] = [UnOp::LeadingZeros, UnOp::TrailingZeros, UnOp::CountOnes];
 
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
-/// remainders and square roots; up to 1024 bits, gcds, inverses and powers modulo a number), comparisons, selects, bit operations
+/// remainders and square roots; up to 1024 bits, gcds, inverses, powers and sums, differences
+/// and products modulo a number), comparisons, selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
 /// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
 /// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
@@ -87,6 +88,7 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
     let mut flags: Vec<ValueId> = vec![b.param("f", Type::Bool)];
     // u32 values: shift amounts, bit positions, counts.
     let mut amounts: Vec<ValueId> = (0..2).map(|_| b.u32(amount(&mut r, bits))).collect();
+    let mut odd: Option<ValueId> = None;
     let steps = 3 + r.below(10);
     for _ in 0..steps {
         let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
@@ -108,7 +110,26 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 let v = if bits <= 1024 && r.chance(25) {
                     // The operations one thread computes through a device function: a gcd, an
                     // inverse (its flag too) or a power (the modulus a third operand).
-                    match r.below(3) {
+                    match r.below(5) {
+                        // Arithmetic modulo a number: mostly one odd modulus, so that chains form
+                        // (kept in Montgomery form), sometimes any value (an even one: all ones).
+                        3 | 4 => {
+                            let m = if r.chance(80) {
+                                match odd {
+                                    Some(m) => m,
+                                    None => {
+                                        let one = b.constant(Literal::Big(vec![1], Size::param(0)));
+                                        let m = b.or(bigs[0], one)?;
+                                        odd = Some(m);
+                                        m
+                                    }
+                                }
+                            } else {
+                                pick(&mut r, &bigs)
+                            };
+                            let op = [BinOp::Add, BinOp::Sub, BinOp::Mul][r.below(3) as usize];
+                            b.big_mod(op, x, y, m)?
+                        }
                         0 => b.gcd(x, y)?,
                         1 => {
                             let t = b.inv_mod(x, y)?;

@@ -57,7 +57,8 @@ impl Shape {
         let ty = Type::Big(Size::param(0));
         let [x, y, m] = ["a", "b", "m"].map(|n| b.param(n, ty.clone()));
         let op = |b: &mut Builder, o: BinOp, p: ValueId, q: ValueId| {
-            b.big_mod(o, p, q, m).expect("residue arithmetic is well typed")
+            b.big_mod(o, p, q, m)
+                .expect("residue arithmetic is well typed")
         };
         let r = match self {
             Shape::One => op(&mut b, BinOp::Mul, x, y),
@@ -301,7 +302,8 @@ mod gmp {
                         }
                     }
                     Shape::Poly => {
-                        let (mut a2, mut b2, mut ab) = (Integer::new(), Integer::new(), Integer::new());
+                        let (mut a2, mut b2, mut ab) =
+                            (Integer::new(), Integer::new(), Integer::new());
                         mulmod(&mut a2, x, x);
                         mulmod(&mut b2, y, y);
                         mulmod(&mut ab, x, y);
@@ -322,7 +324,9 @@ mod gmp {
                 message: "instance 0 differs from num-bigint".into(),
             });
         }
-        Ok(Some((count as u64 * shape.products()) as f64 / (ms_wall * 1e-3)))
+        Ok(Some(
+            (count as u64 * shape.products()) as f64 / (ms_wall * 1e-3),
+        ))
     }
 }
 
