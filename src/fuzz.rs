@@ -68,6 +68,18 @@ fn amount(r: &mut Rng, bits: u64) -> u32 {
 const SHIFTS: [ShiftOp; 4] = ShiftOp::ALL;
 const COUNTS: [UnOp; 3] = [UnOp::LeadingZeros, UnOp::TrailingZeros, UnOp::CountOnes];
 
+/// `m` as a modulus: a parameter (the first `params` values) made odd by the program, because
+/// the runtime refuses an even modulus among the arguments (the evaluator would give all ones);
+/// a computed value as it is (even ones give all ones on every path).
+fn computed(b: &mut Builder, m: ValueId, params: u64) -> IrResult<ValueId> {
+    if (m.index() as u64) < params {
+        let one = b.constant(Literal::Big(vec![1], Size::param(0)));
+        b.or(m, one)
+    } else {
+        Ok(m)
+    }
+}
+
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
 /// remainders and square roots; up to 1024 bits, gcds, inverses, powers and sums, differences
 /// and products modulo a number), comparisons, selects, bit operations
@@ -125,7 +137,8 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                                     }
                                 }
                             } else {
-                                pick(&mut r, &bigs)
+                                let m = pick(&mut r, &bigs);
+                                computed(&mut b, m, n_big)?
                             };
                             let op = [BinOp::Add, BinOp::Sub, BinOp::Mul][r.below(3) as usize];
                             b.big_mod(op, x, y, m)?
@@ -139,6 +152,7 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                         }
                         _ => {
                             let m = pick(&mut r, &bigs);
+                            let m = computed(&mut b, m, n_big)?;
                             b.pow_mod(x, y, m)?
                         }
                     }

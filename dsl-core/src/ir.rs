@@ -301,7 +301,8 @@ pub enum Op {
     LimbDivRem(ValueId, ValueId),
     /// `base^exp mod m` of a base `U<n>`, an exponent `U<k>` (any width) and a modulus `U<n>`:
     /// a `U<n>` below `m`. The modulus must be odd (Montgomery arithmetic); an even or zero
-    /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance.
+    /// modulus gives `2^n - 1` (all ones), which no residue equals, as a flag per instance (the
+    /// runtime refuses such a modulus among a call's host arguments: [`Func::modulus_params`]).
     /// A base at or above `m` is reduced; `x^0` is `1 mod m`.
     BigPowMod(ValueId, ValueId, ValueId),
     /// Arithmetic modulo a `U<n>` `m` of two `U<n>`: `(a + b) mod m`, `(a - b) mod m` (a
@@ -663,6 +664,26 @@ impl Func {
     }
 
     /// True when some operation of `self`, of its lambdas or of its loops' bodies satisfies `pred`.
+    /// The parameters the program uses directly as the modulus of Montgomery arithmetic
+    /// (`big.pow_mod`, `big.add_mod`, `big.sub_mod`, `big.mul_mod` among its own steps), each once
+    /// with the operation's name: the runtime requires them odd in the arguments it is given.
+    pub fn modulus_params(&self) -> Vec<(usize, String)> {
+        let mut out: Vec<(usize, String)> = Vec::new();
+        for n in &self.nodes {
+            let (m, op) = match &n.op {
+                Op::BigPowMod(_, _, m) => (*m, "pow_mod".to_string()),
+                Op::BigMod(o, _, _, m) => (*m, format!("{}_mod", o.mnemonic())),
+                _ => continue,
+            };
+            if let Op::Param(k) = self.node(m).op {
+                if !out.iter().any(|(p, _)| *p == k as usize) {
+                    out.push((k as usize, op));
+                }
+            }
+        }
+        out
+    }
+
     pub fn any_op(&self, pred: &dyn Fn(&Op) -> bool) -> bool {
         self.nodes.iter().any(|n| {
             pred(&n.op)

@@ -61,8 +61,10 @@ use proc_macro::TokenStream;
 /// Modular exponentiation. `x.pow_mod(e, m)` on `U<..>`: `x^e mod m` for an odd modulus `m` of
 /// `x`'s type and an exponent `e` of any width (e.g. `U<512>` beside a 2048-bit modulus). It is
 /// Montgomery arithmetic in one thread per instance (`codegen/src/montgomery.rs`); a base at or
-/// above `m` is reduced and `x^0` is `1 mod m`. An even or zero modulus gives all ones (`U::MAX`),
-/// which no residue equals, for that instance.
+/// above `m` is reduced and `x^0` is `1 mod m`. An even or zero modulus among a call's arguments
+/// (host values: `BigUint` or limbs) is an error naming the first such instance; one the kernel
+/// computes, or one in a device `Batch` (not read back for the check), gives all
+/// ones (`U::MAX`), which no residue equals, for that instance.
 ///
 /// Arithmetic modulo a big odd integer. `a.add_mod(b, m)`, `a.sub_mod(b, m)`, `a.mul_mod(b, m)`
 /// on `U<..>` of one width: `(a + b) mod m`, `(a - b) mod m` (in `0..m`) and `a b mod m`, from the
@@ -71,7 +73,7 @@ use proc_macro::TokenStream;
 /// form (`codegen/src/residue.rs`): each input is converted once, each result that leaves the
 /// chain once, and `R^2 mod m` is computed once per modulus; so an expression of many operations
 /// costs about one Montgomery product per product. One thread per instance. An even or zero
-/// modulus gives all ones (`U::MAX`), as `pow_mod` does.
+/// modulus is an error or all ones, as for `pow_mod`.
 ///
 /// Greatest common divisors and inverses. `a.gcd(b)` on `U<..>` of one width: `gcd(a, b)`
 /// (`gcd(0, 0) = 0`). `a.inv_mod(m)`: `(a^-1 mod m, exists)`, a tuple of `a`'s type and a `bool`

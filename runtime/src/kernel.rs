@@ -341,6 +341,7 @@ impl Kernel {
                 })?;
             }
         }
+        check_moduli(&self.func.name, spec, args)?;
         Ok(n)
     }
 
@@ -490,6 +491,41 @@ fn run_cpu(spec: &Specialized, level: CpuLevel, args: &[Arg], n: usize) -> Resul
 
 /// The runtime's layouts (from the reference-level types) must be the compiled program's: a
 /// mismatch is a compiler bug, reported instead of moving the wrong bytes.
+/// Refuses an even or zero modulus among the host values of the parameters the program uses as
+/// the modulus of Montgomery arithmetic ([`Func::modulus_params`]), naming the first instance:
+/// such a modulus has no Montgomery form. Values already on the device (batches) are not read
+/// back for this: there the operation gives all ones, as for a modulus the kernel computes.
+fn check_moduli(kernel: &str, spec: &Specialized, args: &[Arg]) -> Result<()> {
+    for (k, op) in spec.concrete.modulus_params() {
+        let (Some(p), Some(a)) = (spec.params.get(k), args.get(k)) else {
+            continue;
+        };
+        let limbs = match p.elem {
+            crate::column::Elem::Big(m) => m.max(1),
+            _ => continue,
+        };
+        let even = match a {
+            Arg::Big(values) => values.par_iter().position_first(|m| !m.bit(0)),
+            Arg::U64(words) => words
+                .par_chunks(limbs)
+                .position_first(|m| m.first().is_none_or(|w| w & 1 == 0)),
+            _ => None,
+        };
+        if let Some(i) = even {
+            return Err(Error::Argument {
+                kernel: kernel.into(),
+                message: format!(
+                    "`{}` of instance {i} is even or zero, but `{op}` needs an odd modulus (an \
+                     even one has no Montgomery form): leave such instances out, or divide \
+                     instead (`a.mul_wide(b) % m`)",
+                    p.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn check_layouts(kernel: &str, spec: &Specialized, program: &GpuProgram) -> Result<()> {
     let same = |a: &[Slot], b: &[BufferLayout]| {
         a.len() == b.len()
