@@ -68,7 +68,22 @@ pub struct Transpose {
 /// The warp's region must be contiguous (no padding, whole warps per block); kernels with
 /// products keep direct accesses too: they are not bound by memory, and their shared memory is
 /// their operands'.
-pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64) -> Option<u32> {
+///
+/// Arrays of `w`-word tuples (`w > 1`: the limbs of whole big integers in a program that runs one
+/// thread per instance, one element each) go through the buffer too, `w / 2` vectors per thread,
+/// for `w` up to 16: read directly, each warp-wide access touches 32 sectors at a stride of `8 w`
+/// bytes, and the 1-Mul kernel at 2^9 bits (one thread per instance, 8 words) was bound by L2
+/// throughput (79%) at 47% of DRAM throughput (`ncu`, H200, bench/RESULTS.md 2026-11-26).
+pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64, w: u64) -> Option<u32> {
+    if w > 1 {
+        return (len == 1
+            && sched.tuples_coalesced
+            && sched.threads_per_instance == 1
+            && w.is_multiple_of(2)
+            && w <= 16
+            && sched.block_threads.is_multiple_of(32))
+        .then_some((w / 2) as u32);
+    }
     let q = sched.q_of(len);
     let v = q / 2;
     let contiguous = sched.threads_per_instance as u64 * q as u64 == len;
@@ -85,15 +100,27 @@ pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64) -> Option<
 pub fn transposition_vectors(func: &Func, sel: &Selection, sched: &Schedule) -> Option<u32> {
     global_word_arrays(func)
         .into_iter()
-        .filter_map(|len| coalesced_vectors(sel, sched, len))
+        .filter_map(|(len, w)| coalesced_vectors(sel, sched, len, w))
         .max()
 }
 
-/// The lengths of the arrays of 64-bit words `func` loads from or stores to global memory.
-fn global_word_arrays(func: &Func) -> Vec<u64> {
+/// True when some array of single words (not of tuples) of `func` is accessed through the
+/// transposition buffer.
+pub fn words_coalesced(func: &Func, sel: &Selection, sched: &Schedule) -> bool {
+    global_word_arrays(func)
+        .into_iter()
+        .any(|(len, w)| w == 1 && coalesced_vectors(sel, sched, len, 1).is_some())
+}
+
+/// The arrays of 64-bit words (or of tuples of them) `func` loads from or stores to global
+/// memory: (length, words per element).
+fn global_word_arrays(func: &Func) -> Vec<(u64, u64)> {
     let words = |t: &Type| match t {
-        Type::Big(s) => s.as_const().map(|b| b / 64),
-        Type::Array(e, n) if matches!(**e, Type::U64 | Type::Zp(_)) => n.as_const(),
+        Type::Big(s) => s.as_const().map(|b| (b / 64, 1)),
+        Type::Array(e, n) if matches!(**e, Type::U64 | Type::Zp(_)) => n.as_const().map(|n| (n, 1)),
+        Type::Array(e, n) if e.leaves().iter().all(|l| *l == Type::U64) => {
+            n.as_const().map(|n| (n, e.leaves().len() as u64))
+        }
         _ => None,
     };
     let loads = func.nodes.iter().filter_map(|n| match &n.op {

@@ -8,7 +8,7 @@ use crate::isel::{Product, Selection};
 use crate::montgomery::PowModPlan;
 use crate::mul;
 use crate::target::Target;
-use bigfuse_core::{Func, Type};
+use bigfuse_core::{Func, Op, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
@@ -193,6 +193,10 @@ pub struct Schedule {
     pub pow_mod_threads: u32,
     /// Shared memory a block may use (bytes): placement sizes buffers within it.
     pub shared_limit: u32,
+    /// A program of one thread per instance moves its whole big integers (arrays of limb tuples)
+    /// through the warps' transposition buffers ([`crate::place::coalesced_vectors`]): where it
+    /// computes little per word it moves ([`TUPLES_COALESCED_UP_TO`]).
+    pub tuples_coalesced: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -206,6 +210,46 @@ impl Schedule {
     pub fn warps_per_instance(&self) -> u32 {
         self.threads_per_instance.div_ceil(32)
     }
+}
+
+/// The most scalar operations per word moved (read or written, per instance) of a program of one
+/// thread per instance whose whole big integers still go through the warps' transposition
+/// buffers. Read directly, each warp-wide access touches 32 sectors at a stride of 8 w bytes,
+/// which bounds a kernel that computes little by L2 throughput; through the buffer every access
+/// is a whole line, at the price of about ten instructions per word. Measured on an H200 (bench
+/// mul, same run, bench/RESULTS.md 2026-11-26): 1-Mul at 2^9 bits (22 operations per word) 282 K
+/// -> 434 K Gu32ops/s, at 2^7 and 2^8 (7 and 11) unchanged; Poly at 2^7, 2^8 and 2^9 (32, 53 and
+/// 96 per word) 864 K -> 851 K, 946 K -> 797 K and 527 K -> 514 K; powers and chains of modular
+/// products unchanged.
+pub const TUPLES_COALESCED_UP_TO: u64 = 24;
+
+/// Scalar operations per word moved of `func` (lambdas and loops counted whole), for
+/// [`TUPLES_COALESCED_UP_TO`].
+pub fn ops_per_word(func: &Func) -> u64 {
+    fn ops(f: &Func) -> u64 {
+        f.nodes
+            .iter()
+            .map(|n| match &n.op {
+                Op::Loop { count, body, .. } => {
+                    count.as_const().unwrap_or(1).saturating_mul(ops(body))
+                }
+                // A power, a Montgomery product, a gcd, an inverse or a division: a device
+                // function of thousands of operations per word.
+                op if op.is_one_thread_op() => 1 << 20,
+                op => 1 + op.lambdas().iter().map(|l| ops(l)).sum::<u64>(),
+            })
+            .fold(0, u64::saturating_add)
+    }
+    let words = |t: &Type| -> u64 {
+        match t {
+            Type::Array(e, n) => e.leaves().len() as u64 * n.as_const().unwrap_or(1),
+            Type::Big(s) => s.as_const().unwrap_or(64) / 64,
+            t => t.leaves().len() as u64,
+        }
+    };
+    let moved: u64 = func.params.iter().map(|p| words(&p.ty)).sum::<u64>()
+        + func.outputs.iter().map(|o| words(func.ty(*o))).sum::<u64>();
+    ops(func) / moved.max(1)
 }
 
 /// Limbs per thread the cost model starts from: 16 bytes of each operand per thread, one 16-byte
@@ -519,7 +563,21 @@ pub fn schedule(
         1
     };
     let min_blocks = hints.min_blocks.unwrap_or(default_min_blocks).max(1);
+    let per_word = ops_per_word(func);
+    let tuples_coalesced = t == 1 && max_len == 1 && per_word <= TUPLES_COALESCED_UP_TO;
+    if t == 1 && max_len == 1 {
+        decisions.push(format!(
+            "{per_word} scalar operations per word moved: whole big integers {} (at most {} per word go through the warps' transposition buffers)",
+            if tuples_coalesced {
+                "read and written through the warps' transposition buffers, whole lines per access"
+            } else {
+                "read and written directly"
+            },
+            TUPLES_COALESCED_UP_TO
+        ));
+    }
     let mut sched = Schedule {
+        tuples_coalesced,
         pow_mod_threads,
         threads_per_instance: t,
         instances_per_block: ipb,
@@ -537,7 +595,7 @@ pub fn schedule(
     // registers and ran at 76.5% of the copy, 86.7% when held to three blocks (40 registers;
     // 85.8% before coalescing; H200, bench/RESULTS.md, 2026-11-25). 256-thread blocks lost with
     // such a cap (98% -> 93%), so they keep theirs.
-    let coalesced = crate::place::transposition_vectors(func, sel, &sched).is_some();
+    let coalesced = crate::place::words_coalesced(func, sel, &sched);
     if hints.min_blocks.is_none() && coalesced && block == 512 {
         sched.min_blocks = 3;
     }
@@ -557,7 +615,60 @@ pub fn schedule(
 
 #[cfg(test)]
 mod tests {
-    use super::{choose_q, Hints};
+    use super::{choose_q, Hints, TUPLES_COALESCED_UP_TO};
+    use bigfuse_core::{Builder, Size, Type};
+
+    /// A lone product moves its big integers through the warps' buffers, Poly (four products)
+    /// and a power do not; explain says which and why.
+    #[test]
+    fn one_thread_programs_coalesce_what_computes_little() {
+        let kernel = |bits: u64, poly: bool, power: bool| {
+            let mut b = Builder::new("k", &[]);
+            let ty = Type::Big(Size::lit(bits));
+            let x = b.param("a", ty.clone());
+            let y = b.param("b", ty);
+            let r = if power {
+                b.pow_mod(x, y, y).unwrap()
+            } else if poly {
+                let a2 = b.mul(x, x).unwrap();
+                let b2 = b.mul(y, y).unwrap();
+                let l = b.add(a2, y).unwrap();
+                let r = b.add(b2, y).unwrap();
+                let p = b.mul(l, r).unwrap();
+                let ab = b.mul(x, y).unwrap();
+                b.add(p, ab).unwrap()
+            } else {
+                b.mul(x, y).unwrap()
+            };
+            let f = b.finish(&[r]).unwrap();
+            crate::compile(&f, &[], &crate::Target::h100(), &Hints::default()).unwrap()
+        };
+        for (bits, poly, power, want) in [
+            (512, false, false, true),
+            (256, false, false, true),
+            (256, true, false, false),
+            (512, true, false, false),
+            (256, false, true, false),
+        ] {
+            let c = kernel(bits, poly, power);
+            assert_eq!(
+                c.schedule.tuples_coalesced, want,
+                "{bits} bits, poly {poly}"
+            );
+            assert_eq!(
+                c.source.contains("through the warp's buffer"),
+                want,
+                "{bits} bits, poly {poly}"
+            );
+            let line = c
+                .schedule
+                .decisions
+                .iter()
+                .find(|d| d.contains("per word moved"))
+                .expect("explain says why");
+            assert!(line.contains(&TUPLES_COALESCED_UP_TO.to_string()), "{line}");
+        }
+    }
 
     #[test]
     fn hints_read_back_what_they_write() {

@@ -116,6 +116,43 @@ impl Emitter<'_> {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         let leaves = self.declare_array(id, q);
         let w = leaves.len();
+        if let Some(vecs) = self.coalesced_tuples(id, len, w) {
+            // Coalesced: the warp reads its contiguous region (its 32 instances' words) into its
+            // transposition buffer, then each thread its own element's vectors.
+            self.line(format!(
+                "// {comment}: one element of {w} words per thread, through the warp's buffer"
+            ));
+            self.open("{");
+            self.line(format!(
+                "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
+            ));
+            let tr = self.transposition();
+            let live = self.vector_live(vecs);
+            self.line("#pragma unroll");
+            self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
+            self.line("const u32 i = k * 32u + lane;");
+            self.line(format!(
+                "{} = ({live}) ? src[i] : make_ulonglong2(0ull, 0ull);",
+                Self::swizzled(&tr, "i")
+            ));
+            self.close("}");
+            self.line("__syncwarp();");
+            for j in 0..vecs as usize {
+                self.open("{");
+                self.line(format!("const u32 i = lane * {vecs}u + {j}u;"));
+                self.line(format!(
+                    "const ulonglong2 w = {};",
+                    Self::swizzled(&tr, "i")
+                ));
+                self.line(format!("{}[0] = w.x;", leaves[2 * j]));
+                self.line(format!("{}[0] = w.y;", leaves[2 * j + 1]));
+                self.close("}");
+            }
+            // The buffer is free for the warp's next access only once every lane has read.
+            self.line("__syncwarp();");
+            self.close("}");
+            return Val::Array { leaves, q, len };
+        }
         self.line(format!(
             "// {comment}: {q} consecutive elements of {w} words per thread"
         ));
@@ -145,6 +182,42 @@ impl Emitter<'_> {
         match self.val(id).clone() {
             Val::Array { leaves, q, len } if leaves.len() > 1 => {
                 let w = leaves.len();
+                if let Some(vecs) = self.coalesced_tuples(id, len, w) {
+                    // Coalesced, as loads are: every lane takes part, each vector guarded by its
+                    // own instance.
+                    self.line(format!(
+                        "// {comment}: {w} words per element, through the warp's buffer"
+                    ));
+                    self.open("{");
+                    let tr = self.transposition();
+                    for j in 0..vecs as usize {
+                        self.open("{");
+                        self.line(format!("const u32 i = lane * {vecs}u + {j}u;"));
+                        self.line(format!(
+                            "{} = make_ulonglong2((u64)({}[0]), (u64)({}[0]));",
+                            Self::swizzled(&tr, "i"),
+                            leaves[2 * j],
+                            leaves[2 * j + 1]
+                        ));
+                        self.close("}");
+                    }
+                    self.line("__syncwarp();");
+                    self.line(format!(
+                        "ulonglong2* dst = reinterpret_cast<ulonglong2*>(out{k}) + warp0 * {vecs}ull;"
+                    ));
+                    let live = self.vector_live(vecs);
+                    self.line("#pragma unroll");
+                    self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
+                    self.line("const u32 i = k * 32u + lane;");
+                    self.line(format!(
+                        "if ({live}) dst[i] = {};",
+                        Self::swizzled(&tr, "i")
+                    ));
+                    self.close("}");
+                    self.line("__syncwarp();");
+                    self.close("}");
+                    return;
+                }
                 let pad = self.padded(q, len);
                 self.line(format!("// {comment}: {w} words per element"));
                 self.open("if (live) {");
@@ -251,7 +324,26 @@ impl Emitter<'_> {
         if unit != Unit::U64 || units != len || self.placement.transpose.is_none() {
             return None;
         }
-        crate::place::coalesced_vectors(self.sel, self.sched, len)
+        crate::place::coalesced_vectors(self.sel, self.sched, len, 1)
+    }
+
+    /// Vectors per thread when an array of `w`-word tuples moves through the warp's
+    /// transposition buffer ([`crate::place::coalesced_vectors`]).
+    fn coalesced_tuples(&self, id: ValueId, len: u64, w: usize) -> Option<u32> {
+        let tr = self.placement.transpose?;
+        let words = match self.func.ty(id) {
+            Type::Array(e, _) => e.leaves().iter().all(|l| *l == Type::U64),
+            _ => false,
+        };
+        crate::place::coalesced_vectors(self.sel, self.sched, len, w as u64)
+            .filter(|v| words && *v <= tr.vectors)
+    }
+
+    /// Vector `i` of the warp's transposition buffer for tuple accesses, swizzled so that
+    /// neither the lanes' consecutive vectors nor the threads' own ones (`vecs` apart, 2 to 8)
+    /// meet in a bank within a quarter warp: the low three bits of `i` flipped by the next three.
+    fn swizzled(tr: &str, i: &str) -> String {
+        format!("{tr}[{i} ^ (({i} >> 3) & 7u)]")
     }
 
     /// This warp's transposition buffer, as 16-byte vectors (at the placement's stride).
