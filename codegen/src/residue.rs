@@ -21,12 +21,14 @@
 //! and every result leaves the form through one. Not constant-time only where the division of
 //! `R^2` is not (its quotient's top rows); the products are.
 //!
-//! Chains inside a loop that stays a loop convert at each round (a round's body sees its
-//! arguments as plain values) and compute `R^2 mod m` per round unless `m` is the same value; an
-//! unrolled loop's rounds share one chain.
+//! An unrolled loop's rounds are one chain. A loop that stays a loop (`loops.rs`) keeps its
+//! chains in the form across rounds ([`LoopPlan`]): `R^2` of a modulus the rounds capture is
+//! computed once before the loop, and a carried value used only modulo that modulus (through
+//! `if`s too) stays a form from round to round, so square-and-multiply costs its two products a
+//! round. Other carried values convert at each round.
 
 use crate::error::{CgResult, CodegenError};
-use bigfuse_core::rewrite::{same_output, Mapped, Rewritten};
+use bigfuse_core::rewrite::{Mapped, Rewritten};
 use bigfuse_core::{rewrite, BinOp, Builder, Func, Literal, Node, Op, Size, Type, ValueId};
 use std::collections::HashMap;
 
@@ -51,15 +53,141 @@ pub fn residues(func: &Func) -> CgResult<Func> {
 /// The rewrite, then the results that only fed a chain dropped: inside a closure no later pass
 /// would drop them, and one thread would compute them (a Montgomery product each).
 fn rebuild(func: &Func, b: Builder) -> CgResult<Func> {
-    let mut forms = Forms::default();
+    rebuild_with(func, b, Inherited::default())
+}
+
+/// [`rebuild`] of a loop's body, told by the loop which of its parameters are `R^2` of a
+/// modulus or values already in Montgomery form ([`Inherited`]).
+fn rebuild_with(func: &Func, b: Builder, inherited: Inherited) -> CgResult<Func> {
+    let forms = std::cell::RefCell::new(Forms {
+        inherited,
+        ..Forms::default()
+    });
     let rewritten = rewrite(
         func,
         b,
         Type::clone,
-        |b, m, _, node| forms.rule(b, m, node),
-        same_output,
+        |b, m, id, node| forms.borrow_mut().rule(b, m, id, node),
+        |_, old, new| forms.borrow().output(old, new),
     )?;
     crate::fuse::dead_code(&rewritten)
+}
+
+/// What a loop tells the rebuild of its body (parameter indices are the body's).
+#[derive(Default)]
+struct Inherited {
+    /// (parameter of a captured modulus, the extra parameter that holds its `R^2 mod m`).
+    r2_params: Vec<(usize, usize)>,
+    /// (carried parameter that holds a Montgomery form, the parameter of its modulus).
+    form_params: Vec<(usize, usize)>,
+    /// Selects between forms that stay forms -> the parameter of their modulus.
+    form_selects: HashMap<ValueId, usize>,
+    /// Results that leave the body as forms -> the parameter of their modulus.
+    form_outputs: HashMap<ValueId, usize>,
+}
+
+/// How a loop keeps its chains in Montgomery form across rounds: `R^2 mod m` of a modulus the
+/// rounds capture is computed once, before the loop, and passed in; a carried value that the
+/// rounds only use as an operand modulo that modulus (directly, or through selects between such
+/// values, as an `if` in the loop makes) and that each round computes modulo it stays in the form
+/// from one round to the next: converted once before the loop and once after it.
+struct LoopPlan {
+    inherited: Inherited,
+    /// The captured moduli whose `R^2` is passed in, as body parameters, in the extra
+    /// parameters' order.
+    hoisted: Vec<usize>,
+    /// Per carried slot, the body parameter of the modulus it is kept in form modulo.
+    slots: Vec<Option<usize>>,
+}
+
+fn plan_loop(body: &Func) -> LoopPlan {
+    let carried = body.outputs.len();
+    let param_node = |k: usize| {
+        body.ids()
+            .find(|id| matches!(body.node(*id).op, Op::Param(p) if p as usize == k))
+    };
+    let mut hoisted: Vec<usize> = Vec::new();
+    for n in &body.nodes {
+        if let Op::BigMod(_, _, _, md) = n.op {
+            if let Op::Param(k) = body.node(md).op {
+                let k = k as usize;
+                if k > carried && !hoisted.contains(&k) {
+                    hoisted.push(k);
+                }
+            }
+        }
+    }
+    let mut inherited = Inherited::default();
+    for (i, k) in hoisted.iter().enumerate() {
+        inherited.r2_params.push((*k, body.params.len() + i));
+    }
+    let mut slots = vec![None; carried];
+    for (j, slot) in slots.iter_mut().enumerate() {
+        let Some(p) = param_node(1 + j) else { continue };
+        for &km in &hoisted {
+            let Some(md) = param_node(km) else { continue };
+            if let Some(selects) = keeps_form(body, p, md, j) {
+                inherited.form_params.push((1 + j, km));
+                inherited
+                    .form_selects
+                    .extend(selects.into_iter().map(|s| (s, km)));
+                inherited.form_outputs.insert(body.outputs[j], km);
+                *slot = Some(km);
+                break;
+            }
+        }
+    }
+    LoopPlan {
+        inherited,
+        hoisted,
+        slots,
+    }
+}
+
+/// The selects through which carried parameter `p` (slot `j`) would flow as a Montgomery form
+/// modulo `md`, when every use of it (and of them) is an operand of arithmetic modulo `md`, a
+/// branch of such a select, or slot `j`'s result, and slot `j`'s result is such a select, `p`
+/// itself or a result of arithmetic modulo `md`; `None` otherwise.
+fn keeps_form(body: &Func, p: ValueId, md: ValueId, j: usize) -> Option<Vec<ValueId>> {
+    let modular = |v: ValueId| matches!(body.node(v).op, Op::BigMod(_, _, _, m) if m == md);
+    let mut held = vec![p];
+    let mut k = 0;
+    while k < held.len() {
+        let v = held[k];
+        k += 1;
+        for (slot, o) in body.outputs.iter().enumerate() {
+            if *o == v && slot != j {
+                return None;
+            }
+        }
+        for u in body.ids() {
+            let op = &body.node(u).op;
+            if !op.args().contains(&v) {
+                continue;
+            }
+            match *op {
+                Op::BigMod(_, x, y, m) if m == md && m != v && (x == v || y == v) => {}
+                Op::Select(c, a, b) if c != v && (a == v || b == v) => {
+                    if !held.contains(&u) {
+                        held.push(u);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+    let selects: Vec<ValueId> = held[1..].to_vec();
+    for s in &selects {
+        let Op::Select(_, a, b) = body.node(*s).op else {
+            return None;
+        };
+        if ![a, b].iter().all(|x| held.contains(x) || modular(*x)) {
+            return None;
+        }
+    }
+    let out = body.outputs[j];
+    let once = body.outputs.iter().filter(|o| **o == out).count() == 1;
+    (once && (held.contains(&out) || modular(out))).then_some(selects)
 }
 
 /// The values one rewrite has built: each modulus' `R^2 mod m`, and the form of each value
@@ -70,13 +198,79 @@ struct Forms {
     r2: HashMap<ValueId, ValueId>,
     /// (value, modulus) -> the value's Montgomery form modulo it.
     form: HashMap<(ValueId, ValueId), ValueId>,
+    /// What the loop around tells (a body's rebuild).
+    inherited: Inherited,
+    /// The new function's parameters, once the rewrite has made them.
+    params: Vec<ValueId>,
+    /// Loops of several carried values whose slots leave as forms: the old loop -> per slot, the
+    /// (new) modulus it is kept in form modulo.
+    loop_slots: HashMap<ValueId, Vec<Option<ValueId>>>,
 }
 
 impl Forms {
-    fn rule(&mut self, b: &mut Builder, m: &Mapped, node: &Node) -> CgResult<Rewritten> {
+    /// The new value of an output: its form where the body hands it on as one.
+    fn output(&self, old: ValueId, new: ValueId) -> CgResult<ValueId> {
+        match self.inherited.form_outputs.get(&old) {
+            Some(km) => Ok(*self
+                .form
+                .get(&(new, self.params[*km]))
+                .expect("a result kept in form has its form")),
+            None => Ok(new),
+        }
+    }
+
+    fn rule(
+        &mut self,
+        b: &mut Builder,
+        m: &Mapped,
+        id: ValueId,
+        node: &Node,
+    ) -> CgResult<Rewritten> {
+        if self.params.is_empty() {
+            // The inherited parameters, now that they exist.
+            let count = self
+                .inherited
+                .r2_params
+                .iter()
+                .map(|(_, e)| e + 1)
+                .chain(
+                    self.inherited
+                        .form_params
+                        .iter()
+                        .map(|(k, km)| k.max(km) + 1),
+                )
+                .max()
+                .unwrap_or(0);
+            self.params = (0..count).map(|k| m.param(k)).collect();
+            for (k, e) in &self.inherited.r2_params {
+                self.r2.insert(self.params[*k], self.params[*e]);
+            }
+            for (k, km) in &self.inherited.form_params {
+                let p = self.params[*k];
+                self.form.insert((p, self.params[*km]), p);
+            }
+        }
+        if let Some(km) = self.inherited.form_selects.get(&id).copied() {
+            let Op::Select(c, x, y) = node.op else {
+                unreachable!("only selects are planned as forms")
+            };
+            let md = self.params[km];
+            let fx = self.form_of(b, m.get(x), md)?;
+            let fy = self.form_of(b, m.get(y), md)?;
+            let v = b.select(m.get(c), fx, fy)?;
+            self.form.insert((v, md), v);
+            return Ok(Rewritten::Value(v));
+        }
         Ok(match &node.op {
             Op::BigMod(op, x, y, md) => {
                 Rewritten::Value(self.operation(b, *op, m.get(*x), m.get(*y), m.get(*md))?)
+            }
+            Op::Extract(t, j) if self.loop_slots.contains_key(t) => {
+                let e = b.extract(m.get(*t), *j)?;
+                match self.loop_slots[t][*j as usize] {
+                    Some(md) => Rewritten::Value(self.leave_form(b, e, md)?),
+                    None => Rewritten::Value(e),
+                }
             }
             op if op.lambdas().iter().any(|l| has_residues(l)) => {
                 let mut op = op.clone();
@@ -90,15 +284,69 @@ impl Forms {
                 Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
             }
             Op::Loop { count, body, args } if has_residues(body) => {
-                let op = Op::Loop {
-                    count: *count,
-                    body: Box::new(rebuild(body, Builder::lambda())?),
-                    args: args.clone(),
-                };
-                Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
+                self.rolled_loop(b, m, id, *count, body, args)?
             }
             _ => Rewritten::Copy,
         })
+    }
+
+    /// A loop that stayed a loop, its chains kept in Montgomery form across rounds where
+    /// [`plan_loop`] allows: `R^2` of captured moduli computed here and passed in, carried forms
+    /// converted here and left after the loop.
+    fn rolled_loop(
+        &mut self,
+        b: &mut Builder,
+        m: &Mapped,
+        id: ValueId,
+        count: Size,
+        body: &Func,
+        args: &[ValueId],
+    ) -> CgResult<Rewritten> {
+        let plan = plan_loop(body);
+        // Body parameter k is argument k - 1 (parameter 0 is the round's index).
+        let outer = |k: usize| m.get(args[k - 1]);
+        let mut new_args: Vec<ValueId> = Vec::with_capacity(args.len() + plan.hoisted.len());
+        for (a, arg) in args.iter().enumerate() {
+            new_args.push(match plan.slots.get(a).copied().flatten() {
+                Some(km) => self.form_of(b, m.get(*arg), outer(km))?,
+                None => m.get(*arg),
+            });
+        }
+        let mut inner = body.clone();
+        for &km in &plan.hoisted {
+            new_args.push(self.r2(b, outer(km))?);
+            let ty = body.params[km].ty.clone();
+            inner.params.push(bigfuse_core::Param {
+                name: format!("r2_{}", body.params[km].name),
+                ty,
+            });
+        }
+        let new_body = rebuild_with(&inner, Builder::lambda(), plan.inherited)?;
+        let lp = b.push(Op::Loop {
+            count,
+            body: Box::new(new_body),
+            args: new_args,
+        })?;
+        let moduli: Vec<Option<ValueId>> = plan.slots.iter().map(|s| s.map(outer)).collect();
+        Ok(Rewritten::Value(match moduli.as_slice() {
+            [Some(md)] => self.leave_form(b, lp, *md)?,
+            [_] => lp,
+            _ => {
+                if moduli.iter().any(Option::is_some) {
+                    self.loop_slots.insert(id, moduli);
+                }
+                lp
+            }
+        }))
+    }
+
+    /// The value of form `f` modulo `md` (a product by 1), its form remembered.
+    fn leave_form(&mut self, b: &mut Builder, f: ValueId, md: ValueId) -> CgResult<ValueId> {
+        let bits = width(b, md)?;
+        let one = b.constant(Literal::Big(vec![1], Size::lit(bits)));
+        let out = b.push(Op::BigMontMul(f, one, md))?;
+        self.form.insert((out, md), f);
+        Ok(out)
     }
 
     /// `(x op y) mod md`, leaving the form; its form is remembered for later operations.
@@ -110,7 +358,8 @@ impl Forms {
         y: ValueId,
         md: ValueId,
     ) -> CgResult<ValueId> {
-        let bits = width(b, md)?;
+        // Refused past one thread's widest product, before anything is built.
+        width(b, md)?;
         let fx = self.form_of(b, x, md)?;
         let fy = self.form_of(b, y, md)?;
         let f = match op {
@@ -138,10 +387,7 @@ impl Forms {
                 )))
             }
         };
-        let one = b.constant(Literal::Big(vec![1], Size::lit(bits)));
-        let out = b.push(Op::BigMontMul(f, one, md))?;
-        self.form.insert((out, md), f);
-        Ok(out)
+        self.leave_form(b, f, md)
     }
 
     /// The Montgomery form of `x` modulo `md`.
@@ -310,6 +556,79 @@ mod tests {
                     "{bits} bits, m = {m}"
                 );
             }
+        }
+    }
+
+    /// Square-and-multiply as a loop that stays a loop (`acc` and `sq` carried, `x`'s bits and
+    /// the modulus captured): `R^2` is computed once before the loop, both carried values stay in
+    /// Montgomery form across rounds (the `if` a select between forms), so a round is its two
+    /// products; one conversion out after the loop.
+    #[test]
+    fn rolled_loops_carry_forms() {
+        let bits = 128u64;
+        let big = big(bits);
+        let mut body = Builder::lambda();
+        let i = body.param("i", Type::U32);
+        let acc = body.param("acc", big.clone());
+        let sq = body.param("sq", big.clone());
+        let e = body.param("e", big.clone());
+        let md = body.param("m", big.clone());
+        let times = body.big_mod(BinOp::Mul, acc, sq, md).unwrap();
+        let set = body.bit(e, i).unwrap();
+        let acc2 = body.select(set, times, acc).unwrap();
+        let sq2 = body.big_mod(BinOp::Mul, sq, sq, md).unwrap();
+        let body = body.finish(&[acc2, sq2]).unwrap();
+        let mut b = Builder::new("ladder", &[]);
+        let x = b.param("x", big.clone());
+        let e = b.param("e", big.clone());
+        let md = b.param("m", big.clone());
+        let one = b.constant(Literal::Big(vec![1], Size::lit(bits)));
+        let start = b.big_mod(BinOp::Mul, one, one, md).unwrap();
+        let lp = b
+            .repeat(Size::lit(bits), body, &[start, x], &[e, md])
+            .unwrap();
+        let r = b.extract(lp, 0).unwrap();
+        let f = b.finish(&[r]).unwrap();
+        let g = residues(&f).unwrap();
+        let body = g
+            .nodes
+            .iter()
+            .find_map(|n| match &n.op {
+                Op::Loop { body, .. } => Some(body.clone()),
+                _ => None,
+            })
+            .expect("the loop stays");
+        assert_eq!(
+            count(&body, &|op| matches!(op, Op::BigRem(..))),
+            0,
+            "{}",
+            print(&g)
+        );
+        assert_eq!(
+            count(&body, &|op| matches!(op, Op::BigMontMul(..))),
+            2,
+            "{}",
+            print(&g)
+        );
+        assert_eq!(count(&g, &|op| matches!(op, Op::BigRem(..))), 1);
+        let mut next = values(0x2545f4914f6cdd1d);
+        for k in 0..12u64 {
+            let m = match k {
+                0 => BigUint::from(1u8),
+                1 => BigUint::from(0u8),
+                2 => (BigUint::from(1u8) << bits) - 1u8,
+                _ => next(bits) | BigUint::from(k % 2),
+            };
+            let args = [
+                Value::Big(next(bits)),
+                Value::Big(next(bits)),
+                Value::Big(m.clone()),
+            ];
+            assert_eq!(
+                eval(&g, &args).unwrap(),
+                eval(&f, &args).unwrap(),
+                "m = {m}"
+            );
         }
     }
 
