@@ -22,7 +22,7 @@
 //! `R^2` is not (its quotient's top rows); the products are.
 //!
 //! An unrolled loop's rounds are one chain. A loop that stays a loop (`loops.rs`) keeps its
-//! chains in the form across rounds ([`LoopPlan`]): `R^2` of a modulus the rounds capture is
+//! chains in the form across rounds (`LoopPlan`): `R^2` of a modulus the rounds capture is
 //! computed once before the loop, and a carried value used only modulo that modulus (through
 //! `if`s too) stays a form from round to round, so square-and-multiply costs its two products a
 //! round. Other carried values convert at each round.
