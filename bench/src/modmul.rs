@@ -6,7 +6,10 @@
 //! - `chain16`: sixteen dependent products `p = p b mod m` per instance: the conversions are
 //!   shared, so this is about the rate of the Montgomery products themselves;
 //! - `poly`: the paper's Poly modulo m, `(a^2 + b)(b^2 + b) + a b`, one fused kernel (four
-//!   products counted, as `bench mul` counts Poly).
+//!   products counted, as `bench mul` counts Poly);
+//! - `ladder`: `a^b mod m` by square-and-multiply over every bit of `b`, written as a loop that
+//!   stays a loop (2 BITS products counted): its carried values stay in Montgomery form across
+//!   rounds, so this is the rate of a user's own modular loop.
 //!
 //! The kernel alone (CUDA events, median), checked against num-bigint on sampled instances first,
 //! next to GMP on all host cores doing the same arithmetic (`mpz_mul` then `mpz_mod` per product,
@@ -29,25 +32,28 @@ pub enum Shape {
     One,
     Chain,
     Poly,
+    Ladder,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 3] = [Shape::One, Shape::Chain, Shape::Poly];
+    pub const ALL: [Shape; 4] = [Shape::One, Shape::Chain, Shape::Poly, Shape::Ladder];
 
     pub fn name(self) -> &'static str {
         match self {
             Shape::One => "one",
             Shape::Chain => "chain16",
             Shape::Poly => "poly",
+            Shape::Ladder => "ladder",
         }
     }
 
-    /// Modular products one instance counts for.
-    pub fn products(self) -> u64 {
+    /// Modular products one instance counts for at `bits` bits.
+    pub fn products(self, bits: u64) -> u64 {
         match self {
             Shape::One => 1,
             Shape::Chain => CHAIN as u64,
             Shape::Poly => 4,
+            Shape::Ladder => 2 * bits,
         }
     }
 
@@ -63,6 +69,26 @@ impl Shape {
         let r = match self {
             Shape::One => op(&mut b, BinOp::Mul, x, y),
             Shape::Chain => (0..CHAIN).fold(x, |p, _| op(&mut b, BinOp::Mul, p, y)),
+            Shape::Ladder => {
+                let well = "the ladder is well typed";
+                let mut l = Builder::loop_body(&b);
+                let i = ValueId(0); // the round's index, the body's first parameter
+                let acc = l.param("acc", ty.clone());
+                let sq = l.param("sq", ty.clone());
+                let e = l.param("e", ty.clone());
+                let md = l.param("m", ty.clone());
+                let times = l.big_mod(BinOp::Mul, acc, sq, md).expect(well);
+                let set = l.bit(e, i).expect(well);
+                let acc2 = l.select(set, times, acc).expect(well);
+                let sq2 = l.big_mod(BinOp::Mul, sq, sq, md).expect(well);
+                let body = l.finish(&[acc2, sq2]).expect(well);
+                let one = b.constant(bigfuse::ir::Literal::Big(vec![1], Size::param(0)));
+                let start = op(&mut b, BinOp::Mul, one, one);
+                let lp = b
+                    .repeat(Size::param(0), body, &[start, x], &[y, m])
+                    .expect(well);
+                b.extract(lp, 0).expect(well)
+            }
             Shape::Poly => {
                 let a2 = op(&mut b, BinOp::Mul, x, x);
                 let b2 = op(&mut b, BinOp::Mul, y, y);
@@ -82,6 +108,7 @@ impl Shape {
             Shape::One => a * b % m,
             Shape::Chain => (0..CHAIN).fold(a.clone(), |p, _| p * b % m),
             Shape::Poly => ((a * a + b) * (b * b + b) + a * b) % m,
+            Shape::Ladder => a.modpow(b, m),
         }
     }
 }
@@ -100,7 +127,7 @@ impl Row {
         self.gpu
             .as_ref()
             .ok()
-            .map(|m| (self.n * self.shape.products()) as f64 / (m.ms * 1e-3))
+            .map(|m| (self.n * self.shape.products(self.bits)) as f64 / (m.ms * 1e-3))
     }
 }
 
@@ -207,8 +234,9 @@ pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {
          products per second = instances x products per instance / kernel time (median of \
          {runs}); checked against num-bigint on sampled instances. one: a single mul_mod (R^2 mod m, \
          conversions in and out included); chain16: 16 dependent products; poly: \
-         (a^2 + b)(b^2 + b) + ab mod m (4 products counted). GMP: mpz_mul then mpz_mod per product \
-         ({}) on all host cores.\n",
+         (a^2 + b)(b^2 + b) + ab mod m (4 products counted); ladder: a^b mod m by a loop of \
+         square-and-multiply over b's bits (2 BITS products counted). GMP: mpz_mul then mpz_mod \
+         per product ({}) on all host cores.\n",
         crate::gmp::describe()
     );
     let _ = writeln!(
@@ -279,7 +307,10 @@ mod gmp {
         use rayon::prelude::*;
         use rug::{Assign, Integer};
         let s = (bits / 64) as usize;
-        let count = (a.len() / s).min(1 << 18);
+        // About 2^22 products (a second or less on 16 cores at any width).
+        let count = (a.len() / s)
+            .min(1 << 18)
+            .min(((1u64 << 22) / shape.products(bits)).max(64) as usize);
         let xs = crate::gmp::integers(bits, &a[..count * s]);
         let ys = crate::gmp::integers(bits, &b[..count * s]);
         let ms = crate::gmp::integers(bits, &m[..count * s]);
@@ -300,6 +331,20 @@ mod gmp {
                             let p = o.clone();
                             mulmod(o, &p, y);
                         }
+                    }
+                    Shape::Ladder => {
+                        let mut acc = Integer::from(1);
+                        acc %= md;
+                        let mut sq = x.clone();
+                        for i in 0..bits as u32 {
+                            if y.get_bit(i) {
+                                let p = acc.clone();
+                                mulmod(&mut acc, &p, &sq);
+                            }
+                            let p = sq.clone();
+                            mulmod(&mut sq, &p, &p);
+                        }
+                        o.assign(&acc);
                     }
                     Shape::Poly => {
                         let (mut a2, mut b2, mut ab) =
@@ -325,7 +370,7 @@ mod gmp {
             });
         }
         Ok(Some(
-            (count as u64 * shape.products()) as f64 / (ms_wall * 1e-3),
+            (count as u64 * shape.products(bits)) as f64 / (ms_wall * 1e-3),
         ))
     }
 }
