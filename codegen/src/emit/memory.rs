@@ -50,19 +50,8 @@ impl Emitter<'_> {
         if let Some(vecs) = coalesced {
             // Coalesced: the warp reads vector `k * 32 + lane` of its contiguous region into its
             // transposition buffer, then each thread its own consecutive limbs.
-            self.line(format!(
-                "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
-            ));
             let tr = self.transposition();
-            let live = self.vector_live(vecs);
-            self.line("#pragma unroll");
-            self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
-            self.line("const u32 i = k * 32u + lane;");
-            self.line(format!(
-                "{tr}[i] = ({live}) ? src[i] : make_ulonglong2(0ull, 0ull);"
-            ));
-            self.close("}");
-            self.line("__syncwarp();");
+            self.warp_region_in(param, vecs, &|i| format!("{tr}[{i}]"));
             self.line("#pragma unroll");
             self.open(format!("for (int j = 0; j < {vecs}; ++j) {{"));
             self.line(format!("const ulonglong2 w = {tr}[lane * {vecs}u + j];"));
@@ -123,20 +112,8 @@ impl Emitter<'_> {
                 "// {comment}: one element of {w} words per thread, through the warp's buffer"
             ));
             self.open("{");
-            self.line(format!(
-                "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
-            ));
             let tr = self.transposition();
-            let live = self.vector_live(vecs);
-            self.line("#pragma unroll");
-            self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
-            self.line("const u32 i = k * 32u + lane;");
-            self.line(format!(
-                "{} = ({live}) ? src[i] : make_ulonglong2(0ull, 0ull);",
-                Self::swizzled(&tr, "i")
-            ));
-            self.close("}");
-            self.line("__syncwarp();");
+            self.warp_region_in(param, vecs, &|i| Self::swizzled(&tr, i));
             for j in 0..vecs as usize {
                 self.open("{");
                 self.line(format!("const u32 i = lane * {vecs}u + {j}u;"));
@@ -201,20 +178,7 @@ impl Emitter<'_> {
                         ));
                         self.close("}");
                     }
-                    self.line("__syncwarp();");
-                    self.line(format!(
-                        "ulonglong2* dst = reinterpret_cast<ulonglong2*>(out{k}) + warp0 * {vecs}ull;"
-                    ));
-                    let live = self.vector_live(vecs);
-                    self.line("#pragma unroll");
-                    self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
-                    self.line("const u32 i = k * 32u + lane;");
-                    self.line(format!(
-                        "if ({live}) dst[i] = {};",
-                        Self::swizzled(&tr, "i")
-                    ));
-                    self.close("}");
-                    self.line("__syncwarp();");
+                    self.warp_region_out(k, vecs, &|i| Self::swizzled(&tr, i));
                     self.close("}");
                     return;
                 }
@@ -246,21 +210,11 @@ impl Emitter<'_> {
                     // own instance.
                     self.open("{");
                     let tr = self.transposition();
-                    let live = self.vector_live(vecs);
                     self.line("#pragma unroll");
                     self.line(format!(
                         "for (int j = 0; j < {vecs}; ++j) {tr}[lane * {vecs}u + j] = make_ulonglong2({v}[2 * j], {v}[2 * j + 1]);"
                     ));
-                    self.line("__syncwarp();");
-                    self.line(format!(
-                        "ulonglong2* dst = reinterpret_cast<ulonglong2*>(out{k}) + warp0 * {vecs}ull;"
-                    ));
-                    self.line("#pragma unroll");
-                    self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
-                    self.line("const u32 i = k * 32u + lane;");
-                    self.line(format!("if ({live}) dst[i] = {tr}[i];"));
-                    self.close("}");
-                    self.line("__syncwarp();");
+                    self.warp_region_out(k, vecs, &|i| format!("{tr}[{i}]"));
                     self.close("}");
                     return;
                 }
@@ -337,6 +291,43 @@ impl Emitter<'_> {
         };
         crate::place::coalesced_vectors(self.sel, self.sched, len, w as u64)
             .filter(|v| words && *v <= tr.vectors)
+    }
+
+    /// The warp's contiguous region of parameter `param` (`vecs` 16-byte vectors per lane) into
+    /// its transposition buffer, `slot(i)` the buffer's element for vector `i`: lane `l` reads
+    /// vectors `k * 32 + l` (whole lines per access), zero past the batch; then the warp
+    /// synchronises.
+    fn warp_region_in(&mut self, param: u32, vecs: u32, slot: &dyn Fn(&str) -> String) {
+        self.line(format!(
+            "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
+        ));
+        let live = self.vector_live(vecs);
+        self.line("#pragma unroll");
+        self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
+        self.line("const u32 i = k * 32u + lane;");
+        self.line(format!(
+            "{} = ({live}) ? src[i] : make_ulonglong2(0ull, 0ull);",
+            slot("i")
+        ));
+        self.close("}");
+        self.line("__syncwarp();");
+    }
+
+    /// The transposition buffer (filled by every lane) to the warp's contiguous region of result
+    /// `k`, each vector guarded by its own instance, the way [`Self::warp_region_in`] reads;
+    /// the warp synchronises before and after.
+    fn warp_region_out(&mut self, k: usize, vecs: u32, slot: &dyn Fn(&str) -> String) {
+        self.line("__syncwarp();");
+        self.line(format!(
+            "ulonglong2* dst = reinterpret_cast<ulonglong2*>(out{k}) + warp0 * {vecs}ull;"
+        ));
+        let live = self.vector_live(vecs);
+        self.line("#pragma unroll");
+        self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
+        self.line("const u32 i = k * 32u + lane;");
+        self.line(format!("if ({live}) dst[i] = {};", slot("i")));
+        self.close("}");
+        self.line("__syncwarp();");
     }
 
     /// Vector `i` of the warp's transposition buffer for tuple accesses, swizzled so that
