@@ -295,6 +295,36 @@ pub fn copy_gbs(
     Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
 }
 
+/// The same-run copy bandwidth a bench of arithmetic-bound kernels reports beside its figures:
+/// 512 MiB copied on the device, GB/s counting bytes read + written (printed as it is measured).
+pub fn same_run_copy(gpu: &GpuDevice, runs: usize) -> bigfuse::Result<f64> {
+    let words = 1usize << 26;
+    let src = gpu.upload(&vec![0x5a5a_5a5a_5a5a_5a5au64; words], "copy source")?;
+    let mut dst = gpu.alloc(words, "copy target")?;
+    let copy = copy_gbs(gpu, runs, &src, &mut dst)?;
+    eprintln!("  same-run device-to-device copy: {copy:.0} GB/s");
+    Ok(copy)
+}
+
+/// An operations-per-second figure with its unit (G, M or K), `-` when there is none.
+pub fn rate_cell(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x >= 1e9 => format!("{:.3} G", x / 1e9),
+        Some(x) if x >= 1e6 => format!("{:.3} M", x / 1e6),
+        Some(x) => format!("{:.1} K", x / 1e3),
+        None => "-".into(),
+    }
+}
+
+/// Limbs of a random odd modulus of exactly `bits` bits (top bit set).
+pub fn odd_modulus(rng: &mut impl rand::Rng, bits: u64) -> Vec<u64> {
+    let mut m: Vec<u64> = (0..bits / 64).map(|_| rng.gen()).collect();
+    m[0] |= 1;
+    let top = m.len() - 1;
+    m[top] |= 1 << 63;
+    m
+}
+
 /// One untimed launch of `program` over `n` instances and every result as the host sees it:
 /// what gets checked before the same buffers are timed.
 pub fn results(

@@ -4,7 +4,7 @@
 //! sampled instances first, next to GMP's `mpz_powm` on all host cores (through rug, behind the
 //! `gmp` feature) and CGBN's figures measured on an H200 (../shared/anchors).
 
-use crate::measure::{sample, time_program, Measured};
+use crate::measure::{odd_modulus, rate_cell, sample, time_program, Measured};
 use bigfuse::ir::{Builder, Func, Size, Type};
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{Hints, Kernel};
@@ -59,14 +59,6 @@ fn instances(bits: u64, ebits: u64) -> u64 {
     n.clamp(1 << 15, 1 << 18).next_power_of_two()
 }
 
-fn odd_modulus(rng: &mut impl Rng, bits: u64) -> Vec<u64> {
-    let mut m: Vec<u64> = (0..bits / 64).map(|_| rng.gen()).collect();
-    m[0] |= 1;
-    let top = m.len() - 1;
-    m[top] |= 1 << 63;
-    m
-}
-
 /// Times every size (and, with `full`, a full-length exponent besides the 512-bit one) under
 /// every variant, printing each row as it is measured (a long run cut short keeps its rows).
 pub fn run(
@@ -78,11 +70,7 @@ pub fn run(
 ) -> bigfuse::Result<(f64, Vec<Row>)> {
     let kernel = Kernel::new(func())?;
     // The same-run copy bandwidth every figure stands next to (powers are bound by arithmetic).
-    let words = 1usize << 26;
-    let src = gpu.upload(&vec![0x5a5a_5a5a_5a5a_5a5au64; words], "copy source")?;
-    let mut dst = gpu.alloc(words, "copy target")?;
-    let copy = crate::measure::copy_gbs(gpu, runs, &src, &mut dst)?;
-    eprintln!("  same-run device-to-device copy: {copy:.0} GB/s");
+    let copy = crate::measure::same_run_copy(gpu, runs)?;
     let mut rows = Vec::new();
     for &bits in sizes {
         let shapes: Vec<u64> = if full && bits != 512 {
@@ -160,14 +148,6 @@ fn measure(
     time_program(gpu, runs, &program, n, &refs, &mut out)
 }
 
-fn cell(v: Option<f64>) -> String {
-    match v {
-        Some(x) if x >= 1e6 => format!("{:.3} M", x / 1e6),
-        Some(x) => format!("{:.1} K", x / 1e3),
-        None => "-".into(),
-    }
-}
-
 pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -209,10 +189,10 @@ fn line(r: &Row) -> String {
         r.ebits,
         r.variant,
         r.n,
-        cell(r.per_s()),
-        cell(r.gmp_per_s),
+        rate_cell(r.per_s()),
+        rate_cell(r.gmp_per_s),
         ratio(r.per_s(), r.gmp_per_s),
-        cell(anchor),
+        rate_cell(anchor),
         ratio(r.per_s(), anchor),
     )
 }

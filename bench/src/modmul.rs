@@ -15,7 +15,7 @@
 //! next to GMP on all host cores doing the same arithmetic (`mpz_mul` then `mpz_mod` per product,
 //! through rug behind the `gmp` feature) and the same-run device-to-device copy.
 
-use crate::measure::{sample, time_program, Measured};
+use crate::measure::{odd_modulus, rate_cell, sample, time_program, Measured};
 use bigfuse::ir::{BinOp, Builder, Func, Size, Type, ValueId};
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{BigUint, Hints, Kernel};
@@ -136,21 +136,9 @@ fn instances(bits: u64) -> u64 {
     ((1u64 << 36) / (bits * bits)).clamp(1 << 16, 1 << 20)
 }
 
-fn odd_modulus(rng: &mut impl Rng, bits: u64) -> Vec<u64> {
-    let mut m: Vec<u64> = (0..bits / 64).map(|_| rng.gen()).collect();
-    m[0] |= 1;
-    let top = m.len() - 1;
-    m[top] |= 1 << 63;
-    m
-}
-
 /// Times every size and shape, printing each row as it is measured.
 pub fn run(gpu: &GpuDevice, runs: usize, sizes: &[u64]) -> bigfuse::Result<(f64, Vec<Row>)> {
-    let words = 1usize << 26;
-    let src = gpu.upload(&vec![0x5a5a_5a5a_5a5a_5a5au64; words], "copy source")?;
-    let mut dst = gpu.alloc(words, "copy target")?;
-    let copy = crate::measure::copy_gbs(gpu, runs, &src, &mut dst)?;
-    eprintln!("  same-run device-to-device copy: {copy:.0} GB/s");
+    let copy = crate::measure::same_run_copy(gpu, runs)?;
     let mut rows = Vec::new();
     for &bits in sizes {
         let n = instances(bits);
@@ -216,15 +204,6 @@ fn measure(
     time_program(gpu, runs, &program, n, &refs, &mut out)
 }
 
-fn cell(v: Option<f64>) -> String {
-    match v {
-        Some(x) if x >= 1e9 => format!("{:.3} G", x / 1e9),
-        Some(x) if x >= 1e6 => format!("{:.2} M", x / 1e6),
-        Some(x) => format!("{:.1} K", x / 1e3),
-        None => "-".into(),
-    }
-}
-
 pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -267,8 +246,8 @@ fn line(r: &Row) -> String {
         r.bits,
         r.shape.name(),
         r.n,
-        cell(r.per_s()),
-        cell(r.gmp_per_s),
+        rate_cell(r.per_s()),
+        rate_cell(r.gmp_per_s),
     )
 }
 
