@@ -118,7 +118,7 @@ fn global_word_arrays(func: &Func) -> Vec<(u64, u64)> {
     let words = |t: &Type| match t {
         Type::Big(s) => s.as_const().map(|b| (b / 64, 1)),
         Type::Array(e, n) if matches!(**e, Type::U64 | Type::Zp(_)) => n.as_const().map(|n| (n, 1)),
-        Type::Array(e, n) if e.leaves().iter().all(|l| *l == Type::U64) => {
+        Type::Array(e, n) if e.leaves().len() > 1 && e.leaves().iter().all(|l| *l == Type::U64) => {
             n.as_const().map(|n| (n, e.leaves().len() as u64))
         }
         _ => None,

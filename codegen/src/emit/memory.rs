@@ -284,6 +284,10 @@ impl Emitter<'_> {
     /// Vectors per thread when an array of `w`-word tuples moves through the warp's
     /// transposition buffer ([`crate::place::coalesced_vectors`]).
     fn coalesced_tuples(&self, id: ValueId, len: u64, w: usize) -> Option<u32> {
+        if w < 2 {
+            // A tuple of one word is a word: the rule for arrays of words is another.
+            return None;
+        }
         let tr = self.placement.transpose?;
         let words = match self.func.ty(id) {
             Type::Array(e, _) => e.leaves().iter().all(|l| *l == Type::U64),
