@@ -499,25 +499,38 @@ mod tests {
             assert_eq!(monts, 6, "{bits} bits:\n{}", print(&r));
             assert_eq!(count(&r, &|op| matches!(op, Op::BigRem(..))), 1);
             assert!(!has_residues(&r));
-            for k in 0..24u64 {
-                let m = match k {
-                    0 => BigUint::from(1u8),
-                    1 => BigUint::from(0u8),
-                    2 => BigUint::from(10u8),
-                    3 => BigUint::from(3u8),
-                    4 => (BigUint::from(1u8) << bits) - 1u8,
-                    _ => next(bits) | BigUint::from(k % 2),
-                };
-                let args: Vec<Value> = (0..3)
-                    .map(|_| Value::Big(next(bits)))
-                    .chain([Value::Big(m.clone())])
-                    .collect();
-                assert_eq!(
-                    eval(&r, &args).unwrap(),
-                    eval(&f, &args).unwrap(),
-                    "{bits} bits, m = {m}"
-                );
-            }
+            agrees(&f, &r, bits, 3, 24, &mut next);
+        }
+    }
+
+    /// `g` computes what `f` does (both over `operands` big integers, then the modulus) for
+    /// moduli 1, 0, 10, 3, 2^bits - 1 and random odd and even ones.
+    fn agrees(
+        f: &Func,
+        g: &Func,
+        bits: u64,
+        operands: usize,
+        cases: u64,
+        next: &mut impl FnMut(u64) -> BigUint,
+    ) {
+        for k in 0..cases {
+            let m = match k {
+                0 => BigUint::from(1u8),
+                1 => BigUint::from(0u8),
+                2 => BigUint::from(10u8),
+                3 => BigUint::from(3u8),
+                4 => (BigUint::from(1u8) << bits) - 1u8,
+                _ => next(bits) | BigUint::from(k % 2),
+            };
+            let args: Vec<Value> = (0..operands)
+                .map(|_| Value::Big(next(bits)))
+                .chain([Value::Big(m.clone())])
+                .collect();
+            assert_eq!(
+                eval(g, &args).unwrap(),
+                eval(f, &args).unwrap(),
+                "{bits} bits, m = {m}"
+            );
         }
     }
 
@@ -612,24 +625,7 @@ mod tests {
         );
         assert_eq!(count(&g, &|op| matches!(op, Op::BigRem(..))), 1);
         let mut next = values(0x2545f4914f6cdd1d);
-        for k in 0..12u64 {
-            let m = match k {
-                0 => BigUint::from(1u8),
-                1 => BigUint::from(0u8),
-                2 => (BigUint::from(1u8) << bits) - 1u8,
-                _ => next(bits) | BigUint::from(k % 2),
-            };
-            let args = [
-                Value::Big(next(bits)),
-                Value::Big(next(bits)),
-                Value::Big(m.clone()),
-            ];
-            assert_eq!(
-                eval(&g, &args).unwrap(),
-                eval(&f, &args).unwrap(),
-                "m = {m}"
-            );
-        }
+        agrees(&f, &g, bits, 2, 12, &mut next);
     }
 
     /// Past one thread's widest product: a clear error naming what to do.
