@@ -338,6 +338,39 @@ pub fn results(
     outputs.iter().map(|o| gpu.download(o, "result")).collect()
 }
 
+/// One result column of `program` over `n` instances from the limb columns `inputs` (uploaded
+/// with their names): launched once, sampled instances checked by `ok(i, result)`, then timed on
+/// the same buffers. `what` names the kernel in the error of an instance that differs.
+#[allow(clippy::too_many_arguments)]
+pub fn check_and_time(
+    gpu: &GpuDevice,
+    program: &GpuProgram,
+    runs: usize,
+    n: u64,
+    bits: u64,
+    inputs: &[(&[u64], &str)],
+    what: &str,
+    ok: impl Fn(usize, &[u64]) -> bool + Sync,
+) -> bigfuse::Result<Measured> {
+    let bufs = inputs
+        .iter()
+        .map(|(v, name)| gpu.upload(v, name))
+        .collect::<bigfuse::Result<Vec<_>>>()?;
+    let refs: Vec<&Slice> = bufs.iter().collect();
+    let mut out = vec![gpu.alloc(inputs[0].0.len(), "results")?];
+    let got = results(gpu, program, n, &refs, &mut out)?;
+    let bad = sample(bits, n as usize)
+        .into_par_iter()
+        .find_any(|&i| !ok(i, &got[0]));
+    if let Some(i) = bad {
+        return Err(bigfuse::Error::Argument {
+            kernel: what.into(),
+            message: format!("instance {i} at {bits} bits differs from num-bigint"),
+        });
+    }
+    time_program(gpu, runs, program, n, &refs, &mut out)
+}
+
 /// Times `program` over `n` instances on buffers already on the device (checked first by the
 /// caller), with the first kernel's schedule and resources alongside.
 pub fn time_program(

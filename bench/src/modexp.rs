@@ -4,12 +4,11 @@
 //! sampled instances first, next to GMP's `mpz_powm` on all host cores (through rug, behind the
 //! `gmp` feature) and CGBN's figures measured on an H200 (../shared/anchors).
 
-use crate::measure::{odd_modulus, rate_cell, sample, time_program, Measured};
+use crate::measure::{odd_modulus, rate_cell, Measured};
 use bigfuse::ir::{Builder, Func, Size, Type};
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{Hints, Kernel};
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 use std::fmt::Write as _;
 
 /// The kernel: `x^e mod m` with `x, m: U<BITS>`, `e: U<E>`.
@@ -124,28 +123,22 @@ fn measure(
     let t = std::time::Instant::now();
     let program = kernel.prepare_with(gpu, &[bits, ebits], hints)?;
     eprintln!("    compiled in {:.1} s", t.elapsed().as_secs_f64());
-    let inputs = [
-        gpu.upload(x, "bases")?,
-        gpu.upload(e, "exponents")?,
-        gpu.upload(m, "moduli")?,
-    ];
-    let refs = [&inputs[0], &inputs[1], &inputs[2]];
-    let mut out = vec![gpu.alloc(x.len(), "powers")?];
-    let got = crate::measure::results(gpu, &program, n, &refs, &mut out)?;
     let (s, k) = ((bits / 64) as usize, (ebits / 64) as usize);
     let big = bigfuse::runtime::big_from_limbs;
-    let bad = sample(bits, n as usize).into_par_iter().find_any(|&i| {
-        let want = big(&x[i * s..(i + 1) * s])
-            .modpow(&big(&e[i * k..(i + 1) * k]), &big(&m[i * s..(i + 1) * s]));
-        big(&got[0][i * s..(i + 1) * s]) != want
-    });
-    if let Some(i) = bad {
-        return Err(bigfuse::Error::Argument {
-            kernel: "modexp".into(),
-            message: format!("instance {i} at {bits} bits differs from num-bigint's modpow"),
-        });
-    }
-    time_program(gpu, runs, &program, n, &refs, &mut out)
+    crate::measure::check_and_time(
+        gpu,
+        &program,
+        runs,
+        n,
+        bits,
+        &[(x, "bases"), (e, "exponents"), (m, "moduli")],
+        "modexp",
+        |i, got| {
+            let want = big(&x[i * s..(i + 1) * s])
+                .modpow(&big(&e[i * k..(i + 1) * k]), &big(&m[i * s..(i + 1) * s]));
+            big(&got[i * s..(i + 1) * s]) == want
+        },
+    )
 }
 
 pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {

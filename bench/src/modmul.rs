@@ -15,12 +15,11 @@
 //! next to GMP on all host cores doing the same arithmetic (`mpz_mul` then `mpz_mod` per product,
 //! through rug behind the `gmp` feature) and the same-run device-to-device copy.
 
-use crate::measure::{odd_modulus, rate_cell, sample, time_program, Measured};
+use crate::measure::{odd_modulus, rate_cell, Measured};
 use bigfuse::ir::{BinOp, Builder, Func, Size, Type, ValueId};
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{BigUint, Hints, Kernel};
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 use std::fmt::Write as _;
 
 /// Products of the `chain16` shape.
@@ -181,27 +180,18 @@ fn measure(
     let t = std::time::Instant::now();
     let program = kernel.prepare_with(gpu, &[bits], &Hints::default())?;
     eprintln!("    compiled in {:.1} s", t.elapsed().as_secs_f64());
-    let inputs = [
-        gpu.upload(a, "a")?,
-        gpu.upload(b, "b")?,
-        gpu.upload(m, "moduli")?,
-    ];
-    let refs = [&inputs[0], &inputs[1], &inputs[2]];
-    let mut out = vec![gpu.alloc(a.len(), "results")?];
-    let got = crate::measure::results(gpu, &program, n, &refs, &mut out)?;
     let s = (bits / 64) as usize;
-    let big = bigfuse::runtime::big_from_limbs;
-    let at = |v: &[u64], i: usize| big(&v[i * s..(i + 1) * s]);
-    let bad = sample(bits, n as usize)
-        .into_par_iter()
-        .find_any(|&i| at(&got[0], i) != shape.expect(&at(a, i), &at(b, i), &at(m, i)));
-    if let Some(i) = bad {
-        return Err(bigfuse::Error::Argument {
-            kernel: shape.name().into(),
-            message: format!("instance {i} at {bits} bits differs from num-bigint"),
-        });
-    }
-    time_program(gpu, runs, &program, n, &refs, &mut out)
+    let at = |v: &[u64], i: usize| bigfuse::runtime::big_from_limbs(&v[i * s..(i + 1) * s]);
+    crate::measure::check_and_time(
+        gpu,
+        &program,
+        runs,
+        n,
+        bits,
+        &[(a, "a"), (b, "b"), (m, "moduli")],
+        shape.name(),
+        |i, got| at(got, i) == shape.expect(&at(a, i), &at(b, i), &at(m, i)),
+    )
 }
 
 pub fn table(gpu: &str, runs: usize, copy_gbs: f64, rows: &[Row]) -> String {
