@@ -76,9 +76,9 @@ pub struct Transpose {
 /// throughput (79%) at 47% of DRAM throughput (`ncu`, H200, bench/RESULTS.md 2026-11-26).
 pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64, w: u64) -> Option<u32> {
     if w > 1 {
+        // The schedule decided for the program (one thread per instance, one element each).
         return (len == 1
             && sched.tuples_coalesced
-            && sched.threads_per_instance == 1
             && w.is_multiple_of(2)
             && w <= 16
             && sched.block_threads.is_multiple_of(32))
