@@ -31,3 +31,11 @@ pub fn dot(xs: [Zp<P>; N], ys: [Zp<P>; N]) -> Zp<P> {
         .map(|(x, y)| x * y)
         .reduce(|s, t| s + t, Zp::ZERO)
 }
+
+/// Prefix sums of residues modulo the prime P (an inclusive scan). Arrays longer than one block's
+/// threads span several blocks, which pass the running sum on to each other by look-back: one
+/// kernel, each element read and written once.
+#[crate::kernel]
+pub fn prefix_sums(xs: [Zp<P>; N]) -> [Zp<P>; N] {
+    xs.scan_inclusive(|s, t| s + t, Zp::ZERO)
+}

@@ -56,6 +56,20 @@ fn six_add_kernels() {
     }
 }
 
+/// Instances longer than one block's threads span several blocks: their carries (and scans)
+/// resolve by look-back through a launch's scratch.
+#[test]
+fn spanning_kernels() {
+    let bits = 1 << 22;
+    snap("add", add::kernel().unwrap(), bits);
+    snap("six_add", six_add::kernel().unwrap(), bits);
+    let scan = bigfuse::programs::prefix_sums::kernel().unwrap();
+    let sizes = [(1u64 << 61) - 1, (1 << 20) + 17];
+    let src = scan.cuda_source(&sizes, &Target::h100()).unwrap();
+    insta::assert_snapshot!("prefix_sums_1048593", src);
+    common::nvrtc_compiles(scan, &sizes);
+}
+
 #[test]
 fn compare_and_select_kernels() {
     snap("compare", compare::kernel().unwrap(), 192);

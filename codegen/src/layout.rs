@@ -114,6 +114,44 @@ pub fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLay
     Ok((inputs, outputs))
 }
 
+/// The global scratch of a kernel whose instances span several blocks: the blocks of an instance
+/// pass each scan's prefix on through it (decoupled look-back, `emit/lookback.rs`), and take their
+/// places in the instance from a ticket counter, in the order they start, so that a block only
+/// ever waits for blocks already running. The runtime gives each launch its own scratch, with
+/// [`Scratch::zeroed_bytes`] cleared before the kernel starts.
+///
+/// In 32-bit words: word 0 the ticket counter, then from byte [`Scratch::HEADER`] one status word
+/// per (scan, block): 0 nothing yet, 1 the block's own aggregate published, 2 the inclusive prefix
+/// up to the block published. Then, 8-byte aligned, two values per (scan, block), the aggregate
+/// and the inclusive prefix, each `leaves` 64-bit words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scratch {
+    /// Scans (carry scans included) that resolve across blocks, in node order.
+    pub scans: u32,
+    /// 64-bit words of the widest scan's value.
+    pub leaves: u32,
+}
+
+impl Scratch {
+    /// Bytes before the status words (the ticket counter, padded to a cache line's half).
+    pub const HEADER: u64 = 64;
+
+    /// Bytes the runtime clears before each launch of `grid` blocks: counter and status words.
+    pub fn zeroed_bytes(&self, grid: u64) -> u64 {
+        Self::HEADER + 4 * self.scans as u64 * grid
+    }
+
+    /// Byte offset of the values.
+    pub fn values_offset(&self, grid: u64) -> u64 {
+        self.zeroed_bytes(grid).div_ceil(8) * 8
+    }
+
+    /// Bytes of scratch for a launch of `grid` blocks.
+    pub fn bytes(&self, grid: u64) -> u64 {
+        self.values_offset(grid) + 16 * self.leaves as u64 * self.scans as u64 * grid
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,7 +39,7 @@ pub mod target;
 pub use emit::emit;
 pub use error::{CgResult, CodegenError};
 pub use fuse::{fuse, Fused, KernelGroup};
-pub use layout::{layout_of, BufferLayout, Unit};
+pub use layout::{layout_of, BufferLayout, Scratch, Unit};
 pub use lower::lower;
 pub use passes::{Pass, Stage, Stages, PASSES};
 pub use place::{place, Place, Placement};
@@ -67,6 +67,9 @@ pub struct Compiled {
     pub stages: Vec<Stage>,
     /// Constant tables the kernel reads (NTT twiddles), in parameter order after the outputs.
     pub tables: Vec<Vec<u32>>,
+    /// The global scratch each launch needs, passed after the tables, when instances span
+    /// several blocks.
+    pub scratch: Option<layout::Scratch>,
     /// The size parameters' names and values, e.g. `[("BITS", 4096)]`.
     pub sizes: Vec<(String, u64)>,
     pub target: Target,
@@ -123,7 +126,7 @@ impl Compiled {
 
     /// Blocks needed for `n` instances.
     pub fn grid_for(&self, n: u64) -> u64 {
-        n.div_ceil(self.schedule.instances_per_block as u64)
+        self.schedule.grid_for(n)
     }
 }
 
@@ -182,9 +185,19 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         sched.instances_per_block,
         sched.block_threads
     );
+    let header = if sched.blocks_per_instance > 1 {
+        header.replace(
+            &format!("{} instance(s) per block of", sched.instances_per_block),
+            &format!("each instance over {} blocks of", sched.blocks_per_instance),
+        )
+    } else {
+        header
+    };
     let source = emit(&fused.func, &selection, &sched, &placement, &name, &header)?;
     let (inputs, outputs) = layout::buffer_layouts(&fused.func)?;
+    let scratch = emit::scratch_of(&fused.func, sched.blocks_per_instance);
     Ok(Compiled {
+        scratch,
         kernel_name: name,
         source,
         schedule: sched,

@@ -149,7 +149,7 @@ fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) ->
         let words = sched.threads_per_instance * sched.q_of(len);
         return Some(sched.instances_per_block * words * 8);
     }
-    if sched.threads_per_instance <= 32 {
+    if sched.block_span() <= 32 {
         return None; // warp shuffles and ballots need no shared memory
     }
     match &node.op {
@@ -264,7 +264,7 @@ pub fn place(
         buffers.len(),
         total
     )];
-    if sched.threads_per_instance <= 32 {
+    if sched.block_span() <= 32 {
         notes.push(
             "cross-thread steps inside one warp: shuffles and ballots, no shared memory".into(),
         );

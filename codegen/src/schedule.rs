@@ -12,7 +12,7 @@ use bigfuse_core::{Func, Op, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -42,14 +42,17 @@ pub struct Hints {
     /// The widest divisor (bits) that one thread divides by whole (`divw=4096`); by default
     /// [`crate::divide::ONE_THREAD_MAX_DIVISOR_BITS`].
     pub divide_whole_bits: Option<u64>,
+    /// The most blocks one instance may span (`span=1`: every instance in one block); by default
+    /// as many as its arrays need at the cost model's Q ([`spans_blocks`]).
+    pub span: Option<u32>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 9] = [
-        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw",
+    pub const KEYS: [&'static str; 10] = [
+        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw", "span",
     ];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
@@ -77,6 +80,12 @@ impl Hints {
             "chunk" => self.chunk_len = num()?,
             "group" => self.pow_mod_group = small()?,
             "divw" => self.divide_whole_bits = num()?,
+            "span" => {
+                self.span = small()?;
+                if self.span == Some(0) {
+                    return Err("`span=0`: write 1 or more (1 for one block)".into());
+                }
+            }
             "thread" => {
                 self.per_thread = match num()? {
                     None => None,
@@ -162,6 +171,7 @@ impl std::fmt::Display for Hints {
             v(&self.per_thread.map(u8::from)),
             v(&self.pow_mod_group),
             v(&self.divide_whole_bits),
+            v(&self.span),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -174,8 +184,12 @@ impl std::fmt::Display for Hints {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schedule {
-    /// Threads per instance (a power of two; 1 ..= 1024).
+    /// Threads per instance: a power of two up to one block's, or a whole number of blocks where
+    /// an instance spans several.
     pub threads_per_instance: u32,
+    /// Blocks one instance spans: 1, or more for instances too long for one block, whose scans
+    /// resolve across blocks by look-back ([`spans_blocks`]).
+    pub blocks_per_instance: u32,
     /// Instances per block.
     pub instances_per_block: u32,
     pub block_threads: u32,
@@ -207,8 +221,20 @@ impl Schedule {
         len.div_ceil(self.threads_per_instance as u64).max(1) as u32
     }
 
+    /// Threads of one instance inside one block: as far as shuffles, ballots and block barriers
+    /// reach.
+    pub fn block_span(&self) -> u32 {
+        self.threads_per_instance / self.blocks_per_instance
+    }
+
+    /// Warps of one instance inside one block.
     pub fn warps_per_instance(&self) -> u32 {
-        self.threads_per_instance.div_ceil(32)
+        self.block_span().div_ceil(32)
+    }
+
+    /// Blocks a launch over `n` instances takes.
+    pub fn grid_for(&self, n: u64) -> u64 {
+        n.div_ceil(self.instances_per_block as u64) * self.blocks_per_instance as u64
     }
 }
 
@@ -271,6 +297,33 @@ pub const POW_MOD_BLOCK: u32 = 128;
 /// 316,245 / 284,687 / 210,237 / 139,970 / 84,695 / 49,055 against 286,431 / 259,528 / 196,634 /
 /// 133,419 / 82,439 (NTT 38,308).
 pub const CLASSICAL_BLOCK: u32 = 128;
+
+/// Threads per block of instances that span several blocks. (Measured: see bench/RESULTS.md.)
+pub const SPAN_BLOCK: u32 = 512;
+
+/// Elements per thread of instances that span several blocks: 16-byte accesses, coalesced
+/// through the warps' buffers ([`crate::place::coalesced_vectors`]).
+pub const SPAN_Q: u32 = 4;
+
+/// The most blocks one instance spans by default: 2^26-bit integers (2^20 limbs) at Q=4 in
+/// 512-thread blocks take 512, scans over 2^24 elements 8192.
+pub const MAX_SPAN: u32 = 1 << 16;
+
+/// Whether the instances of `func` may span several blocks: every step across threads is a scan
+/// (carry scans included), which the blocks of an instance resolve in order by look-back
+/// (`emit/lookback.rs`); element-wise work needs nothing. Reductions (chunked instead:
+/// [`crate::chunk`]), gathers and products read across the whole instance.
+pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
+    use bigfuse_core::Op;
+    sel.products().next().is_none()
+        && func.nodes.iter().all(|n| match &n.op {
+            Op::Reduce { .. } | Op::Gather { .. } | Op::LimbMul { .. } | Op::PolyMul { .. } => {
+                false
+            }
+            Op::Scan { flags, .. } => flags.is_none(),
+            _ => true,
+        })
+}
 
 /// Limbs per thread for a program whose arrays have `len` elements and which has `steps`
 /// cross-thread steps (carry scans, reductions). Each step costs a barrier once an instance spans
@@ -374,6 +427,29 @@ pub fn schedule(
         .div_ceil(want_q)
         .next_power_of_two()
         .min(max_t as u64) as u32;
+    // Instances longer than one block's threads at SPAN_Q span several blocks, where the only
+    // steps across threads are scans; otherwise Q grows (and registers with it).
+    let span_block = hints.block_threads.unwrap_or(SPAN_BLOCK).min(max_t);
+    let most_blocks = hints.span.unwrap_or(MAX_SPAN);
+    let span_q = hints.q.unwrap_or(SPAN_Q).max(1) as u64;
+    let spread = max_len.div_ceil(span_q);
+    let mut blocks = 1u32;
+    if spread > max_t as u64 && most_blocks > 1 && spans_blocks(func, sel) {
+        if !span_block.is_power_of_two() || span_block < 32 {
+            return Err(CodegenError::Unsupported(format!(
+                "block size {span_block}: an instance that spans blocks needs a power of two of at least 32 threads"
+            )));
+        }
+        blocks = spread
+            .div_ceil(span_block as u64)
+            .clamp(1, most_blocks as u64) as u32;
+        t = blocks * span_block;
+        if blocks > 1 {
+            decisions.push(format!(
+                "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, its scans resolved across them by look-back"
+            ));
+        }
+    }
     let mul_width = hints
         .mul_width
         .unwrap_or(mul::DEFAULT_WIDTH)
@@ -475,13 +551,20 @@ pub fn schedule(
     };
     match hints.q {
         Some(q) => decisions.push(format!("Q={q} requested")),
+        None if blocks > 1 => {}
         None => decisions.push(format!(
             "Q={want_q} from the cost model ({steps} cross-thread step(s), {max_len}-element arrays)"
         )),
     }
     // More threads per instance lower the registers each thread needs.
     // (Not for arrays of one element, one thread per instance: more threads would idle.)
-    while regs_at(t) > target.max_regs_per_thread && t < max_t && (t as u64) < max_len {
+    while regs_at(t) > target.max_regs_per_thread
+        && (t < max_t || (blocks > 1 && blocks < most_blocks))
+        && (t as u64) < max_len
+    {
+        if t >= max_t {
+            blocks *= 2;
+        }
         t *= 2;
         decisions.push(format!(
             "T doubled to {t}: too many registers at Q={}",
@@ -515,6 +598,7 @@ pub fn schedule(
     ));
 
     let block = match hints.block_threads {
+        _ if blocks > 1 => span_block,
         Some(b) => {
             if b % 32 != 0 || b < t || b > max_t || b % t != 0 {
                 return Err(CodegenError::Unsupported(format!(
@@ -538,7 +622,7 @@ pub fn schedule(
         }
         None => t.max(PREFERRED_BLOCK.min(max_t)).max(32),
     };
-    let ipb = block / t;
+    let ipb = if blocks > 1 { 1 } else { block / t };
     // At least 16 warps per SM keep shared-memory and carry latencies hidden; the cap this puts on
     // registers (128 with 256-thread blocks) only binds programs that would otherwise crowd out
     // other blocks (Poly, NTT products).
@@ -580,6 +664,7 @@ pub fn schedule(
         tuples_coalesced,
         pow_mod_threads,
         threads_per_instance: t,
+        blocks_per_instance: blocks,
         instances_per_block: ipb,
         block_threads: block,
         max_len,
@@ -604,9 +689,11 @@ pub fn schedule(
         sched.min_blocks,
         (target.regs_per_sm / (sched.min_blocks * block)).min(255) / 8 * 8
     ));
-    sched
-        .decisions
-        .push(format!("{ipb} instance(s) per block of {block} threads"));
+    sched.decisions.push(if blocks > 1 {
+        format!("each instance spans {blocks} blocks of {block} threads")
+    } else {
+        format!("{ipb} instance(s) per block of {block} threads")
+    });
     sched
         .decisions
         .push(format!("about {est} registers per thread (estimate)"));

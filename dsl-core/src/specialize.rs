@@ -5,9 +5,10 @@ use crate::error::{IrError, IrResult};
 use crate::ir::{Func, Literal, Op};
 use crate::validate::validate;
 
-/// The widest big integer the IR accepts (the evaluator has no limit of its own; the GPU schedule
-/// has tighter ones and says so).
-pub const MAX_BITS: u64 = 1 << 24;
+/// The widest big integer the IR accepts: 2^26 bits, where sums and differences run with each
+/// instance over many blocks (the evaluator has no limit of its own; the GPU schedule has tighter
+/// ones for products and says so). A product `mul_wide` of two such values is twice as wide.
+pub const MAX_BITS: u64 = 1 << 27;
 
 /// Checks that `bits` is a width `U<bits>` can have.
 pub fn check_bits(bits: u64) -> IrResult<()> {

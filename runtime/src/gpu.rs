@@ -532,16 +532,28 @@ impl GpuKernel {
                 ),
             });
         }
-        // The kernel's parameters: buffers, tables, then n, each a 64-bit value.
-        let mut values: Vec<u64> = Vec::with_capacity(ptrs.len() + self.tables.len() + 1);
+        // Instances that span blocks pass their scans on through a scratch of this launch's own,
+        // from the stream-ordered allocator (so that launches on other streams never share one),
+        // its status words cleared first (bigfuse_codegen::Scratch).
+        let scratch = match c.scratch {
+            Some(s) => Some(guarded("allocating a launch's scratch", || unsafe {
+                let ptr = result::malloc_async(stream.cu_stream(), s.bytes(grid) as usize)?;
+                result::memset_d8_async(ptr, 0, s.zeroed_bytes(grid) as usize, stream.cu_stream())
+                    .map(|_| ptr)
+            })?),
+            None => None,
+        };
+        // The kernel's parameters: buffers, tables, the scratch, then n, each a 64-bit value.
+        let mut values: Vec<u64> = Vec::with_capacity(ptrs.len() + self.tables.len() + 2);
         values.extend_from_slice(ptrs);
         values.extend(self.tables.iter().map(|t| t.ptr()));
+        values.extend(scratch);
         values.push(n);
         let mut params: Vec<*mut std::ffi::c_void> = values
             .iter_mut()
             .map(|v| v as *mut u64 as *mut std::ffi::c_void)
             .collect();
-        guarded("launching a kernel", || unsafe {
+        let launched = guarded("launching a kernel", || unsafe {
             result::launch_kernel(
                 self.function.cu_function(),
                 (grid as u32, 1, 1),
@@ -550,14 +562,22 @@ impl GpuKernel {
                 stream.cu_stream(),
                 &mut params,
             )
-        })
+        });
+        if let Some(ptr) = scratch {
+            // Freed in stream order: after the kernel, whatever the host does meanwhile.
+            guarded("freeing a launch's scratch", || unsafe {
+                result::free_async(ptr, stream.cu_stream())
+            })?;
+        }
+        launched
     }
 
     /// Instances one wave of this kernel covers on `target` (every SM full).
     pub fn instances_per_wave(&self, target: &Target) -> u64 {
-        self.blocks_per_sm as u64
-            * target.sm_count as u64
-            * self.compiled.schedule.instances_per_block as u64
+        let s = &self.compiled.schedule;
+        (self.blocks_per_sm as u64 * target.sm_count as u64 * s.instances_per_block as u64
+            / s.blocks_per_instance as u64)
+            .max(1)
     }
 }
 

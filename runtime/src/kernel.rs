@@ -97,8 +97,8 @@ pub fn autotune_enabled() -> bool {
 /// bits from which products use the NTT; full products from half as many), `BIGFUSE_MIN_BLOCKS`
 /// (blocks per SM in launch bounds),
 /// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer), `BIGFUSE_DIVIDE_WHOLE` (the
-/// widest divisor, in bits, that one thread divides by whole).
-/// Unparsable values are ignored.
+/// widest divisor, in bits, that one thread divides by whole), `BIGFUSE_SPAN` (the most blocks one
+/// instance spans; 1 keeps every instance in one block). Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
@@ -124,6 +124,7 @@ pub fn env_hints() -> Hints {
         },
         pow_mod_group: read("BIGFUSE_POW_MOD_GROUP"),
         divide_whole_bits: read("BIGFUSE_DIVIDE_WHOLE").map(u64::from),
+        span: read("BIGFUSE_SPAN"),
     }
 }
 

@@ -3,8 +3,9 @@
 //! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
 //! of the carries between threads (`carry.rs`), instead of per-limb flag words.
 
-use super::{Emitter, Val};
+use super::{scalar::literal, Emitter, Val};
 use crate::isel::CarryChain;
+use bigfuse_core::Type;
 
 impl Emitter<'_> {
     /// Emits a whole addition group at its partial map; the group's other nodes become aliases.
@@ -84,13 +85,22 @@ impl Emitter<'_> {
             "const u32 {agg} = ({carry} & 1u) | (({all} == {want}) ? 2u : 0u);"
         ));
         if self.sched.threads_per_instance > 1 {
-            let flags = if self.sched.threads_per_instance > 32 {
+            let flags = if self.sched.block_span() > 32 {
                 self.staging(g.scan, "u32")
             } else {
                 String::new()
             };
             // A thread's limbs cannot both carry out and be all ones (all zeros for a borrow).
             let pre = self.carry_prefix(&flags, &agg, true);
+            let pre = if self.sched.blocks_per_instance > 1 {
+                let carry = bigfuse_core::ops::carry();
+                let init = literal(&bigfuse_core::ops::carry_identity());
+                let agg = [agg.clone()];
+                self.across_blocks(g.scan, &carry, &[Type::U32], &init, &[pre], &agg)
+                    .remove(0)
+            } else {
+                pre
+            };
             let cin = self.temp();
             self.line(format!("const u64 {cin} = (u64)({pre} & 1u);"));
             let mut text = vec![format!("{op}.cc.u64 %0, %0, %{q};")];

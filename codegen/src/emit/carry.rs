@@ -15,7 +15,7 @@ impl Emitter<'_> {
     /// aggregates of additions; otherwise the carry into a lane is read off the sum with the
     /// propagate bits of generating lanes masked (the sum bit of such a lane is its carry-in).
     pub(super) fn carry_prefix(&mut self, flags: &str, agg: &str, disjoint: bool) -> String {
-        let t_count = self.sched.threads_per_instance;
+        let t_count = self.sched.block_span();
         let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
         self.line(format!(
             "const u32 {g} = {agg} & 1u, {p} = ({agg} >> 1) & 1u;"

@@ -12,6 +12,7 @@
 //! - `warp`: shuffles, lane scans and reductions;
 //! - `scan`: scans and reductions over an instance: thread, lanes, then warps;
 //! - `carry`: carries between threads, resolved with ballots;
+//! - `lookback`: scans across the blocks of instances that span several;
 //! - `add`: additions and subtractions as PTX carry chains;
 //! - `mul`, `ntt`, `polymul`: products;
 //! - `montgomery`, `montgomery_group`: modular exponentiation, one device function per widths,
@@ -25,6 +26,7 @@ mod divide;
 mod gcd;
 #[cfg(test)]
 mod host;
+mod lookback;
 mod memory;
 mod montgomery;
 mod montgomery_group;
@@ -45,6 +47,7 @@ use bigfuse_core::{Func, Op, Type, ValueId};
 use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
 
 pub use crate::layout::{layout_of, BufferLayout};
+pub use lookback::scratch_of;
 
 /// A value as the kernel holds it.
 #[derive(Clone, Debug)]

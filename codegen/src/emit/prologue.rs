@@ -60,6 +60,10 @@ impl Emitter<'_> {
                 id.0
             ))
         }));
+        if sched.blocks_per_instance > 1 {
+            // Where the blocks of an instance pass their scans on (crate::layout::Scratch).
+            params.push("u32* __restrict__ bf_scratch".into());
+        }
         params.push("const u64 n".into());
         self.line(format!(
             "extern \"C\" __global__ void __launch_bounds__({}, {}) {kernel_name}(",
@@ -75,19 +79,37 @@ impl Emitter<'_> {
     pub(super) fn indices(&mut self) {
         let (sched, placement) = (self.sched, self.placement);
         let t = sched.threads_per_instance;
-        self.line(format!(
-            "// {t} thread(s) per instance, {} instance(s) per block",
-            sched.instances_per_block
-        ));
-        self.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
-        self.line(format!("const u32 slot = threadIdx.x / {t}u;"));
-        self.line(format!(
-            "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
-            sched.instances_per_block
-        ));
+        let blocks = sched.blocks_per_instance;
+        if blocks > 1 {
+            let b = sched.block_threads;
+            self.line(format!(
+                "// {t} threads per instance: each instance spans {blocks} blocks of {b}"
+            ));
+            // Blocks take their places in the order they start: a block's look-back only waits
+            // for blocks already running (emit/lookback.rs).
+            self.line("__shared__ u32 bf_ticket;");
+            self.line("if (threadIdx.x == 0u) bf_ticket = atomicAdd(bf_scratch, 1u);");
+            self.line("__syncthreads();");
+            self.line("const u32 vb = bf_ticket;");
+            self.line(format!("const u32 part = vb % {blocks}u;"));
+            self.line(format!("const u32 t = part * {b}u + threadIdx.x;"));
+            self.line("const u32 slot = 0u;");
+            self.line(format!("const u64 inst = (u64)(vb / {blocks}u);"));
+        } else {
+            self.line(format!(
+                "// {t} thread(s) per instance, {} instance(s) per block",
+                sched.instances_per_block
+            ));
+            self.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
+            self.line(format!("const u32 slot = threadIdx.x / {t}u;"));
+            self.line(format!(
+                "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
+                sched.instances_per_block
+            ));
+        }
         self.line("const bool live = inst < n;");
         self.line("const u32 lane = threadIdx.x & 31u;");
-        if t > 32 {
+        if sched.block_span() > 32 {
             self.line(format!(
                 "const u32 warp = (threadIdx.x >> 5) & {}u;",
                 sched.warps_per_instance() - 1
@@ -103,7 +125,12 @@ impl Emitter<'_> {
         if placement.transpose.is_some() {
             // The batch's first thread of this warp: coalesced accesses address the warp's region.
             self.line(format!(
-                "const u64 warp0 = (u64)blockIdx.x * {}ull + (threadIdx.x & ~31u);",
+                "const u64 warp0 = (u64){} * {}ull + (threadIdx.x & ~31u);",
+                if sched.blocks_per_instance > 1 {
+                    "vb"
+                } else {
+                    "blockIdx.x"
+                },
                 sched.block_threads
             ));
         }

@@ -49,7 +49,7 @@ impl Emitter<'_> {
         if self.sched.threads_per_instance > 1 {
             self.line("// combine with the threads before this one");
             let pre = if carry {
-                let flags = if self.sched.threads_per_instance > 32 {
+                let flags = if self.sched.block_span() > 32 {
                     self.staging(id, "u32")
                 } else {
                     String::new()
@@ -58,6 +58,11 @@ impl Emitter<'_> {
                 vec![self.carry_prefix(&flags, &acc[0], false)]
             } else {
                 self.thread_prefix(id, op, &init, &types, &acc)
+            };
+            let pre = if self.sched.blocks_per_instance > 1 {
+                self.across_blocks(id, op, &types, &init, &pre, &acc)
+            } else {
+                pre
             };
             self.line("#pragma unroll");
             self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
@@ -125,7 +130,7 @@ impl Emitter<'_> {
         types: &[Type],
         agg: &[String],
     ) -> Vec<String> {
-        let t_count = self.sched.threads_per_instance;
+        let t_count = self.sched.block_span();
         let x = self.vars(types, agg);
         if t_count <= 32 {
             self.lane_scan(op, types, &x, t_count, "t");

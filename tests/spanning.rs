@@ -1,0 +1,166 @@
+//! Integers and arrays longer than one block's threads: each instance spans several blocks, whose
+//! carries and scans resolve by look-back (codegen/src/emit/lookback.rs). Every result against
+//! num-bigint or a sequential prefix sum, with batches of 1 and 3; on the GPU at every size up to
+//! 2^26 bits and 2^24 + 17 elements, on the CPU backend at the smaller ones.
+
+mod common;
+
+use bigfuse::prelude::*;
+use bigfuse::programs::prefix_sums;
+use bigfuse::{BigUint, Hints, Target};
+use common::kernels::{add, six_add, sub};
+use common::{all_ones, modulus, random_big, rng, wrap_add, wrap_sub};
+use rand::Rng;
+
+/// A 61-bit prime.
+const P: u64 = (1 << 61) - 1;
+
+/// Operands for `count` instances at `bits`: a carry (and a borrow) through every limb, then
+/// carries that stop at block edges, then random values of the shapes `random_big` draws.
+fn operands(bits: u64, count: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
+    let mut r = rng(seed ^ bits);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..count {
+        let (x, y) = match i {
+            0 => (all_ones(bits), BigUint::from(1u8)),
+            // Ones up to a limb inside the instance's second block (2048 limbs a block).
+            1 => (modulus(64 * 2048 + 64 * 700) - 1u8, BigUint::from(3u8)),
+            _ => (random_big(&mut r, bits), random_big(&mut r, bits)),
+        };
+        a.push(x % modulus(bits));
+        b.push(y % modulus(bits));
+    }
+    (a, b)
+}
+
+fn check_sums(dev: &Device, bits: u64, count: usize) {
+    let (a, b) = operands(bits, count, 7);
+    let s = add::run(dev, bits, &a, &b).unwrap();
+    let d = sub::run(dev, bits, &a, &b).unwrap();
+    let d2 = sub::run(dev, bits, &b, &a).unwrap();
+    for i in 0..count {
+        assert!(
+            s[i] == wrap_add(&a[i], &b[i], bits),
+            "a + b at {bits} bits, instance {i} of {count}, on {dev}"
+        );
+        assert!(
+            d[i] == wrap_sub(&a[i], &b[i], bits),
+            "a - b at {bits} bits, instance {i} of {count}, on {dev}"
+        );
+        assert!(
+            d2[i] == wrap_sub(&b[i], &a[i], bits),
+            "b - a at {bits} bits, instance {i} of {count}, on {dev}"
+        );
+    }
+    let six = six_add::run(dev, bits, &a, &b).unwrap();
+    for i in 0..count {
+        let want = (BigUint::from(6u8) * &a[i] + BigUint::from(10u8) * &b[i]) % modulus(bits);
+        assert!(
+            six[i] == want,
+            "6-Add at {bits} bits, instance {i} on {dev}"
+        );
+    }
+}
+
+/// The plan the tests rely on: these sizes span blocks.
+#[test]
+fn long_instances_span_blocks() {
+    let plan = |bits: u64, hints: &str| {
+        add::kernel()
+            .unwrap()
+            .plan(&[bits], &Target::h100(), &hints.parse::<Hints>().unwrap())
+    };
+    for (bits, blocks) in [
+        (1u64 << 19, 4u32),
+        (1 << 22, 32),
+        ((1 << 22) + 1088, 33),
+        (1 << 26, 512),
+    ] {
+        let p = plan(bits, "").unwrap();
+        assert_eq!(p.parts.len(), 1);
+        let s = &p.parts[0].compiled.schedule;
+        assert_eq!(s.blocks_per_instance, blocks, "{bits} bits");
+        assert!(p.parts[0].compiled.scratch.is_some());
+    }
+    // One block per instance as before: 2^22 bits do not fit one block's registers.
+    assert!(
+        plan(1 << 20, "span=1").unwrap().parts[0]
+            .compiled
+            .schedule
+            .blocks_per_instance
+            == 1
+    );
+    let e = plan(1 << 22, "span=1").unwrap_err().to_string();
+    assert!(e.contains("registers"), "{e}");
+}
+
+#[test]
+fn sums_and_differences_across_blocks() {
+    for bits in [1u64 << 19, (1 << 22) + 1088] {
+        for count in [1, 3] {
+            check_sums(&Device::cpu(), bits, count);
+        }
+    }
+    if let Some(gpu) = common::gpu() {
+        for bits in [
+            1u64 << 19,
+            1 << 20,
+            1 << 22,
+            (1 << 22) + 1088,
+            1 << 24,
+            1 << 26,
+        ] {
+            for count in [1, 3] {
+                check_sums(&gpu, bits, count);
+            }
+        }
+    }
+}
+
+fn check_prefix_sums(dev: &Device, n: u64, count: usize) {
+    let mut r = rng(n);
+    let xs: Vec<u64> = (0..n as usize * count)
+        .map(|i| match i % 5 {
+            0 => P - 1,
+            _ => r.gen::<u64>() % P,
+        })
+        .collect();
+    let got = prefix_sums::run(dev, P, n, &xs).unwrap();
+    assert_eq!(got.len(), xs.len());
+    for (k, (x, g)) in xs
+        .chunks(n as usize)
+        .zip(got.chunks(n as usize))
+        .enumerate()
+    {
+        let mut s = 0u64;
+        for (i, (v, w)) in x.iter().zip(g).enumerate() {
+            s = ((s as u128 + *v as u128) % P as u128) as u64;
+            assert!(
+                *w == s,
+                "prefix sum {i} of instance {k} (N = {n}, {count} instances) on {dev}: {w} != {s}"
+            );
+        }
+    }
+}
+
+#[test]
+fn scans_across_blocks() {
+    for n in [1u64, 17, 4097, (1 << 20) + 17] {
+        check_prefix_sums(&Device::cpu(), n, 1);
+    }
+    check_prefix_sums(&Device::cpu(), (1 << 12) + 1, 3);
+    if let Some(gpu) = common::gpu() {
+        for n in [
+            1u64,
+            17,
+            4097,
+            (1 << 20) + 17,
+            (1 << 22) + 3,
+            (1 << 24) + 17,
+        ] {
+            for count in [1, 3] {
+                check_prefix_sums(&gpu, n, count);
+            }
+        }
+    }
+}
