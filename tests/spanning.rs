@@ -23,8 +23,13 @@ fn operands(bits: u64, count: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) 
     for i in 0..count {
         let (x, y) = match i {
             0 => (all_ones(bits), BigUint::from(1u8)),
-            // Ones up to a limb inside the instance's second block (2048 limbs a block).
-            1 => (modulus(64 * 2048 + 64 * 700) - 1u8, BigUint::from(3u8)),
+            // Ones up to a limb inside the instance's second block (1920 limbs a block), and
+            // through a whole halo (the last 128 limbs of the block before) into the third.
+            1 => (modulus(64 * 1920 + 64 * 700) - 1u8, BigUint::from(3u8)),
+            2 => (
+                modulus(64 * 2 * 1920 + 64 * 5) - (BigUint::from(1u8) << (64 * 1800)),
+                BigUint::from(1u8) << (64 * 1800),
+            ),
             _ => (random_big(&mut r, bits), random_big(&mut r, bits)),
         };
         a.push(x % modulus(bits));
@@ -70,18 +75,39 @@ fn long_instances_span_blocks() {
             .unwrap()
             .plan(&[bits], &Target::h100(), &hints.parse::<Hints>().unwrap())
     };
+    // 480 threads of each 512-thread block own 4 limbs each; the first warp is the halo.
     for (bits, blocks) in [
-        (1u64 << 19, 4u32),
-        (1 << 22, 32),
-        ((1 << 22) + 1088, 33),
-        (1 << 26, 512),
+        (1u64 << 19, 5u32),
+        (1 << 22, 35),
+        ((1 << 22) + 1088, 35),
+        (1 << 26, 547),
     ] {
         let p = plan(bits, "").unwrap();
         assert_eq!(p.parts.len(), 1);
         let s = &p.parts[0].compiled.schedule;
-        assert_eq!(s.blocks_per_instance, blocks, "{bits} bits");
+        assert_eq!((s.blocks_per_instance, s.halo), (blocks, 32), "{bits} bits");
         assert!(p.parts[0].compiled.scratch.is_some());
     }
+    // Chains of additions: eight limbs a thread in 256-thread blocks, still with a halo.
+    let six = six_add::kernel()
+        .unwrap()
+        .plan(&[1 << 22], &Target::h100(), &Hints::default())
+        .unwrap();
+    let s = &six.parts[0].compiled.schedule;
+    assert_eq!(
+        (s.blocks_per_instance, s.halo, s.block_threads, s.q),
+        (37, 32, 256, 8)
+    );
+    // Scans of residues: look-back only.
+    let scan = prefix_sums::kernel()
+        .unwrap()
+        .plan(&[P, (1 << 20) + 17], &Target::h100(), &Hints::default())
+        .unwrap();
+    let s = &scan.parts[0].compiled.schedule;
+    assert_eq!(
+        (s.blocks_per_instance, s.halo, s.block_threads),
+        (513, 0, 256)
+    );
     // One block per instance as before: 2^22 bits do not fit one block's registers.
     assert!(
         plan(1 << 20, "span=1").unwrap().parts[0]

@@ -38,6 +38,7 @@ mod bits;
 mod e2e;
 mod e2e_report;
 mod gmp;
+mod huge;
 mod jit;
 mod json;
 mod kernels;
@@ -117,6 +118,16 @@ enum Cmd {
         runs: usize,
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Instances that span several blocks: 1-Add and 6-Add at 2^19..2^26 bits (NumBits x NumInsts
+    /// = 2^32), one instance at 2^24 and 2^26 bits, prefix sums over [Zp<P>; N] at N = 2^20..2^26
+    /// (N x batch = 2^26), each next to the same-run copy
+    Huge {
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// schedules to time besides the default (the addition table only)
+        #[arg(long = "variant")]
+        variants: Vec<String>,
     },
     /// Dot products mod P in Gmodmul/s = batch*N / time and GB/s = 16*N*batch / time, N x batch = 2^26
     Dot {
@@ -392,6 +403,22 @@ fn run(cli: Cli) -> Result<(), String> {
                     ]
                 }),
             )
+        }
+        Cmd::Huge { runs, variants: v } => {
+            let vs = variants(&v)?;
+            let mut bench = Bench::new(runs).map_err(s)?;
+            let gpu = bench.gpu.target().name.clone();
+            eprintln!("bench huge on {gpu}");
+            let rows = tables::add(&mut bench, 19, 26, &vs).map_err(s)?;
+            println!("{}", tables::add_table(&gpu, runs, &rows, &vs));
+            for v in &vs {
+                eprintln!("schedule `{}`", v.name);
+                let single = huge::single(&mut bench, &v.hints).map_err(s)?;
+                let scans = huge::scans(&bench.gpu, runs, &v.hints).map_err(s)?;
+                println!("Schedule `{}`:\n", v.name);
+                println!("{}", huge::tables(&gpu, runs, &single, &scans));
+            }
+            Ok(())
         }
         Cmd::Dot { runs, json, prime } => {
             let primes = prime.map_or(arrays::DOT_PRIMES.to_vec(), |p| vec![p]);

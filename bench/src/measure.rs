@@ -251,6 +251,19 @@ impl Bench {
         reference: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
     ) -> bigfuse::Result<Measured> {
         let n = 1u64 << (TOTAL_LOG - bits.trailing_zeros());
+        self.measure_batch(kernel, sizes, bits, n, hints, reference)
+    }
+
+    /// [`Bench::measure_sized`] over the first `n` instances only.
+    pub fn measure_batch(
+        &mut self,
+        kernel: &Kernel,
+        sizes: &[u64],
+        bits: u64,
+        n: u64,
+        hints: &Hints,
+        reference: impl Fn(&BigUint, &BigUint) -> BigUint + Sync,
+    ) -> bigfuse::Result<Measured> {
         let program: Arc<GpuProgram> = kernel.prepare_with(&self.gpu, sizes, hints)?;
         if program.parts.len() > 1 {
             eprintln!(

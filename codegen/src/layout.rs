@@ -115,15 +115,13 @@ pub fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLay
 }
 
 /// The global scratch of a kernel whose instances span several blocks: the blocks of an instance
-/// pass each scan's prefix on through it (decoupled look-back, `emit/lookback.rs`), and take their
-/// places in the instance from a ticket counter, in the order they start, so that a block only
-/// ever waits for blocks already running. The runtime gives each launch its own scratch, with
-/// [`Scratch::zeroed_bytes`] cleared before the kernel starts.
+/// pass each scan's prefix on through it (decoupled look-back, `emit/lookback.rs`). The runtime
+/// gives each launch its own, cleared before the kernel starts.
 ///
-/// In 32-bit words: word 0 the ticket counter, then from byte [`Scratch::HEADER`] one status word
-/// per (scan, block): 0 nothing yet, 1 the block's own aggregate published, 2 the inclusive prefix
-/// up to the block published. Then, 8-byte aligned, two values per (scan, block), the aggregate
-/// and the inclusive prefix, each `leaves` 64-bit words.
+/// Per (scan, block), `2 * leaves` records of 16 bytes, each a value and a flag (non-zero once
+/// written), written and read whole: first the leaves of the block's own aggregate, then those of
+/// its inclusive prefix. A record is never rewritten in a launch, so a reader that sees its flag
+/// has its value, with no fence between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scratch {
     /// Scans (carry scans included) that resolve across blocks, in node order.
@@ -133,22 +131,14 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Bytes before the status words (the ticket counter, padded to a cache line's half).
-    pub const HEADER: u64 = 64;
-
-    /// Bytes the runtime clears before each launch of `grid` blocks: counter and status words.
-    pub fn zeroed_bytes(&self, grid: u64) -> u64 {
-        Self::HEADER + 4 * self.scans as u64 * grid
+    /// Records per (scan, block).
+    pub fn records(&self) -> u64 {
+        2 * self.leaves as u64
     }
 
-    /// Byte offset of the values.
-    pub fn values_offset(&self, grid: u64) -> u64 {
-        self.zeroed_bytes(grid).div_ceil(8) * 8
-    }
-
-    /// Bytes of scratch for a launch of `grid` blocks.
+    /// Bytes of scratch for a launch of `grid` blocks, all of which the runtime clears first.
     pub fn bytes(&self, grid: u64) -> u64 {
-        self.values_offset(grid) + 16 * self.leaves as u64 * self.scans as u64 * grid
+        16 * self.records() * self.scans as u64 * grid
     }
 }
 

@@ -86,7 +86,10 @@ pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64, w: u64) ->
     }
     let q = sched.q_of(len);
     let v = q / 2;
-    let contiguous = sched.threads_per_instance as u64 * q as u64 == len;
+    // Warps' regions follow each other in the buffer: the batch is one array, or (instances that
+    // span blocks) each instance is, padded at its end, of whole 16-byte vectors.
+    let contiguous = sched.threads_per_instance as u64 * q as u64 == len
+        || (sched.blocks_per_instance > 1 && len.is_multiple_of(2));
     (q.is_multiple_of(2)
         && v == 2
         && contiguous

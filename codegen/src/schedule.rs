@@ -190,6 +190,10 @@ pub struct Schedule {
     /// Blocks one instance spans: 1, or more for instances too long for one block, whose scans
     /// resolve across blocks by look-back ([`spans_blocks`]).
     pub blocks_per_instance: u32,
+    /// Where instances span blocks and every scan is a carry scan: the threads of each block's
+    /// first warp (32), which recompute the end of the block before it (its halo) so that the
+    /// carries into the block are known without waiting for it ([`HALO`]); else 0.
+    pub halo: u32,
     /// Instances per block.
     pub instances_per_block: u32,
     pub block_threads: u32,
@@ -224,7 +228,17 @@ impl Schedule {
     /// Threads of one instance inside one block: as far as shuffles, ballots and block barriers
     /// reach.
     pub fn block_span(&self) -> u32 {
-        self.threads_per_instance / self.blocks_per_instance
+        if self.blocks_per_instance > 1 {
+            self.block_threads
+        } else {
+            self.threads_per_instance
+        }
+    }
+
+    /// Threads of a block that own elements of its instance (the halo's recompute another
+    /// block's).
+    pub fn owning_threads(&self) -> u32 {
+        self.block_span() - self.halo
     }
 
     /// Warps of one instance inside one block.
@@ -298,12 +312,26 @@ pub const POW_MOD_BLOCK: u32 = 128;
 /// 133,419 / 82,439 (NTT 38,308).
 pub const CLASSICAL_BLOCK: u32 = 128;
 
-/// Threads per block of instances that span several blocks. (Measured: see bench/RESULTS.md.)
-pub const SPAN_BLOCK: u32 = 512;
-
-/// Elements per thread of instances that span several blocks: 16-byte accesses, coalesced
-/// through the warps' buffers ([`crate::place::coalesced_vectors`]).
+/// Elements per thread from which instances span several blocks: 1024 threads at this Q are too
+/// few (arrays of more than 4096 elements, integers of more than 2^18 bits).
 pub const SPAN_Q: u32 = 4;
+
+/// Elements per thread and threads per block of instances that span several blocks, for a
+/// program of `steps` scans. One or two carry scans (1-Add, a - b): Q=4 in 512-thread blocks,
+/// whose 16-byte accesses go through the warps' buffers whole lines at a time
+/// ([`crate::place::coalesced_vectors`]); programs of more scans compute more per element than
+/// they move, and Q=8 in 256-thread blocks spreads each scan's fixed cost (ballots, a barrier,
+/// the halo's test) over twice the limbs. Measured on an H200 (`bench huge`, bench/RESULTS.md,
+/// 2026-11-26), 2^20..2^26 bits: 1-Add 99-103% of the copy at Q=4 / 512, 80-83% at Q=8 / 256;
+/// 6-Add 55-60% at Q=4 / 512, 71-78% at Q=8 / 256 (75-77% with 128 threads); prefix sums over
+/// residues 49% at Q=4 / 512, 55% at Q=8 / 256, 42% at Q=16.
+pub fn span_shape(steps: usize, carries_only: bool) -> (u32, u32) {
+    if steps <= 2 && carries_only {
+        (SPAN_Q, 512)
+    } else {
+        (8, 256)
+    }
+}
 
 /// The most blocks one instance spans by default: 2^26-bit integers (2^20 limbs) at Q=4 in
 /// 512-thread blocks take 512, scans over 2^24 elements 8192.
@@ -323,6 +351,21 @@ pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
             Op::Scan { flags, .. } => flags.is_none(),
             _ => true,
         })
+}
+
+/// Threads of the halo of a block whose instance spans blocks and whose scans are all carry
+/// scans: one warp, which recomputes the last 32 Q elements of the block before it. A carry into
+/// the block is then known from the halo unless the halo's limbs all propagate it (an all-ones
+/// run 32 Q limbs long, for each addition of a chain); only then does the block wait for the
+/// blocks before it (look-back). Without a halo every block waited for its predecessor once per
+/// carry scan: 6-Add ran at 31-46% of the copy bandwidth, 1-Add at 75-92% (H200, bench/RESULTS.md).
+pub const HALO: u32 = 32;
+
+/// Whether every scan of `func` is a carry scan (additions, subtractions, user carry scans).
+pub fn carries_only(func: &Func, sel: &Selection) -> bool {
+    func.ids().all(|id| {
+        !matches!(func.node(id).op, bigfuse_core::Op::Scan { .. }) || sel.is_carry_scan(id)
+    })
 }
 
 /// Limbs per thread for a program whose arrays have `len` elements and which has `steps`
@@ -429,21 +472,28 @@ pub fn schedule(
         .min(max_t as u64) as u32;
     // Instances longer than one block's threads at SPAN_Q span several blocks, where the only
     // steps across threads are scans; otherwise Q grows (and registers with it).
-    let span_block = hints.block_threads.unwrap_or(SPAN_BLOCK).min(max_t);
     let most_blocks = hints.span.unwrap_or(MAX_SPAN);
-    let span_q = hints.q.unwrap_or(SPAN_Q).max(1) as u64;
-    let spread = max_len.div_ceil(span_q);
     let mut blocks = 1u32;
-    if spread > max_t as u64 && most_blocks > 1 && spans_blocks(func, sel) {
-        if !span_block.is_power_of_two() || span_block < 32 {
+    let mut halo = 0u32;
+    let mut span_block = 0u32;
+    if max_len.div_ceil(SPAN_Q as u64) > max_t as u64 && most_blocks > 1 && spans_blocks(func, sel)
+    {
+        let (q, b) = span_shape(steps, carries_only(func, sel));
+        span_block = hints.block_threads.unwrap_or(b).min(max_t);
+        if !span_block.is_power_of_two() || span_block < 64 {
             return Err(CodegenError::Unsupported(format!(
-                "block size {span_block}: an instance that spans blocks needs a power of two of at least 32 threads"
+                "block size {span_block}: an instance that spans blocks needs a power of two of at least 64 threads"
             )));
         }
+        let span_q = hints.q.unwrap_or(q).max(1) as u64;
+        let spread = max_len.div_ceil(span_q);
+        if carries_only(func, sel) {
+            halo = HALO;
+        }
         blocks = spread
-            .div_ceil(span_block as u64)
+            .div_ceil((span_block - halo) as u64)
             .clamp(1, most_blocks as u64) as u32;
-        t = blocks * span_block;
+        t = blocks * (span_block - halo);
         if blocks > 1 {
             decisions.push(format!(
                 "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, its scans resolved across them by look-back"
@@ -562,9 +612,8 @@ pub fn schedule(
         && (t < max_t || (blocks > 1 && blocks < most_blocks))
         && (t as u64) < max_len
     {
-        if t >= max_t {
-            blocks *= 2;
-        }
+        // Instances that span blocks take more blocks.
+        blocks = if blocks > 1 { blocks * 2 } else { 1 };
         t *= 2;
         decisions.push(format!(
             "T doubled to {t}: too many registers at Q={}",
@@ -665,6 +714,7 @@ pub fn schedule(
         pow_mod_threads,
         threads_per_instance: t,
         blocks_per_instance: blocks,
+        halo,
         instances_per_block: ipb,
         block_threads: block,
         max_len,

@@ -140,6 +140,21 @@ impl GpuDevice {
             max_regs_per_thread: 255,
         };
         let total = guarded("reading the memory size", || ctx.total_mem())?;
+        // Launches whose instances span blocks take their scratch from the stream-ordered
+        // allocator's default pool; by default it hands freed memory back to the driver at every
+        // synchronisation, and the next launch maps it again. Keep up to 64 MiB.
+        guarded("configuring the stream-ordered allocator", || unsafe {
+            use cudarc::driver::sys;
+            let mut pool = std::mem::MaybeUninit::uninit();
+            sys::cuDeviceGetDefaultMemPool(pool.as_mut_ptr(), ctx.cu_device()).result()?;
+            let mut keep: u64 = 64 << 20;
+            sys::cuMemPoolSetAttribute(
+                pool.assume_init(),
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                &mut keep as *mut u64 as *mut std::ffi::c_void,
+            )
+            .result()
+        })?;
         Ok(GpuDevice {
             memory: DevicePool::new(ctx.clone(), total),
             pinned: PinnedPool::new(ctx.clone()),
@@ -534,11 +549,11 @@ impl GpuKernel {
         }
         // Instances that span blocks pass their scans on through a scratch of this launch's own,
         // from the stream-ordered allocator (so that launches on other streams never share one),
-        // its status words cleared first (bigfuse_codegen::Scratch).
+        // cleared first (bigfuse_codegen::Scratch).
         let scratch = match c.scratch {
             Some(s) => Some(guarded("allocating a launch's scratch", || unsafe {
                 let ptr = result::malloc_async(stream.cu_stream(), s.bytes(grid) as usize)?;
-                result::memset_d8_async(ptr, 0, s.zeroed_bytes(grid) as usize, stream.cu_stream())
+                result::memset_d8_async(ptr, 0, s.bytes(grid) as usize, stream.cu_stream())
                     .map(|_| ptr)
             })?),
             None => None,

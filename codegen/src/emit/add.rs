@@ -3,9 +3,8 @@
 //! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
 //! of the carries between threads (`carry.rs`), instead of per-limb flag words.
 
-use super::{scalar::literal, Emitter, Val};
+use super::{Emitter, Val};
 use crate::isel::CarryChain;
-use bigfuse_core::Type;
 
 impl Emitter<'_> {
     /// Emits a whole addition group at its partial map; the group's other nodes become aliases.
@@ -21,6 +20,12 @@ impl Emitter<'_> {
         ));
         let out = self.declare_array(g.apply, q);
         let r = out[0].clone();
+        let exact_out = self.declare_exact(g.apply);
+        if let Some(e) = &exact_out {
+            for id in [g.flags, g.scan] {
+                self.exact[id.index()] = Some(e.clone());
+            }
+        }
         self.open("{");
         let carry = self.temp();
         self.line(format!("u32 {carry} = 0u;"));
@@ -91,16 +96,9 @@ impl Emitter<'_> {
                 String::new()
             };
             // A thread's limbs cannot both carry out and be all ones (all zeros for a borrow).
-            let pre = self.carry_prefix(&flags, &agg, true);
-            let pre = if self.sched.blocks_per_instance > 1 {
-                let carry = bigfuse_core::ops::carry();
-                let init = literal(&bigfuse_core::ops::carry_identity());
-                let agg = [agg.clone()];
-                self.across_blocks(g.scan, &carry, &[Type::U32], &init, &[pre], &agg)
-                    .remove(0)
-            } else {
-                pre
-            };
+            let exact_in = self.exact_of(&[g.x, g.y]);
+            let exact = exact_in.as_deref().zip(exact_out.as_deref());
+            let pre = self.carry_in_instance(g.scan, &flags, &agg, true, exact);
             let cin = self.temp();
             self.line(format!("const u64 {cin} = (u64)({pre} & 1u);"));
             let mut text = vec![format!("{op}.cc.u64 %0, %0, %{q};")];

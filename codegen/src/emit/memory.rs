@@ -302,10 +302,11 @@ impl Emitter<'_> {
     /// vectors `k * 32 + l` (whole lines per access), zero past the batch; then the warp
     /// synchronises.
     fn warp_region_in(&mut self, param: u32, vecs: u32, slot: &dyn Fn(&str) -> String) {
+        let units = self.inputs[param as usize].units;
+        let (base, live) = self.warp_region(&format!("in{param}"), units, vecs);
         self.line(format!(
-            "const ulonglong2* src = reinterpret_cast<const ulonglong2*>(in{param}) + warp0 * {vecs}ull;"
+            "const ulonglong2* src = reinterpret_cast<const ulonglong2*>({base});"
         ));
-        let live = self.vector_live(vecs);
         self.line("#pragma unroll");
         self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
         self.line("const u32 i = k * 32u + lane;");
@@ -322,10 +323,11 @@ impl Emitter<'_> {
     /// the warp synchronises before and after.
     fn warp_region_out(&mut self, k: usize, vecs: u32, slot: &dyn Fn(&str) -> String) {
         self.line("__syncwarp();");
+        let units = self.outputs[k].units;
+        let (base, live) = self.warp_region(&format!("out{k}"), units, vecs);
         self.line(format!(
-            "ulonglong2* dst = reinterpret_cast<ulonglong2*>(out{k}) + warp0 * {vecs}ull;"
+            "ulonglong2* dst = reinterpret_cast<ulonglong2*>({base});"
         ));
-        let live = self.vector_live(vecs);
         self.line("#pragma unroll");
         self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
         self.line("const u32 i = k * 32u + lane;");
@@ -361,6 +363,31 @@ impl Emitter<'_> {
             "(warp0 + i / {vecs}u) / {}ull < n",
             self.sched.threads_per_instance
         )
+    }
+
+    /// Where the warp's contiguous region of buffer `buf` (`units` words per instance, `vecs`
+    /// 16-byte vectors per lane) starts, as a word pointer, and whether its vector `i` is there
+    /// to read or write. An instance that spans blocks is the whole of its blocks' warps, whose
+    /// regions are in the instance's buffer, padded at its end (an even number of words, so
+    /// whole vectors); a warp before the instance (the first block's halo) is not live.
+    fn warp_region(&self, buf: &str, units: u64, vecs: u32) -> (String, String) {
+        if self.sched.blocks_per_instance > 1 {
+            (
+                format!(
+                    "{buf} + inst * {units}ull + (u64)(t & ~31u) * {}ull",
+                    2 * vecs
+                ),
+                format!(
+                    "live && (u64)(t & ~31u) * {}ull + 2ull * i < {units}ull",
+                    2 * vecs
+                ),
+            )
+        } else {
+            (
+                format!("{buf} + warp0 * {}ull", 2 * vecs),
+                self.vector_live(vecs),
+            )
+        }
     }
 
     /// Lane `lane` of each warp writes its `values` (one u64 per leaf) to the instance's slots of

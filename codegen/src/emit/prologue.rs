@@ -4,7 +4,7 @@
 //! from its position. The twiddle tables follow instruction selection's order
 //! ([`crate::isel::Selection::tables`]), which the runtime's arguments follow too.
 
-use super::{ntt, polymul, Emitter};
+use super::{lookback, ntt, polymul, Emitter};
 use crate::isel::Product;
 
 impl Emitter<'_> {
@@ -24,6 +24,10 @@ impl Emitter<'_> {
         }
         if has(|p| matches!(p, Product::Poly(_))) {
             self.out.push_str(polymul::HELPERS);
+            self.line("");
+        }
+        if self.sched.blocks_per_instance > 1 {
+            self.out.push_str(lookback::HELPERS);
             self.line("");
         }
     }
@@ -85,14 +89,23 @@ impl Emitter<'_> {
             self.line(format!(
                 "// {t} threads per instance: each instance spans {blocks} blocks of {b}"
             ));
-            // Blocks take their places in the order they start: a block's look-back only waits
-            // for blocks already running (emit/lookback.rs).
-            self.line("__shared__ u32 bf_ticket;");
-            self.line("if (threadIdx.x == 0u) bf_ticket = atomicAdd(bf_scratch, 1u);");
-            self.line("__syncthreads();");
-            self.line("const u32 vb = bf_ticket;");
+            self.line("const u32 vb = blockIdx.x;");
             self.line(format!("const u32 part = vb % {blocks}u;"));
-            self.line(format!("const u32 t = part * {b}u + threadIdx.x;"));
+            let owning = sched.owning_threads();
+            if sched.halo > 0 {
+                // The first warp is the halo: it recomputes the last elements of the block before
+                // (for the first block, elements before the instance: not there, so not live).
+                self.line(format!(
+                    "// the first {} threads recompute the end of the block before (the halo)",
+                    sched.halo
+                ));
+                self.line(format!(
+                    "const u32 t = part * {owning}u + threadIdx.x - {}u;",
+                    sched.halo
+                ));
+            } else {
+                self.line(format!("const u32 t = part * {b}u + threadIdx.x;"));
+            }
             self.line("const u32 slot = 0u;");
             self.line(format!("const u64 inst = (u64)(vb / {blocks}u);"));
         } else {
@@ -107,7 +120,14 @@ impl Emitter<'_> {
                 sched.instances_per_block
             ));
         }
-        self.line("const bool live = inst < n;");
+        if sched.halo > 0 {
+            self.line(format!(
+                "const bool live = inst < n && (part != 0u || threadIdx.x >= {}u);",
+                sched.halo
+            ));
+        } else {
+            self.line("const bool live = inst < n;");
+        }
         self.line("const u32 lane = threadIdx.x & 31u;");
         if sched.block_span() > 32 {
             self.line(format!(
@@ -122,15 +142,10 @@ impl Emitter<'_> {
                 placement.shared_bytes
             ));
         }
-        if placement.transpose.is_some() {
+        if placement.transpose.is_some() && sched.blocks_per_instance == 1 {
             // The batch's first thread of this warp: coalesced accesses address the warp's region.
             self.line(format!(
-                "const u64 warp0 = (u64){} * {}ull + (threadIdx.x & ~31u);",
-                if sched.blocks_per_instance > 1 {
-                    "vb"
-                } else {
-                    "blockIdx.x"
-                },
+                "const u64 warp0 = (u64)blockIdx.x * {}ull + (threadIdx.x & ~31u);",
                 sched.block_threads
             ));
         }

@@ -27,6 +27,12 @@ impl Emitter<'_> {
         let init = literal(init);
         self.line(format!("// {comment}"));
         let leaves = self.declare_array(id, q);
+        let (exact_in, exact_out) = if carry {
+            let exact_in = self.exact_of(&[input]);
+            (exact_in, self.declare_exact(id))
+        } else {
+            (None, None)
+        };
         self.open("{");
         self.line("// this thread's elements, sequentially");
         let acc = self.vars(&types, &init);
@@ -55,14 +61,15 @@ impl Emitter<'_> {
                     String::new()
                 };
                 // The thread's aggregate may be 3 (generate and propagate) for all we know.
-                vec![self.carry_prefix(&flags, &acc[0], false)]
+                let exact = exact_in.as_deref().zip(exact_out.as_deref());
+                vec![self.carry_in_instance(id, &flags, &acc[0], false, exact)]
             } else {
-                self.thread_prefix(id, op, &init, &types, &acc)
-            };
-            let pre = if self.sched.blocks_per_instance > 1 {
-                self.across_blocks(id, op, &types, &init, &pre, &acc)
-            } else {
-                pre
+                let pre = self.thread_prefix(id, op, &init, &types, &acc);
+                if self.sched.blocks_per_instance > 1 {
+                    self.across_blocks(id, op, &types, &init, &pre, &acc)
+                } else {
+                    pre
+                }
             };
             self.line("#pragma unroll");
             self.open(format!("for (int q = 0; q < {q}; ++q) {{"));

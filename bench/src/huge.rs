@@ -1,0 +1,243 @@
+//! `bench huge`: integers and arrays longer than one block's threads, whose instances span several
+//! blocks. 1-Add and 6-Add at 2^19..2^26 bits (NumBits x NumInsts = 2^32, the paper's setup), one
+//! instance at 2^24 and 2^26 bits, and prefix sums over `[Zp<P>; N]` at N = 2^20..2^26
+//! (N x batch = 2^26 residues); every figure checked first and next to the same-run copy.
+
+use crate::kernels::{add1, add6, ref_add1, ref_add6};
+use crate::measure::{copy_gbs, results, time_program, Bench, Measured, Reference};
+use bigfuse::programs::prefix_sums;
+use bigfuse::runtime::GpuDevice;
+use bigfuse::{Hints, Kernel};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::fmt::Write as _;
+
+/// Sizes of the batch-1 rows (log2 NumBits).
+pub const SINGLE_LOGS: [u32; 2] = [24, 26];
+
+/// log2 of the residues of a scan row over the whole batch (512 MiB in, 512 MiB out).
+pub const SCAN_TOTAL_LOG: u32 = 26;
+
+/// log2 N of the scan rows.
+pub const SCAN_LOGS: [u32; 4] = [20, 22, 24, 26];
+
+/// The scans' modulus, the Mersenne prime 2^61 - 1.
+pub const SCAN_PRIME: u64 = (1 << 61) - 1;
+
+/// One instance of an addition, timed alone.
+pub struct SingleRow {
+    pub what: &'static str,
+    pub log: u32,
+    pub copy_gbs: f64,
+    pub measured: Result<Measured, String>,
+}
+
+/// Batch-1 additions at [`SINGLE_LOGS`]: what one huge sum costs (the kernel alone).
+pub fn single(bench: &mut Bench, hints: &Hints) -> bigfuse::Result<Vec<SingleRow>> {
+    let kernels: [(&'static str, &Kernel, Reference); 2] = [
+        ("1-Add", add1::kernel()?, ref_add1),
+        ("6-Add", add6::kernel()?, ref_add6),
+    ];
+    let mut rows = Vec::new();
+    for log in SINGLE_LOGS {
+        let copy_gbs = bench.copy_gbs()?;
+        for (what, kernel, reference) in &kernels {
+            eprintln!("  {what} 2^{log}, one instance");
+            let bits = 1u64 << log;
+            let measured = bench
+                .measure_batch(kernel, &[bits], bits, 1, hints, reference)
+                .map_err(|e| e.to_string());
+            rows.push(SingleRow {
+                what,
+                log,
+                copy_gbs,
+                measured,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// One N of the scans.
+pub struct ScanRow {
+    pub log: u32,
+    pub copy_gbs: f64,
+    pub measured: Result<Measured, String>,
+}
+
+/// Residues modulo [`SCAN_PRIME`], 2^26 of them, with a stretch of P - 1 (every sum wraps).
+fn residues(seed: u64) -> Vec<u64> {
+    let mut v = vec![0u64; 1 << SCAN_TOTAL_LOG];
+    v.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ ((c as u64) << 20));
+            for x in chunk.iter_mut() {
+                *x = if c == 1 {
+                    SCAN_PRIME - 1
+                } else {
+                    rng.gen_range(0..SCAN_PRIME)
+                };
+            }
+        });
+    v
+}
+
+/// The prefix sums of every instance (N residues each) against a sequential sum on the host.
+fn check_scan(xs: &[u64], got: &[u64], n: usize) -> Result<(), String> {
+    let bad = xs
+        .par_chunks(n)
+        .zip(got.par_chunks(n))
+        .enumerate()
+        .find_map_any(|(k, (x, g))| {
+            let mut s = 0u64;
+            for (i, (v, w)) in x.iter().zip(g).enumerate() {
+                s = ((s as u128 + *v as u128) % SCAN_PRIME as u128) as u64;
+                if *w != s {
+                    return Some(format!("instance {k}, element {i}: {w} != {s}"));
+                }
+            }
+            None
+        });
+    bad.map_or(Ok(()), |b| {
+        Err(format!("prefix sums differ from the host's: {b}"))
+    })
+}
+
+/// Prefix sums over `[Zp<P>; 2^log]` for each of [`SCAN_LOGS`].
+pub fn scans(gpu: &GpuDevice, runs: usize, hints: &Hints) -> bigfuse::Result<Vec<ScanRow>> {
+    let kernel = prefix_sums::kernel()?;
+    eprintln!("  scans: generating and uploading 2^{SCAN_TOTAL_LOG} residues");
+    let xs_host = residues(7);
+    let xs = gpu.upload(&xs_host, "xs")?;
+    let mut scratch = gpu.alloc(xs_host.len(), "copy target")?;
+    let mut rows = Vec::new();
+    for log in SCAN_LOGS {
+        if crate::stopped() {
+            break;
+        }
+        let copy_gbs = copy_gbs(gpu, runs, &xs, &mut scratch)?;
+        let batch = 1u64 << (SCAN_TOTAL_LOG - log);
+        eprintln!("  prefix sums: N = 2^{log}, batch = {batch}");
+        let measured = (|| {
+            let program = kernel.prepare_with(gpu, &[SCAN_PRIME, 1u64 << log], hints)?;
+            let mut outputs = vec![gpu.alloc(xs_host.len(), "prefix sums")?];
+            let got = results(gpu, &program, batch, &[&xs], &mut outputs)?;
+            check_scan(&xs_host, &got[0], 1 << log).map_err(|message| {
+                bigfuse::Error::Argument {
+                    kernel: "prefix_sums".into(),
+                    message,
+                }
+            })?;
+            time_program(gpu, runs, &program, batch, &[&xs], &mut outputs)
+        })()
+        .map_err(|e| e.to_string());
+        if let Err(e) = &measured {
+            eprintln!("    prefix sums: {e}");
+        }
+        rows.push(ScanRow {
+            log,
+            copy_gbs,
+            measured,
+        });
+    }
+    Ok(rows)
+}
+
+/// GB/s of a prefix sum over 2^26 residues (8 bytes read and 8 written each) in `ms`.
+pub fn scan_gbs(ms: f64) -> f64 {
+    16.0 * (1u64 << SCAN_TOTAL_LOG) as f64 / (ms * 1e-3) / 1e9
+}
+
+/// GB/s of one addition of 2^log-bit integers (two read, one written) in `ms`.
+pub fn single_gbs(log: u32, ms: f64) -> f64 {
+    3.0 * (1u64 << log) as f64 / 8.0 / (ms * 1e-3) / 1e9
+}
+
+fn kernel_cell(m: &Measured) -> String {
+    format!(
+        "T={} Q={} {} regs{}",
+        m.threads_per_instance,
+        m.q,
+        m.registers,
+        if m.local_bytes > 0 {
+            format!(", {} B local", m.local_bytes)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The batch-1 and scan tables in markdown.
+pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "One instance (kernel alone), {gpu}, median of {runs}; GB/s = 3 NumBits/8 / time:\n"
+    );
+    let _ = writeln!(
+        s,
+        "| kernel | NumBits | copy GB/s | time | GB/s (% copy) | kernel |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for r in single {
+        match &r.measured {
+            Ok(m) => {
+                let gbs = single_gbs(r.log, m.ms);
+                let _ = writeln!(
+                    s,
+                    "| {} | 2^{} | {:.0} | {:.3} ms | {:.0} ({:.1}%) | {} |",
+                    r.what,
+                    r.log,
+                    r.copy_gbs,
+                    m.ms,
+                    gbs,
+                    100.0 * gbs / r.copy_gbs,
+                    kernel_cell(m)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    s,
+                    "| {} | 2^{} | {:.0} | - | - | {e} |",
+                    r.what, r.log, r.copy_gbs
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nPrefix sums over [Zp<P>; N], P = 2^61 - 1, N x batch = 2^{SCAN_TOTAL_LOG}, {gpu}, median of {runs}; GB/s = 16 N batch / time:\n"
+    );
+    let _ = writeln!(
+        s,
+        "| N | batch | copy GB/s | time | GB/s (% copy) | kernel |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for r in scans {
+        let batch = 1u64 << (SCAN_TOTAL_LOG - r.log);
+        match &r.measured {
+            Ok(m) => {
+                let gbs = scan_gbs(m.ms);
+                let _ = writeln!(
+                    s,
+                    "| 2^{} | {batch} | {:.0} | {:.3} ms | {:.0} ({:.1}%) | {} |",
+                    r.log,
+                    r.copy_gbs,
+                    m.ms,
+                    gbs,
+                    100.0 * gbs / r.copy_gbs,
+                    kernel_cell(m)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    s,
+                    "| 2^{} | {batch} | {:.0} | - | - | {e} |",
+                    r.log, r.copy_gbs
+                );
+            }
+        }
+    }
+    s
+}
