@@ -147,6 +147,21 @@ mod tests {
     use super::*;
     use bigfuse_core::Size;
 
+    /// Each (scan, block) has an aggregate and an inclusive record per leaf, 16 bytes each.
+    #[test]
+    fn scratch_holds_two_records_per_leaf_scan_and_block() {
+        let s = Scratch {
+            scans: 6,
+            leaves: 1,
+        };
+        assert_eq!((s.records(), s.bytes(37)), (2, 16 * 2 * 6 * 37));
+        let s = Scratch {
+            scans: 1,
+            leaves: 3,
+        };
+        assert_eq!(s.bytes(513), 16 * 6 * 513);
+    }
+
     #[test]
     fn units_follow_the_values() {
         let l = layout_of("a", &Type::Big(Size::lit(4096))).unwrap();

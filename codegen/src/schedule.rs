@@ -821,9 +821,9 @@ mod tests {
         let text = h.to_string();
         assert_eq!(
             text,
-            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192"
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-"
         );
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 9)));
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 10)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -831,7 +831,7 @@ mod tests {
             (g.q, g.block_threads, g.min_blocks),
             (None, Some(256), Some(1))
         );
-        for bad in ["q", "q=x", "q=99999999999", "speed=3", "thread=2"] {
+        for bad in ["q", "q=x", "q=99999999999", "speed=3", "thread=2", "span=0"] {
             assert!(Hints::default().with(bad).is_err(), "{bad}");
         }
     }
@@ -871,7 +871,7 @@ mod tests {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(
                 json,
-                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-""#
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-""#
             );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.
@@ -929,10 +929,11 @@ mod tests {
                 per_thread in hint(any::<bool>()),
                 pow_mod_group in hint(any::<u32>()),
                 divide_whole_bits in hint(any::<u64>()),
+                span in hint(1..=u32::MAX),
             ) {
                 let h = Hints {
                     q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
-                    pow_mod_group, divide_whole_bits,
+                    pow_mod_group, divide_whole_bits, span,
                 };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));
