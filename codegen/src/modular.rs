@@ -44,19 +44,34 @@ fn modulus(t: &Type) -> CgResult<Montgomery> {
     }
 }
 
-fn lowered_literal(l: &Literal) -> Literal {
+fn lowered_literal(l: &Literal, plain: bool) -> Literal {
     match l {
         Literal::Zp(v, p) => {
             let p = p.as_const().unwrap_or(0);
-            if p % 2 == 1 && p > 2 {
+            if p % 2 == 1 && p > 2 && !plain {
                 Literal::U64(Montgomery::new(p).to_form(*v))
             } else {
                 Literal::U64(*v)
             }
         }
-        Literal::Tuple(ls) => Literal::Tuple(ls.iter().map(lowered_literal).collect()),
+        Literal::Tuple(ls) => {
+            Literal::Tuple(ls.iter().map(|l| lowered_literal(l, plain)).collect())
+        }
         other => other.clone(),
     }
+}
+
+/// Whether `f` (lambdas included) multiplies residues: only products need the Montgomery form.
+/// Sums, differences, comparisons and sums over arrays work on residues as they are, so a
+/// program without products keeps them plain and converts nothing (a prefix sum of residues
+/// saves two Montgomery reductions per element).
+fn multiplies(f: &Func) -> bool {
+    f.nodes.iter().any(|n| match &n.op {
+        Op::Binary(BinOp::Mul, x, _) => f.ty(*x).is_zp(),
+        // Polynomial products multiply Montgomery forms in their transforms.
+        Op::ZpPow(..) | Op::ZpInv(..) | Op::PolyMul { .. } => true,
+        op => op.lambdas().iter().any(|l| multiplies(l)),
+    })
 }
 
 /// Montgomery arithmetic emitted as IR into one builder.
@@ -134,6 +149,15 @@ impl Arith<'_> {
         Ok(self.b.select(borrow, dp, d)?)
     }
 
+    /// The residue of the integer `n` (any u64), kept plain: n itself where it is below p (as
+    /// residues a kernel receives are), else n mod p.
+    fn reduced(&mut self, n: ValueId) -> CgResult<ValueId> {
+        let p = self.lit(self.m.p);
+        let r = self.b.binary(BinOp::Rem, n, p)?;
+        let below = self.b.lt(n, p)?;
+        Ok(self.b.select(below, n, r)?)
+    }
+
     /// The form of the integer `n` (any u64).
     fn form_of(&mut self, n: ValueId) -> CgResult<ValueId> {
         self.mul_const(n, self.m.r2)
@@ -180,7 +204,7 @@ pub fn lower_zp(func: &Func) -> CgResult<Func> {
     if !uses_zp(func) {
         return Ok(func.clone());
     }
-    rebuild(func, false)
+    rebuild(func, false, !multiplies(func))
 }
 
 fn uses_zp(f: &Func) -> bool {
@@ -190,7 +214,9 @@ fn uses_zp(f: &Func) -> bool {
             .any(|n| n.ty.mentions_zp() || n.op.lambdas().iter().any(|l| uses_zp(l)))
 }
 
-fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
+/// `plain`: residues stay as they are (a program without products, [`multiplies`]); else each is
+/// its Montgomery form.
+fn rebuild(func: &Func, is_lambda: bool, plain: bool) -> CgResult<Func> {
     let b = if is_lambda {
         Builder::lambda()
     } else {
@@ -206,10 +232,10 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
             Ok::<_, CodegenError>(Rewritten::Value(match &node.op {
                 // A lambda's parameters already hold forms; a kernel's hold integers.
                 Op::Param(k) if !is_lambda && node.ty.mentions_zp() => {
-                    convert(&mut *b, mapped.param(*k as usize), &node.ty, true)?
+                    convert(&mut *b, mapped.param(*k as usize), &node.ty, true, plain)?
                 }
                 Op::Param(k) => mapped.param(*k as usize),
-                Op::Const(l) => b.constant(lowered_literal(l)),
+                Op::Const(l) => b.constant(lowered_literal(l, plain)),
                 Op::Binary(op, x, y) if func.ty(*x).is_zp() => {
                     let mut a = Arith {
                         m: modulus(func.ty(*x))?,
@@ -256,12 +282,17 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     } else {
                         b.cast(m(*x), Type::U64)?
                     };
-                    Arith {
+                    let mut a = Arith {
                         m: mont,
                         b: &mut *b,
+                    };
+                    if plain {
+                        a.reduced(v)?
+                    } else {
+                        a.form_of(v)?
                     }
-                    .form_of(v)?
                 }
+                Op::Cast(x) if func.ty(*x).is_zp() && plain => m(*x),
                 Op::Cast(x) if func.ty(*x).is_zp() => {
                     let mont = modulus(func.ty(*x))?;
                     Arith {
@@ -317,7 +348,7 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     finish_sum(&mut *b, mont, acc, shift)?
                 }
                 Op::Map { f, args } => {
-                    let f = rebuild(f, true)?;
+                    let f = rebuild(f, true, plain)?;
                     let args: Vec<ValueId> = args.iter().map(|a| m(*a)).collect();
                     b.map(f, &args)?
                 }
@@ -328,25 +359,25 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
                     input,
                     flags,
                 } => {
-                    let op = rebuild(op, true)?;
+                    let op = rebuild(op, true, plain)?;
                     b.scan(
                         op,
-                        lowered_literal(init),
+                        lowered_literal(init, plain),
                         *exclusive,
                         m(*input),
                         flags.map(m),
                     )?
                 }
                 Op::Reduce { op, init, input } => {
-                    let op = rebuild(op, true)?;
-                    b.reduce(op, lowered_literal(init), m(*input))?
+                    let op = rebuild(op, true, plain)?;
+                    b.reduce(op, lowered_literal(init, plain), m(*input))?
                 }
                 _ => return Ok(Rewritten::Copy),
             }))
         },
         |b, o, v| {
             if !is_lambda && func.ty(o).mentions_zp() {
-                convert(b, v, func.ty(o), false)
+                convert(b, v, func.ty(o), false, plain)
             } else {
                 Ok(v)
             }
@@ -356,12 +387,18 @@ fn rebuild(func: &Func, is_lambda: bool) -> CgResult<Func> {
     // dead-code elimination (fuse) removes it.
 }
 
-/// Residues (or arrays of them) to forms (`into`) or back.
-fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool) -> CgResult<ValueId> {
+/// Residues (or arrays of them) to forms (`into`) or back; `plain` (residues kept as they are):
+/// reduced on the way in, as they are on the way out.
+fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool, plain: bool) -> CgResult<ValueId> {
+    if plain && !into {
+        return Ok(v);
+    }
     match ty {
         Type::Zp(_) => {
             let mut a = Arith { m: modulus(ty)?, b };
-            if into {
+            if plain {
+                a.reduced(v)
+            } else if into {
                 a.form_of(v)
             } else {
                 a.integer_of(v)
@@ -375,7 +412,9 @@ fn convert(b: &mut Builder, v: ValueId, ty: &Type, into: bool) -> CgResult<Value
                     m: modulus(e)?,
                     b: &mut l,
                 };
-                let r = if into {
+                let r = if plain {
+                    a.reduced(x)?
+                } else if into {
                     a.form_of(x)?
                 } else {
                     a.integer_of(x)?
@@ -413,7 +452,7 @@ fn ends_in_zp_product(f: &Func) -> bool {
 /// The map lambda `f` (ending in a product of residues) with its final product left exact:
 /// `(lo, hi, 0)`, the 128-bit product of the two forms.
 fn wide_product_lambda(f: &Func) -> CgResult<Func> {
-    let lowered = rebuild(&without_final_product(f)?, true)?;
+    let lowered = rebuild(&without_final_product(f)?, true, false)?;
     let mut b = Builder::lambda();
     let params: Vec<ValueId> = lowered
         .params

@@ -325,6 +325,7 @@ mod tests {
             per_thread: Some(false),
             pow_mod_group: Some(8),
             divide_whole_bits: Some(4096),
+            span: Some(1),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
         // Entries written before the chunk length existed still parse.

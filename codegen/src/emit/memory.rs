@@ -303,10 +303,9 @@ impl Emitter<'_> {
     /// synchronises.
     fn warp_region_in(&mut self, param: u32, vecs: u32, slot: &dyn Fn(&str) -> String) {
         let units = self.inputs[param as usize].units;
-        let (base, live) = self.warp_region(&format!("in{param}"), units, vecs);
-        self.line(format!(
-            "const ulonglong2* src = reinterpret_cast<const ulonglong2*>({base});"
-        ));
+        let (base, live) =
+            self.warp_region(&format!("in{param}"), "const ulonglong2*", units, vecs);
+        self.line(format!("const ulonglong2* src = {base};"));
         self.line("#pragma unroll");
         self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
         self.line("const u32 i = k * 32u + lane;");
@@ -324,10 +323,8 @@ impl Emitter<'_> {
     fn warp_region_out(&mut self, k: usize, vecs: u32, slot: &dyn Fn(&str) -> String) {
         self.line("__syncwarp();");
         let units = self.outputs[k].units;
-        let (base, live) = self.warp_region(&format!("out{k}"), units, vecs);
-        self.line(format!(
-            "ulonglong2* dst = reinterpret_cast<ulonglong2*>({base});"
-        ));
+        let (base, live) = self.warp_region(&format!("out{k}"), "ulonglong2*", units, vecs);
+        self.line(format!("ulonglong2* dst = {base};"));
         self.line("#pragma unroll");
         self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
         self.line("const u32 i = k * 32u + lane;");
@@ -366,15 +363,16 @@ impl Emitter<'_> {
     }
 
     /// Where the warp's contiguous region of buffer `buf` (`units` words per instance, `vecs`
-    /// 16-byte vectors per lane) starts, as a word pointer, and whether its vector `i` is there
-    /// to read or write. An instance that spans blocks is the whole of its blocks' warps, whose
-    /// regions are in the instance's buffer, padded at its end (an even number of words, so
-    /// whole vectors); a warp before the instance (the first block's halo) is not live.
-    fn warp_region(&self, buf: &str, units: u64, vecs: u32) -> (String, String) {
+    /// 16-byte vectors per lane) starts, as a `ptr` (a 16-byte vector pointer type), and whether
+    /// its vector `i` is there to read or write. An instance that spans blocks is the whole of its
+    /// blocks' warps, whose regions are in the instance's buffer, padded at its end (an even
+    /// number of words, so whole vectors); a warp before the instance (the first block's halo) is
+    /// not live.
+    fn warp_region(&self, buf: &str, ptr: &str, units: u64, vecs: u32) -> (String, String) {
         if self.sched.blocks_per_instance > 1 {
             (
                 format!(
-                    "{buf} + inst * {units}ull + (u64)(t & ~31u) * {}ull",
+                    "reinterpret_cast<{ptr}>({buf} + inst * {units}ull + (u64)(t & ~31u) * {}ull)",
                     2 * vecs
                 ),
                 format!(
@@ -384,7 +382,7 @@ impl Emitter<'_> {
             )
         } else {
             (
-                format!("{buf} + warp0 * {}ull", 2 * vecs),
+                format!("reinterpret_cast<{ptr}>({buf}) + warp0 * {vecs}ull"),
                 self.vector_live(vecs),
             )
         }
