@@ -71,10 +71,23 @@ fn sizes_that_are_not_whole_limbs_are_refused() {
 
 #[test]
 fn a_size_too_large_for_one_block_is_an_error_on_the_gpu_path() {
-    // The compiler refuses (it does not emit a kernel that cannot run); the CPU backend has no limit.
-    let k = add::kernel().unwrap();
-    let e = k
-        .compile(&[1 << 24], &bigfuse::Target::h100(), &Default::default())
+    // The compiler refuses (it does not emit a kernel that cannot run); the CPU backend has no
+    // limit. Sums of 2^24 bits span blocks; held to one block (`span=1`) they do not fit, and
+    // products that large do not span blocks.
+    let h100 = bigfuse::Target::h100();
+    let one_block: bigfuse::Hints = "span=1".parse().unwrap();
+    let e = add::kernel()
+        .unwrap()
+        .compile(&[1 << 24], &h100, &one_block)
+        .unwrap_err();
+    assert!(e.to_string().contains("kernel too big"), "{e}");
+    assert!(add::kernel()
+        .unwrap()
+        .compile(&[1 << 24], &h100, &Default::default())
+        .is_ok());
+    let e = mul::kernel()
+        .unwrap()
+        .compile(&[1 << 22], &h100, &Default::default())
         .unwrap_err();
     assert!(e.to_string().contains("kernel too big"), "{e}");
 }

@@ -149,13 +149,17 @@ impl Arith<'_> {
         Ok(self.b.select(borrow, dp, d)?)
     }
 
-    /// The residue of the integer `n` (any u64), kept plain: n itself where it is below p (as
-    /// residues a kernel receives are), else n mod p.
+    /// The residue of the integer `n` (any u64), kept plain: n mod p without a division. With
+    /// m = floor((2^64 - 1) / p), q = floor(n m / 2^64) is the quotient or one less, so
+    /// n - q p is below 2p (and fits: for p > 2^63, m = 1 and q = 0); one subtraction finishes.
     fn reduced(&mut self, n: ValueId) -> CgResult<ValueId> {
+        let m = self.lit(u64::MAX / self.m.p);
+        let q = self.b.binary(BinOp::MulHi, n, m)?;
         let p = self.lit(self.m.p);
-        let r = self.b.binary(BinOp::Rem, n, p)?;
-        let below = self.b.lt(n, p)?;
-        Ok(self.b.select(below, n, r)?)
+        let qp = self.b.mul(q, p)?;
+        let r = self.b.sub(n, qp)?;
+        let big = self.b.le(p, r)?;
+        self.sub_p_if(big, r)
     }
 
     /// The form of the integer `n` (any u64).
@@ -565,6 +569,34 @@ mod tests {
     use bigfuse_core::{eval, specialize, Size, Value};
 
     const PRIMES: [u64; 4] = [97, 3221225473, 4179340454199820289, 18446744073709551557];
+
+    /// Plain residues enter as n mod p for every u64 n, without a division.
+    #[test]
+    fn plain_residues_are_reduced_without_division() {
+        for p in PRIMES.into_iter().chain([3, (1 << 61) - 1, (1 << 63) + 29]) {
+            let mut b = Builder::new("r", &[]);
+            let x = b.param("x", Type::U64);
+            let r = Arith {
+                m: Montgomery::new(p),
+                b: &mut b,
+            }
+            .reduced(x)
+            .unwrap();
+            let f = b.finish(&[r]).unwrap();
+            let edges = [0, 1, p - 1, p, p + 1, 2 * (p / 2), u64::MAX, u64::MAX - 1];
+            let mut state = p;
+            let randoms = (0..2000).map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                state
+            });
+            for n in edges.into_iter().chain(randoms) {
+                let got = eval::eval(&f, &[Value::U64(n)]).unwrap();
+                assert_eq!(got, vec![Value::U64(n % p)], "{n} mod {p}");
+            }
+        }
+    }
 
     fn zp() -> Type {
         Type::Zp(Size::param(0))
