@@ -23,11 +23,11 @@ fn operands(bits: u64, count: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) 
     for i in 0..count {
         let (x, y) = match i {
             0 => (all_ones(bits), BigUint::from(1u8)),
-            // Ones up to a limb inside the instance's second block (1920 limbs a block), and
-            // through a whole halo (the last 128 limbs of the block before) into the third.
-            1 => (modulus(64 * 1920 + 64 * 700) - 1u8, BigUint::from(3u8)),
+            // Ones up to a limb inside the instance's second block (1984 limbs a block of 1-Add),
+            // and a carry through many warps' halos (124 limbs a warp) into the third block.
+            1 => (modulus(64 * 1984 + 64 * 700) - 1u8, BigUint::from(3u8)),
             2 => (
-                modulus(64 * 2 * 1920 + 64 * 5) - (BigUint::from(1u8) << (64 * 1800)),
+                modulus(64 * 2 * 1984 + 64 * 5) - (BigUint::from(1u8) << (64 * 1800)),
                 BigUint::from(1u8) << (64 * 1800),
             ),
             _ => (random_big(&mut r, bits), random_big(&mut r, bits)),
@@ -75,29 +75,44 @@ fn long_instances_span_blocks() {
             .unwrap()
             .plan(&[bits], &Target::h100(), &hints.parse::<Hints>().unwrap())
     };
-    // 480 threads of each 512-thread block own 4 limbs each; the first warp is the halo.
+    // 31 lanes of each warp own 4 limbs each (496 threads a 512-thread block); lane 0 is the
+    // halo.
     for (bits, blocks) in [
         (1u64 << 19, 5u32),
-        (1 << 22, 35),
-        ((1 << 22) + 1088, 35),
-        (1 << 26, 547),
+        (1 << 22, 34),
+        ((1 << 22) + 1088, 34),
+        (1 << 26, 529),
     ] {
         let p = plan(bits, "").unwrap();
         assert_eq!(p.parts.len(), 1);
         let s = &p.parts[0].compiled.schedule;
-        assert_eq!((s.blocks_per_instance, s.halo), (blocks, 32), "{bits} bits");
+        assert_eq!(
+            (s.blocks_per_instance, s.lane_halo),
+            (blocks, true),
+            "{bits} bits"
+        );
         assert!(p.parts[0].compiled.scratch.is_some());
     }
-    // Chains of additions: eight limbs a thread in 256-thread blocks, still with a halo.
+    // Chains of additions: eight limbs a thread in 256-thread blocks, still with halo lanes.
     let six = six_add::kernel()
         .unwrap()
         .plan(&[1 << 22], &Target::h100(), &Hints::default())
         .unwrap();
     let s = &six.parts[0].compiled.schedule;
     assert_eq!(
-        (s.blocks_per_instance, s.halo, s.block_threads, s.q),
-        (37, 32, 256, 8)
+        (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
+        (34, true, 256, 8)
     );
+    // A chain of six additions does not fit four limbs of halo: no halo lanes there.
+    let six4 = six_add::kernel()
+        .unwrap()
+        .plan(
+            &[1 << 22],
+            &Target::h100(),
+            &"q=4".parse::<Hints>().unwrap(),
+        )
+        .unwrap();
+    assert!(!six4.parts[0].compiled.schedule.lane_halo);
     // Scans of residues: look-back only.
     let scan = prefix_sums::kernel()
         .unwrap()
@@ -105,8 +120,8 @@ fn long_instances_span_blocks() {
         .unwrap();
     let s = &scan.parts[0].compiled.schedule;
     assert_eq!(
-        (s.blocks_per_instance, s.halo, s.block_threads),
-        (513, 0, 256)
+        (s.blocks_per_instance, s.lane_halo, s.block_threads),
+        (513, false, 256)
     );
     // One block per instance as before: 2^22 bits do not fit one block's registers.
     assert!(

@@ -190,10 +190,9 @@ pub struct Schedule {
     /// Blocks one instance spans: 1, or more for instances too long for one block, whose scans
     /// resolve across blocks by look-back ([`spans_blocks`]).
     pub blocks_per_instance: u32,
-    /// Where instances span blocks and every scan is a carry scan: the threads of each block's
-    /// first warp (32), which recompute the end of the block before it (its halo) so that the
-    /// carries into the block are known without waiting for it ([`HALO`]); else 0.
-    pub halo: u32,
+    /// Where instances span blocks and every scan is a carry scan: each warp's first lane is a
+    /// halo that recomputes the last elements of the warp before it ([`lane_halo_pays`]).
+    pub lane_halo: bool,
     /// Instances per block.
     pub instances_per_block: u32,
     pub block_threads: u32,
@@ -235,10 +234,14 @@ impl Schedule {
         }
     }
 
-    /// Threads of a block that own elements of its instance (the halo's recompute another
-    /// block's).
+    /// Threads of a block that own elements of its instance (a halo lane recomputes another
+    /// warp's).
     pub fn owning_threads(&self) -> u32 {
-        self.block_span() - self.halo
+        if self.lane_halo {
+            self.block_span() / 32 * 31
+        } else {
+            self.block_span()
+        }
     }
 
     /// Warps of one instance inside one block.
@@ -353,13 +356,42 @@ pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
         })
 }
 
-/// Threads of the halo of a block whose instance spans blocks and whose scans are all carry
-/// scans: one warp, which recomputes the last 32 Q elements of the block before it. A carry into
-/// the block is then known from the halo unless the halo's limbs all propagate it (an all-ones
-/// run 32 Q limbs long, for each addition of a chain); only then does the block wait for the
-/// blocks before it (look-back). Without a halo every block waited for its predecessor once per
-/// carry scan: 6-Add ran at 31-46% of the copy bandwidth, 1-Add at 75-92% (H200, bench/RESULTS.md).
-pub const HALO: u32 = 32;
+/// Whether the warps of instances that span blocks carry with a halo lane: every scan of `func`
+/// is a carry scan. Each warp's lane 0 then recomputes the last Q elements of the warp before it
+/// (of the block before, for a block's first warp): the carry into lane 1 is the halo's carry out
+/// wherever one of its limbs with exact inputs does not propagate, so warps neither exchange
+/// carries through shared memory nor meet at block barriers; a warp waits for the one before it
+/// only where the halo's limb propagates (an all-ones limb, e.g. a carry through the whole
+/// integer). Addition `k` of a chain decides at limb `k` of the halo (the limbs below it may lack
+/// a carry from before the halo). Measured on an H200 (bench/RESULTS.md, 2026-11-26): with a
+/// whole halo warp per block and carries resolved through shared memory and a barrier per
+/// scan, 6-Add ran at 72-79% of the copy at 2^19..2^26 bits, and with no halo (look-back per
+/// scan) at 31-46%.
+///
+/// Addition `k` of a chain decides at the halo's limb `k`, so chains longer than Q limbs cannot
+/// (every warp would wait for the one before: 6-Add at Q=4 ran at 1-26% of the copy); they
+/// resolve carries through shared memory and look-back instead.
+pub fn lane_halo_pays(func: &Func, sel: &Selection, q: u64) -> bool {
+    carries_only(func, sel) && carry_depth(func, sel) as u64 <= q
+}
+
+/// The longest chain of carry scans in `func`: 1 for `a + b`, 6 for 6-Add (each addition reads
+/// the one before).
+pub fn carry_depth(func: &Func, sel: &Selection) -> u32 {
+    let mut depth = vec![0u32; func.nodes.len()];
+    for id in func.ids() {
+        let below = func
+            .node(id)
+            .op
+            .args()
+            .iter()
+            .map(|a| depth[a.index()])
+            .max()
+            .unwrap_or(0);
+        depth[id.index()] = below + u32::from(sel.is_carry_scan(id));
+    }
+    depth.into_iter().max().unwrap_or(0)
+}
 
 /// Whether every scan of `func` is a carry scan (additions, subtractions, user carry scans).
 pub fn carries_only(func: &Func, sel: &Selection) -> bool {
@@ -474,7 +506,7 @@ pub fn schedule(
     // steps across threads are scans; otherwise Q grows (and registers with it).
     let most_blocks = hints.span.unwrap_or(MAX_SPAN);
     let mut blocks = 1u32;
-    let mut halo = 0u32;
+    let mut lane_halo = false;
     let mut span_block = 0u32;
     if max_len.div_ceil(SPAN_Q as u64) > max_t as u64 && most_blocks > 1 && spans_blocks(func, sel)
     {
@@ -487,13 +519,18 @@ pub fn schedule(
         }
         let span_q = hints.q.unwrap_or(q).max(1) as u64;
         let spread = max_len.div_ceil(span_q);
-        if carries_only(func, sel) {
-            halo = HALO;
-        }
-        blocks = spread
-            .div_ceil((span_block - halo) as u64)
-            .clamp(1, most_blocks as u64) as u32;
-        t = blocks * (span_block - halo);
+        let shape = |halo: bool| {
+            let owning = if halo {
+                span_block / 32 * 31
+            } else {
+                span_block
+            };
+            let blocks = spread.div_ceil(owning as u64).clamp(1, most_blocks as u64) as u32;
+            (blocks, blocks * owning)
+        };
+        // Halo lanes where the chain of carries fits the limbs a thread ends up with.
+        lane_halo = lane_halo_pays(func, sel, max_len.div_ceil(shape(true).1 as u64));
+        (blocks, t) = shape(lane_halo);
         if blocks > 1 {
             decisions.push(format!(
                 "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, its scans resolved across them by look-back"
@@ -714,7 +751,7 @@ pub fn schedule(
         pow_mod_threads,
         threads_per_instance: t,
         blocks_per_instance: blocks,
-        halo,
+        lane_halo,
         instances_per_block: ipb,
         block_threads: block,
         max_len,

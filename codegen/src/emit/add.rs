@@ -20,10 +20,21 @@ impl Emitter<'_> {
         ));
         let out = self.declare_array(g.apply, q);
         let r = out[0].clone();
-        let exact_out = self.declare_exact(g.apply);
-        if let Some(e) = &exact_out {
-            for id in [g.flags, g.scan] {
-                self.exact[id.index()] = Some(e.clone());
+        // In kernels with halo lanes: whether lane 0 decides the carry into the warp. A limb
+        // propagates a carry when a + b is all ones (a - b: when a = b).
+        let halo = self.halo_exact(&[g.x, g.y]).map(|exact| {
+            let (x, y, sub) = (x.clone(), y.clone(), g.sub);
+            self.halo_decides(exact, q, |e| {
+                if sub {
+                    format!("{x}[{e}] == {y}[{e}]")
+                } else {
+                    format!("({x}[{e}] ^ {y}[{e}]) == 0xffffffffffffffffull")
+                }
+            })
+        });
+        if let Some((_, exact)) = &halo {
+            for id in [g.flags, g.scan, g.apply] {
+                self.set_exact(id, exact.clone());
             }
         }
         self.open("{");
@@ -96,9 +107,10 @@ impl Emitter<'_> {
                 String::new()
             };
             // A thread's limbs cannot both carry out and be all ones (all zeros for a borrow).
-            let exact_in = self.exact_of(&[g.x, g.y]);
-            let exact = exact_in.as_deref().zip(exact_out.as_deref());
-            let pre = self.carry_in_instance(g.scan, &flags, &agg, true, exact);
+            let pre = match &halo {
+                Some((decided, _)) => self.carry_by_halo(g.scan, &agg, decided, true),
+                None => self.carry_in_instance(g.scan, &flags, &agg, true),
+            };
             let cin = self.temp();
             self.line(format!("const u64 {cin} = (u64)({pre} & 1u);"));
             let mut text = vec![format!("{op}.cc.u64 %0, %0, %{q};")];

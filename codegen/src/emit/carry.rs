@@ -14,19 +14,7 @@ impl Emitter<'_> {
     /// `disjoint` says that no thread's `agg` is 3 (generate and propagate at once), as for the
     /// aggregates of additions; otherwise the carry into a lane is read off the sum with the
     /// propagate bits of generating lanes masked (the sum bit of such a lane is its carry-in).
-    ///
-    /// `halo`, in a block with a halo warp (`lookback.rs`), is the first lane of the halo whose
-    /// limbs are exact: the halo decides the carry into the block when one of those lanes does
-    /// not propagate; where none does, the halo passes every carry through (the identity) and the
-    /// block's carry-in comes from look-back. Then also returns whether the halo decided (for the
-    /// whole block) and the mask of the deciding lanes (meaningful in the halo warp).
-    pub(super) fn carry_prefix(
-        &mut self,
-        flags: &str,
-        agg: &str,
-        disjoint: bool,
-        halo: Option<&str>,
-    ) -> (String, Option<(String, String)>) {
+    pub(super) fn carry_prefix(&mut self, flags: &str, agg: &str, disjoint: bool) -> String {
         let t_count = self.sched.block_span();
         let (g, p, gm, pm) = (self.temp(), self.temp(), self.temp(), self.temp());
         self.line(format!(
@@ -47,24 +35,12 @@ impl Emitter<'_> {
         }
         // With several warps per instance, the warps' own (generate, propagate) bits go through
         // shared memory and are resolved the same way, giving each warp its carry-in.
-        let mut halo_seen = None;
         let warp_in = if t_count > 32 {
             let w = self.sched.warps_per_instance();
             let st = flags;
             let s0 = self.temp();
             self.line(format!("const u64 {s0} = (u64)({gm} | {pm}) + (u64){gm};"));
             let word = format!("(u32)({s0} >> 32) | ({pm} == {FULL} ? 2u : 0u)");
-            let deciding = halo.map(|exact| {
-                let d = self.temp();
-                self.line(format!(
-                    "const u32 {d} = {exact} >= 32u ? 0u : (~{pm} & (0xffffffffu << {exact}));"
-                ));
-                d
-            });
-            let word = match &deciding {
-                Some(d) => format!("(warp == 0u && (part == 0u || {d} == 0u)) ? 2u : ({word})"),
-                None => word,
-            };
             self.line(format!(
                 "if (lane == 0u) {st}[slot * {w}u + warp] = {word};"
             ));
@@ -80,14 +56,6 @@ impl Emitter<'_> {
             self.line(format!(
                 "const u32 {f} = lane < {w}u ? {st}[slot * {w}u + lane] : 0u;"
             ));
-            if let Some(d) = deciding {
-                // Warp 0's word passes carries through exactly when the halo did not decide.
-                let ok = self.temp();
-                self.line(format!(
-                    "const bool {ok} = (__shfl_sync({FULL}, {f}, 0) & 2u) == 0u;"
-                ));
-                halo_seen = Some((ok, d));
-            }
             self.line(format!(
                 "const u32 {gw} = __ballot_sync({FULL}, {f} & 1u), {pw} = __ballot_sync({FULL}, ({f} >> 1) & 1u);"
             ));
@@ -139,7 +107,27 @@ impl Emitter<'_> {
             "const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"
         ));
         self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
-        (pre, halo_seen)
+        pre
+    }
+
+    /// The exclusive carry into each lane of a whole warp from the lanes' generate and propagate
+    /// masks `gm`, `pm` (no carry into lane 0), as [`Self::carry_prefix`] resolves one warp:
+    /// bit 0 the carry, bit 1 whether every lane below propagates.
+    pub(super) fn warp_carry(&mut self, gm: &str, pm: &str, disjoint: bool) -> String {
+        let (s, c, pre) = (self.temp(), self.temp(), self.temp());
+        self.line(format!("const u64 {s} = (u64)({gm} | {pm}) + (u64){gm};"));
+        let pm_only = if disjoint {
+            pm.to_string()
+        } else {
+            format!("({pm} & ~{gm})")
+        };
+        self.line(format!(
+            "const u32 {c} = (u32)(({s} ^ (u64){pm_only}) >> lane) & 1u;"
+        ));
+        self.line(format!(
+            "const u32 {pre} = {c} | ((((~{pm}) & ((1u << lane) - 1u)) == 0u ? 1u : 0u) << 1);"
+        ));
+        pre
     }
 
     /// `out = x + y` over the instance's limbs (`x`, `y`: u64 arrays of `q` elements per thread),
@@ -160,7 +148,7 @@ impl Emitter<'_> {
         ));
         let carry_in = if self.sched.threads_per_instance > 1 {
             // Limb flags of a sum never carry and equal all ones at once: aggregates are in {0, 1, 2}.
-            let (pre, _) = self.carry_prefix(flags, &agg, true, None);
+            let pre = self.carry_prefix(flags, &agg, true);
             format!("({pre} & 1u)")
         } else {
             "0u".to_string()

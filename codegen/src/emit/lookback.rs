@@ -196,34 +196,6 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
-    /// The first lane of the halo from which all of `args` are exact (halo kernels; `None`
-    /// elsewhere): the latest of theirs, a new register when they differ.
-    pub(super) fn exact_of(&mut self, args: &[ValueId]) -> Option<String> {
-        if self.sched.halo == 0 {
-            return None;
-        }
-        let mut from: Vec<String> = args
-            .iter()
-            .filter_map(|a| self.exact[a.index()].clone())
-            .filter(|e| e != "0u")
-            .collect();
-        from.sort();
-        from.dedup();
-        Some(match from.len() {
-            0 => "0u".to_string(),
-            1 => from.remove(0),
-            _ => {
-                let e = self.temp();
-                let max = from
-                    .iter()
-                    .skip(1)
-                    .fold(from[0].clone(), |m, x| format!("max({m}, {x})"));
-                self.line(format!("const u32 {e} = {max};"));
-                e
-            }
-        })
-    }
-
     /// `rec`: the records of scan `k` (`records` per block).
     fn records_of(&mut self, k: usize, records: u64) {
         self.line(format!(
@@ -231,83 +203,178 @@ impl Emitter<'_> {
         ));
     }
 
+    /// The index of scan `scan` among the kernel's scans, and the scratch.
+    fn scan_slot(&self, scan: ValueId) -> (usize, Scratch) {
+        let scratch = scratch_of(self.func, self.sched.blocks_per_instance)
+            .expect("a kernel whose instances span blocks has scratch");
+        let k = scans(self.func)
+            .position(|id| id == scan)
+            .expect("the node is a scan");
+        (k, scratch)
+    }
+
     /// The carry into this thread's limbs from the threads and blocks before it in its instance
-    /// (bit 0; bit 1: every limb before it propagates), for carry scan `scan`: `agg` is the
-    /// thread's own (generate, propagate) pair, `flags` the block's carry staging, `disjoint` as
-    /// for [`Self::carry_prefix`]. In halo kernels, `exact` names the first lane of the halo whose
-    /// inputs are exact and a register, declared where the results are visible, that receives
-    /// the first lane whose results are.
-    ///
-    /// With a halo, the carry into the block is the halo's carry out when some lane of the halo
-    /// with exact inputs does not propagate (that lane decides, whatever came before it); the
-    /// block then publishes its inclusive prefix at once, for blocks that do look back. Otherwise
-    /// the block looks back.
+    /// (bit 0; bit 1: every limb before it propagates), for carry scan `scan` in a kernel
+    /// without halo lanes: within the block through [`Self::carry_prefix`], across blocks by
+    /// look-back. `agg` is the thread's own (generate, propagate) pair, `flags` the block's carry
+    /// staging, `disjoint` as for [`Self::carry_prefix`].
     pub(super) fn carry_in_instance(
         &mut self,
         scan: ValueId,
         flags: &str,
         agg: &str,
         disjoint: bool,
-        exact: Option<(&str, &str)>,
     ) -> String {
+        let pre = self.carry_prefix(flags, agg, disjoint);
         if self.sched.blocks_per_instance <= 1 {
-            return self.carry_prefix(flags, agg, disjoint, None).0;
+            return pre;
         }
         let carry = bigfuse_core::ops::carry();
         let init = [literal(&bigfuse_core::ops::carry_identity()).remove(0)];
-        let types = [Type::U32];
-        let Some((exact, exact_out)) = exact.filter(|_| self.sched.halo > 0) else {
-            let (pre, _) = self.carry_prefix(flags, agg, disjoint, None);
-            let pre = self.across_blocks(scan, &carry, &types, &init, &[pre], &[agg.to_string()]);
-            return pre[0].clone();
+        self.across_blocks(
+            scan,
+            &carry,
+            &[Type::U32],
+            &init,
+            &[pre],
+            &[agg.to_string()],
+        )
+        .remove(0)
+    }
+
+    /// Where a halo lane may decide the carry of a scan over `args` (see
+    /// [`crate::schedule::lane_halo_pays`]): the first limb of the halo whose inputs are exact, and
+    /// whether the halo is exact at all so far (a warp-uniform condition); `None` in kernels
+    /// without halo lanes.
+    pub(super) fn halo_exact(&mut self, args: &[ValueId]) -> Option<(u32, String)> {
+        if !self.sched.lane_halo {
+            return None;
+        }
+        let mut from = 0;
+        let mut ok: Vec<String> = Vec::new();
+        for a in args {
+            if let Some((e, o)) = &self.exact[a.index()] {
+                from = from.max(*e);
+                if o != "true" && !ok.contains(o) {
+                    ok.push(o.clone());
+                }
+            }
+        }
+        let ok = match ok.len() {
+            0 => "true".to_string(),
+            1 => ok.remove(0),
+            _ => {
+                let v = self.temp();
+                self.line(format!("const bool {v} = {};", ok.join(" && ")));
+                v
+            }
         };
-        let (pre, known) = self.carry_prefix(flags, agg, disjoint, Some(exact));
-        let (known, deciding) =
-            known.expect("blocks of instances that span blocks have several warps");
+        Some((from, ok))
+    }
+
+    /// Whether the halo lane decides scan `k`'s carry into lane 1: `propagates(e)` is the C
+    /// condition that limb `e` (of the `q` a thread holds) propagates a carry; the halo decides when its first
+    /// exact limb does not (whatever came before that limb), the halo is a real part of the
+    /// instance (not the first warp's, before the instance) and exact so far. Warp-uniform: lane
+    /// 0's answer for the whole warp. Returns it and the halo's exactness after the scan.
+    pub(super) fn halo_decides(
+        &mut self,
+        exact: (u32, String),
+        q: u32,
+        propagates: impl Fn(u32) -> String,
+    ) -> (String, (u32, String)) {
+        let (e, ok) = exact;
+        let d = self.temp();
+        if e < q {
+            self.line(format!(
+                "const bool {d} = __shfl_sync({FULL}, (int)(live && {ok} && !({})), 0) != 0;",
+                propagates(e)
+            ));
+        } else {
+            // The halo has no exact limb left: the warp always asks the one before.
+            self.line(format!("const bool {d} = false;"));
+        }
+        (d.clone(), (e + 1, d))
+    }
+
+    /// The carry into this thread's limbs (as [`Self::carry_in_instance`]) in a kernel with halo
+    /// lanes: resolved within the warp by ballots, lane 0 (the halo) at its bottom, where the
+    /// halo `decided`; else lane 0 passes on the carry the warp before published (through shared
+    /// memory, or the scratch for a block's first warp). Every warp then publishes its own carry
+    /// out for the warp after it.
+    pub(super) fn carry_by_halo(
+        &mut self,
+        scan: ValueId,
+        agg: &str,
+        decided: &str,
+        disjoint: bool,
+    ) -> String {
+        let (k, scratch) = self.scan_slot(scan);
+        let warps = self.sched.block_threads / 32;
+        let (gm, pm) = (self.temp(), self.temp());
         self.line(format!(
-            "{exact_out} = {deciding} != 0u ? (u32)__ffs({deciding}) : 32u;"
+            "const u32 {gm} = __ballot_sync({FULL}, {agg} & 1u), {pm} = __ballot_sync({FULL}, ({agg} >> 1) & 1u);"
         ));
-        let scratch = scratch_of(self.func, self.sched.blocks_per_instance)
-            .expect("a kernel whose instances span blocks has scratch");
-        let k = scans(self.func)
-            .position(|id| id == scan)
-            .expect("the node is a scan");
+        let pre = self.warp_carry(&gm, &pm, disjoint);
         let out = self.temp();
         self.line(format!("u32 {out} = {pre};"));
-        self.line("// the halo decided the carry into the block, or the block looks back");
-        self.open(format!("if ({known}) {{"));
-        self.open(format!(
-            "if (threadIdx.x == {}u) {{",
-            self.sched.block_threads - 1
+        self.open(format!("if (!{decided}) {{"));
+        self.line("// the carry into lane 1: the carry out of the warp before");
+        let cin = self.temp();
+        self.line(format!("u32 {cin} = 0u;"));
+        self.open("if ((threadIdx.x >> 5) != 0u) {");
+        self.line("u32 w;");
+        self.line(format!(
+            "do {{ w = reinterpret_cast<volatile u32*>(bf_carry)[{k}u * {warps}u + (threadIdx.x >> 5) - 1u]; }} while (w == 0u);"
         ));
-        let whole = self.vars(&types, &init);
-        self.apply(&carry, &[vec![pre.clone()], vec![agg.to_string()]], &whole);
+        self.line(format!("{cin} = w & 1u;"));
+        self.close("} else if (part != 0u) {");
+        self.depth += 1;
+        self.records_of(k, scratch.records());
+        self.line("ulonglong2 r;");
+        self.line(format!(
+            "do {{ r = bf_get(rec + (u64)(vb - 1u) * {}ull + {}u); }} while (r.y == 0ull);",
+            scratch.records(),
+            scratch.leaves
+        ));
+        self.line(format!("{cin} = (u32)r.x & 1u;"));
+        self.close("}");
+        let (gm2, pm2) = (self.temp(), self.temp());
+        self.line(format!(
+            "const u32 {gm2} = ({gm} & ~1u) | {cin}, {pm2} = {pm} & ~1u;"
+        ));
+        let pre2 = self.warp_carry(&gm2, &pm2, disjoint);
+        self.line(format!("{out} = {pre2};"));
+        self.close("}");
+        self.line("// this warp's carry out, for the warp after it");
+        self.open("if (lane == 31u) {");
+        let carry = bigfuse_core::ops::carry();
+        let init = [literal(&bigfuse_core::ops::carry_identity()).remove(0)];
+        let whole = self.vars(&[Type::U32], &init);
+        self.apply(&carry, &[vec![out.clone()], vec![agg.to_string()]], &whole);
+        self.open(format!("if ((threadIdx.x >> 5) != {}u) {{", warps - 1));
+        self.line(format!(
+            "reinterpret_cast<volatile u32*>(bf_carry)[{k}u * {warps}u + (threadIdx.x >> 5)] = 2u | ({} & 1u);",
+            whole[0]
+        ));
+        self.close("} else {");
+        self.depth += 1;
         self.records_of(k, scratch.records());
         self.line(format!(
-            "bf_put(rec + (u64)vb * {}ull + {}u, (u64)({}));",
+            "bf_put(rec + (u64)vb * {}ull + {}u, (u64)({} & 1u));",
             scratch.records(),
             scratch.leaves,
             whole[0]
         ));
         self.close("}");
-        self.close("} else {");
-        self.depth += 1;
-        let looked = self.across_blocks(scan, &carry, &types, &init, &[pre], &[agg.to_string()]);
-        self.line(format!("{out} = {};", looked[0]));
         self.close("}");
         out
     }
 
-    /// In halo kernels, declares (here) the register that will say from which lane of the halo
-    /// node `id`'s elements are exact, and records it.
-    pub(super) fn declare_exact(&mut self, id: ValueId) -> Option<String> {
-        if self.sched.halo == 0 {
-            return None;
-        }
-        let e = format!("e{}", id.0);
-        self.line(format!("u32 {e} = 32u;"));
-        self.exact[id.index()] = Some(e.clone());
-        Some(e)
+    /// Records (static first exact limb and warp-uniform condition) that node `id`'s elements in
+    /// the halo lane are exact from limb `exact.0` on.
+    pub(super) fn set_exact(&mut self, id: ValueId, exact: (u32, String)) {
+        self.exact[id.index()] = Some(exact);
     }
 }
 

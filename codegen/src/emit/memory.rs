@@ -184,7 +184,7 @@ impl Emitter<'_> {
                 }
                 let pad = self.padded(q, len);
                 self.line(format!("// {comment}: {w} words per element"));
-                self.open("if (live) {");
+                self.open(format!("if ({}) {{", self.owns()));
                 self.line(format!(
                     "u64* dst = out{k} + (inst * {len}ull + t * {q}u) * {w}u;"
                 ));
@@ -218,7 +218,7 @@ impl Emitter<'_> {
                     self.close("}");
                     return;
                 }
-                self.open("if (live) {");
+                self.open(format!("if ({}) {{", self.owns()));
                 self.line(format!(
                     "{0}* dst = out{k} + inst * {units}ull + t * {q}u;",
                     unit.ctype()
@@ -259,6 +259,16 @@ impl Emitter<'_> {
                 ));
             }
             Val::Global(_) => unreachable!("outputs are computed values"),
+        }
+    }
+
+    /// Whether this thread writes its elements of results: a live thread, but for halo lanes
+    /// (their elements are another warp's).
+    fn owns(&self) -> &'static str {
+        if self.sched.lane_halo {
+            "live && lane != 0u"
+        } else {
+            "live"
         }
     }
 
@@ -303,8 +313,13 @@ impl Emitter<'_> {
     /// synchronises.
     fn warp_region_in(&mut self, param: u32, vecs: u32, slot: &dyn Fn(&str) -> String) {
         let units = self.inputs[param as usize].units;
-        let (base, live) =
-            self.warp_region(&format!("in{param}"), "const ulonglong2*", units, vecs);
+        let (base, live) = self.warp_region(
+            &format!("in{param}"),
+            "const ulonglong2*",
+            units,
+            vecs,
+            false,
+        );
         self.line(format!("const ulonglong2* src = {base};"));
         self.line("#pragma unroll");
         self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
@@ -323,7 +338,7 @@ impl Emitter<'_> {
     fn warp_region_out(&mut self, k: usize, vecs: u32, slot: &dyn Fn(&str) -> String) {
         self.line("__syncwarp();");
         let units = self.outputs[k].units;
-        let (base, live) = self.warp_region(&format!("out{k}"), "ulonglong2*", units, vecs);
+        let (base, live) = self.warp_region(&format!("out{k}"), "ulonglong2*", units, vecs, true);
         self.line(format!("ulonglong2* dst = {base};"));
         self.line("#pragma unroll");
         self.open(format!("for (int k = 0; k < {vecs}; ++k) {{"));
@@ -366,10 +381,31 @@ impl Emitter<'_> {
     /// 16-byte vectors per lane) starts, as a `ptr` (a 16-byte vector pointer type), and whether
     /// its vector `i` is there to read or write. An instance that spans blocks is the whole of its
     /// blocks' warps, whose regions are in the instance's buffer, padded at its end (an even
-    /// number of words, so whole vectors); a warp before the instance (the first block's halo) is
-    /// not live.
-    fn warp_region(&self, buf: &str, ptr: &str, units: u64, vecs: u32) -> (String, String) {
-        if self.sched.blocks_per_instance > 1 {
+    /// number of words, so whole vectors). With halo lanes a warp's region starts with lane 0's
+    /// elements, the end of the warp before (before the instance for its first warp: not live),
+    /// which the warp reads but does not write (`store`).
+    fn warp_region(
+        &self,
+        buf: &str,
+        ptr: &str,
+        units: u64,
+        vecs: u32,
+        store: bool,
+    ) -> (String, String) {
+        if self.sched.lane_halo {
+            let start = format!("(long long)(int)(t - lane) * {}ll", 2 * vecs);
+            (
+                format!("reinterpret_cast<{ptr}>({buf} + inst * {units}ull + {start})"),
+                format!(
+                    "inst < n && {start} + 2ll * i >= 0ll && {start} + 2ll * i < {units}ll{}",
+                    if store {
+                        format!(" && i >= {vecs}u")
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        } else if self.sched.blocks_per_instance > 1 {
             (
                 format!(
                     "reinterpret_cast<{ptr}>({buf} + inst * {units}ull + (u64)(t & ~31u) * {}ull)",

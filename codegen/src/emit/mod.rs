@@ -82,9 +82,10 @@ struct Emitter<'a> {
     /// Device functions the kernel calls, by name, in order of first use: written before the
     /// kernel, each once however many steps call it.
     functions: Vec<(String, String)>,
-    /// In kernels with a halo warp (`lookback.rs`): per node, the first lane of the halo from
-    /// which its elements are exact (those below may lack a carry from before the halo).
-    exact: Vec<Option<String>>,
+    /// In kernels with halo lanes (`lookback.rs`): per node, the first limb of the halo lane
+    /// from which its elements are exact (those below may lack a carry from before the halo),
+    /// and the warp-uniform condition that the halo decided every carry so far.
+    exact: Vec<Option<(u32, String)>>,
 }
 
 impl<'a> Emitter<'a> {
@@ -326,23 +327,14 @@ pub fn emit(
         } else if e.vals[id.index()].is_none() {
             e.emit_node(id)?;
         }
-        if sched.halo > 0 && e.exact[id.index()].is_none() {
+        if sched.lane_halo && e.exact[id.index()].is_none() {
             // Element-wise work is exact where all its operands are.
             let args = func.node(id).op.args();
-            let exact = e.exact_of(&args);
-            e.exact[id.index()] = exact;
+            e.exact[id.index()] = e.halo_exact(&args);
         }
         for (k, o) in func.outputs.iter().enumerate() {
             if *o == id {
-                if sched.halo > 0 {
-                    // The halo's elements are the block before's to write (a whole warp: its
-                    // coalesced stores stay warp-wide).
-                    e.open(format!("if (threadIdx.x >= {}u) {{", sched.halo));
-                    e.store(k, id);
-                    e.close("}");
-                } else {
-                    e.store(k, id);
-                }
+                e.store(k, id);
             }
         }
     }

@@ -91,17 +91,16 @@ impl Emitter<'_> {
             ));
             self.line("const u32 vb = blockIdx.x;");
             self.line(format!("const u32 part = vb % {blocks}u;"));
-            let owning = sched.owning_threads();
-            if sched.halo > 0 {
-                // The first warp is the halo: it recomputes the last elements of the block before
-                // (for the first block, elements before the instance: not there, so not live).
+            if sched.lane_halo {
+                // Lane 0 of each warp is its halo: it recomputes the last elements of the warp
+                // before (for the instance's first warp, elements before the instance: not
+                // there, so not live).
+                self.line(
+                    "// lane 0 of each warp recomputes the last elements of the warp before (its halo)",
+                );
                 self.line(format!(
-                    "// the first {} threads recompute the end of the block before (the halo)",
-                    sched.halo
-                ));
-                self.line(format!(
-                    "const u32 t = part * {owning}u + threadIdx.x - {}u;",
-                    sched.halo
+                    "const u32 t = (part * {}u + (threadIdx.x >> 5)) * 31u + (threadIdx.x & 31u) - 1u;",
+                    b / 32
                 ));
             } else {
                 self.line(format!("const u32 t = part * {b}u + threadIdx.x;"));
@@ -120,11 +119,8 @@ impl Emitter<'_> {
                 sched.instances_per_block
             ));
         }
-        if sched.halo > 0 {
-            self.line(format!(
-                "const bool live = inst < n && (part != 0u || threadIdx.x >= {}u);",
-                sched.halo
-            ));
+        if sched.lane_halo {
+            self.line("const bool live = inst < n && (part != 0u || threadIdx.x != 0u);");
         } else {
             self.line("const bool live = inst < n;");
         }
@@ -148,6 +144,18 @@ impl Emitter<'_> {
                 "const u64 warp0 = (u64)blockIdx.x * {}ull + (threadIdx.x & ~31u);",
                 sched.block_threads
             ));
+        }
+        if sched.lane_halo {
+            let scans = super::lookback::scratch_of(self.func, sched.blocks_per_instance)
+                .map_or(0, |s| s.scans);
+            let words = scans * (sched.block_threads / 32);
+            // Each warp's carry out per carry scan, for the warp after it (0: not there yet).
+            self.line(format!("__shared__ u32 bf_carry[{words}];"));
+            self.line(format!(
+                "for (u32 i = threadIdx.x; i < {words}u; i += {}u) bf_carry[i] = 0u;",
+                sched.block_threads
+            ));
+            self.line("__syncthreads();");
         }
         self.line("(void)t; (void)slot; (void)live; (void)lane;");
     }

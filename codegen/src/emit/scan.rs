@@ -27,12 +27,22 @@ impl Emitter<'_> {
         let init = literal(init);
         self.line(format!("// {comment}"));
         let leaves = self.declare_array(id, q);
-        let (exact_in, exact_out) = if carry {
-            let exact_in = self.exact_of(&[input]);
-            (exact_in, self.declare_exact(id))
+        // In kernels with halo lanes: whether lane 0 decides the carry into the warp. An element
+        // propagates when its flags say propagate and not generate.
+        let halo = if carry {
+            let (f, _, _) = self.array_parts(input);
+            let f = f[0].clone();
+            self.halo_exact(&[input]).map(|exact| {
+                self.halo_decides(exact, q, |e| {
+                    format!("(({f}[{e}] >> 1) & 1u) != 0u && ({f}[{e}] & 1u) == 0u")
+                })
+            })
         } else {
-            (None, None)
+            None
         };
+        if let Some((_, exact)) = &halo {
+            self.set_exact(id, exact.clone());
+        }
         self.open("{");
         self.line("// this thread's elements, sequentially");
         let acc = self.vars(&types, &init);
@@ -61,8 +71,10 @@ impl Emitter<'_> {
                     String::new()
                 };
                 // The thread's aggregate may be 3 (generate and propagate) for all we know.
-                let exact = exact_in.as_deref().zip(exact_out.as_deref());
-                vec![self.carry_in_instance(id, &flags, &acc[0], false, exact)]
+                vec![match &halo {
+                    Some((decided, _)) => self.carry_by_halo(id, &acc[0], decided, false),
+                    None => self.carry_in_instance(id, &flags, &acc[0], false),
+                }]
             } else {
                 let pre = self.thread_prefix(id, op, &init, &types, &acc);
                 if self.sched.blocks_per_instance > 1 {
