@@ -323,10 +323,11 @@ pub const SPAN_Q: u32 = 4;
 /// program of `steps` scans. One or two carry scans (1-Add, a - b): Q=4 in 512-thread blocks,
 /// whose 16-byte accesses go through the warps' buffers whole lines at a time
 /// ([`crate::place::coalesced_vectors`]); programs of more scans compute more per element than
-/// they move, and Q=8 in 256-thread blocks spreads each scan's fixed cost (ballots, a barrier,
-/// the halo's test) over twice the limbs. Measured on an H200 (`bench huge`, bench/RESULTS.md,
-/// 2026-11-26), 2^20..2^26 bits: 1-Add 99-103% of the copy at Q=4 / 512, 80-83% at Q=8 / 256;
-/// 6-Add 55-60% at Q=4 / 512, 71-78% at Q=8 / 256 (75-77% with 128 threads); prefix sums over
+/// they move, and Q=8 in 256-thread blocks spreads each scan's fixed cost over twice the limbs
+/// (and gives a halo lane eight limbs: chains of up to eight additions, [`lane_halo_pays`]).
+/// Measured on an H200 (`bench huge`, bench/RESULTS.md, 2026-11-26), 2^20..2^26 bits: 1-Add
+/// 102-103% of the copy at Q=4 / 512, 80-83% at Q=8 / 256; 6-Add with halo lanes 91-94% at
+/// Q=8 / 256, 61-69% at Q=8 / 512 (Q=4: the chain does not fit the halo); prefix sums over
 /// residues 49% at Q=4 / 512, 55% at Q=8 / 256, 42% at Q=16.
 pub fn span_shape(steps: usize, carries_only: bool) -> (u32, u32) {
     if steps <= 2 && carries_only {
