@@ -158,6 +158,38 @@ fn sums_and_differences_across_blocks() {
     }
 }
 
+/// Element-wise work alone spans blocks too (no scan, no scratch).
+#[bigfuse::kernel]
+fn scaled(xs: [u64; N], k: u64) -> [u64; N] {
+    xs.map(|x| x * k + 1)
+}
+
+#[test]
+fn maps_across_blocks() {
+    let n = (1u64 << 20) + 5;
+    let plan = scaled::kernel()
+        .unwrap()
+        .plan(&[n], &Target::h100(), &Hints::default())
+        .unwrap();
+    let c = &plan.parts[0].compiled;
+    assert!(c.schedule.blocks_per_instance > 1 && c.scratch.is_none());
+    let mut r = rng(5);
+    let xs: Vec<u64> = (0..2 * n).map(|_| r.gen()).collect();
+    let mut devs = vec![Device::cpu()];
+    devs.extend(common::gpu());
+    for dev in devs {
+        let got = scaled::run(&dev, n, &xs, &[3, 5]).unwrap();
+        for (i, (x, g)) in xs.iter().zip(&got).enumerate() {
+            let k = if (i as u64) < n { 3u64 } else { 5 };
+            assert_eq!(
+                *g,
+                x.wrapping_mul(k).wrapping_add(1),
+                "element {i} on {dev}"
+            );
+        }
+    }
+}
+
 fn check_prefix_sums(dev: &Device, n: u64, count: usize) {
     let mut r = rng(n);
     let xs: Vec<u64> = (0..n as usize * count)

@@ -373,7 +373,8 @@ pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
 /// (every warp would wait for the one before: 6-Add at Q=4 ran at 1-26% of the copy); they
 /// resolve carries through shared memory and look-back instead.
 pub fn lane_halo_pays(func: &Func, sel: &Selection, q: u64) -> bool {
-    carries_only(func, sel) && carry_depth(func, sel) as u64 <= q
+    let depth = carry_depth(func, sel) as u64;
+    carries_only(func, sel) && depth >= 1 && depth <= q
 }
 
 /// The longest chain of carry scans in `func`: 1 for `a + b`, 6 for 6-Add (each addition reads

@@ -64,7 +64,7 @@ impl Emitter<'_> {
                 id.0
             ))
         }));
-        if sched.blocks_per_instance > 1 {
+        if super::lookback::scratch_of(self.func, sched.blocks_per_instance).is_some() {
             // Where the blocks of an instance pass their scans on (crate::layout::Scratch).
             params.push("u32* __restrict__ bf_scratch".into());
         }
