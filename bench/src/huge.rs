@@ -168,6 +168,27 @@ fn kernel_cell(m: &Measured) -> String {
     )
 }
 
+/// The cells after a row's own: the time and rate next to the copy (`gbs` of the time), and the
+/// kernel; or why there is no figure.
+fn figure_cells(
+    measured: &Result<Measured, String>,
+    copy_gbs: f64,
+    gbs: impl Fn(f64) -> f64,
+) -> String {
+    match measured {
+        Ok(m) => {
+            let g = gbs(m.ms);
+            format!(
+                "{copy_gbs:.0} | {:.3} ms | {g:.0} ({:.1}%) | {} |",
+                m.ms,
+                100.0 * g / copy_gbs,
+                kernel_cell(m)
+            )
+        }
+        Err(e) => format!("{copy_gbs:.0} | - | - | {e} |"),
+    }
+}
+
 /// The batch-1 and scan tables in markdown.
 pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -> String {
     let mut s = String::new();
@@ -181,29 +202,8 @@ pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for r in single {
-        match &r.measured {
-            Ok(m) => {
-                let gbs = single_gbs(r.log, m.ms);
-                let _ = writeln!(
-                    s,
-                    "| {} | 2^{} | {:.0} | {:.3} ms | {:.0} ({:.1}%) | {} |",
-                    r.what,
-                    r.log,
-                    r.copy_gbs,
-                    m.ms,
-                    gbs,
-                    100.0 * gbs / r.copy_gbs,
-                    kernel_cell(m)
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    s,
-                    "| {} | 2^{} | {:.0} | - | - | {e} |",
-                    r.what, r.log, r.copy_gbs
-                );
-            }
-        }
+        let cells = figure_cells(&r.measured, r.copy_gbs, |ms| single_gbs(r.log, ms));
+        let _ = writeln!(s, "| {} | 2^{} | {cells}", r.what, r.log);
     }
     let _ = writeln!(
         s,
@@ -216,28 +216,48 @@ pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for r in scans {
         let batch = 1u64 << (SCAN_TOTAL_LOG - r.log);
-        match &r.measured {
-            Ok(m) => {
-                let gbs = scan_gbs(m.ms);
-                let _ = writeln!(
-                    s,
-                    "| 2^{} | {batch} | {:.0} | {:.3} ms | {:.0} ({:.1}%) | {} |",
-                    r.log,
-                    r.copy_gbs,
-                    m.ms,
-                    gbs,
-                    100.0 * gbs / r.copy_gbs,
-                    kernel_cell(m)
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    s,
-                    "| 2^{} | {batch} | {:.0} | - | - | {e} |",
-                    r.log, r.copy_gbs
-                );
-            }
-        }
+        let cells = figure_cells(&r.measured, r.copy_gbs, scan_gbs);
+        let _ = writeln!(s, "| 2^{} | {batch} | {cells}", r.log);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_show_rates_next_to_the_copy_and_why_a_figure_is_missing() {
+        let m = Measured {
+            ms: 0.5,
+            registers: 32,
+            local_bytes: 0,
+            q: 4,
+            threads_per_instance: 2048,
+            shared_bytes: 0,
+            algo: "-".into(),
+            parts: 1,
+        };
+        let single = [SingleRow {
+            what: "1-Add",
+            log: 24,
+            copy_gbs: 4000.0,
+            measured: Ok(m),
+        }];
+        let scans = [ScanRow {
+            log: 20,
+            copy_gbs: 4000.0,
+            measured: Err("kernel too big".into()),
+        }];
+        let t = tables("H200", 5, &single, &scans);
+        // 3 * 2^24 / 8 bytes in 0.5 ms: 12.6 GB/s.
+        assert!(
+            t.contains("| 1-Add | 2^24 | 4000 | 0.500 ms | 13 (0.3%) | T=2048 Q=4 32 regs |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| 2^20 | 64 | 4000 | - | - | kernel too big |"),
+            "{t}"
+        );
+    }
 }

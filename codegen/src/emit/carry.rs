@@ -75,22 +75,10 @@ impl Emitter<'_> {
         } else {
             None
         };
-        let (s, c, ones, pre) = (self.temp(), self.temp(), self.temp(), self.temp());
         let plus_cin = warp_in
             .as_ref()
             .map(|(c, _)| format!(" + (u64){c}"))
             .unwrap_or_default();
-        self.line(format!(
-            "const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"
-        ));
-        let pm_only = if disjoint {
-            pm.clone()
-        } else {
-            format!("({pm} & ~{gm})")
-        };
-        self.line(format!(
-            "const u32 {c} = (u32)(({s} ^ (u64){pm_only}) >> lane) & 1u;"
-        ));
         let below = if t_count < 32 {
             format!(
                 "(((1u << lane) - 1u) & ~((1u << (lane & ~{}u)) - 1u))",
@@ -103,19 +91,26 @@ impl Emitter<'_> {
             .as_ref()
             .map(|(_, o)| format!("{o} & "))
             .unwrap_or_default();
-        self.line(format!(
-            "const u32 {ones} = {warp_ones}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"
-        ));
-        self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
-        pre
+        self.lane_carries(&gm, &pm, disjoint, &plus_cin, &below, &warp_ones)
     }
 
-    /// The exclusive carry into each lane of a whole warp from the lanes' generate and propagate
-    /// masks `gm`, `pm` (no carry into lane 0), as [`Self::carry_prefix`] resolves one warp:
-    /// bit 0 the carry, bit 1 whether every lane below propagates.
-    pub(super) fn warp_carry(&mut self, gm: &str, pm: &str, disjoint: bool) -> String {
-        let (s, c, pre) = (self.temp(), self.temp(), self.temp());
-        self.line(format!("const u64 {s} = (u64)({gm} | {pm}) + (u64){gm};"));
+    /// The ballot arithmetic that gives each lane its exclusive carry (bit 0) and whether every
+    /// lane below it propagates (bit 1) from the masks `gm`, `pm`: `plus_cin` adds the carry into
+    /// lane 0, `below` masks the lanes of this lane's instance below it, `ones` prefixes the
+    /// condition that the warps before propagate too.
+    fn lane_carries(
+        &mut self,
+        gm: &str,
+        pm: &str,
+        disjoint: bool,
+        plus_cin: &str,
+        below: &str,
+        ones_before: &str,
+    ) -> String {
+        let (s, c, ones, pre) = (self.temp(), self.temp(), self.temp(), self.temp());
+        self.line(format!(
+            "const u64 {s} = (u64)({gm} | {pm}) + (u64){gm}{plus_cin};"
+        ));
         let pm_only = if disjoint {
             pm.to_string()
         } else {
@@ -125,9 +120,17 @@ impl Emitter<'_> {
             "const u32 {c} = (u32)(({s} ^ (u64){pm_only}) >> lane) & 1u;"
         ));
         self.line(format!(
-            "const u32 {pre} = {c} | ((((~{pm}) & ((1u << lane) - 1u)) == 0u ? 1u : 0u) << 1);"
+            "const u32 {ones} = {ones_before}((((~{pm}) & {below}) == 0u) ? 1u : 0u);"
         ));
+        self.line(format!("const u32 {pre} = {c} | ({ones} << 1);"));
         pre
+    }
+
+    /// The exclusive carry into each lane of a whole warp from the lanes' generate and propagate
+    /// masks `gm`, `pm` (no carry into lane 0), as [`Self::carry_prefix`] resolves one warp:
+    /// bit 0 the carry, bit 1 whether every lane below propagates.
+    pub(super) fn warp_carry(&mut self, gm: &str, pm: &str, disjoint: bool) -> String {
+        self.lane_carries(gm, pm, disjoint, "", "((1u << lane) - 1u)", "")
     }
 
     /// `out = x + y` over the instance's limbs (`x`, `y`: u64 arrays of `q` elements per thread),

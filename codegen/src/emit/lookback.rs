@@ -116,30 +116,16 @@ impl Emitter<'_> {
         self.line("bool whole = true;");
         let x = self.vars(types, init);
         self.open("while (inside) {");
-        let (aggs, wholes): (Vec<String>, Vec<String>) = (0..l)
+        // Records 0..l: the aggregate's leaves; l..2l: the inclusive prefix's.
+        let mut records: Vec<String> = (0..2 * l)
             .map(|i| {
-                (
-                    format!("bf_get(r + {i}u)"),
-                    format!("bf_get(r + {}u)", l + i),
-                )
-            })
-            .unzip();
-        let aggs: Vec<String> = aggs
-            .into_iter()
-            .map(|a| {
                 let n = self.temp();
-                self.line(format!("const ulonglong2 {n} = {a};"));
+                self.line(format!("const ulonglong2 {n} = bf_get(r + {i}u);"));
                 n
             })
             .collect();
-        let wholes: Vec<String> = wholes
-            .into_iter()
-            .map(|a| {
-                let n = self.temp();
-                self.line(format!("const ulonglong2 {n} = {a};"));
-                n
-            })
-            .collect();
+        let wholes = records.split_off(l);
+        let aggs = records;
         let all = |rs: &[String]| {
             rs.iter()
                 .map(|r| format!("{r}.y != 0ull"))
