@@ -92,6 +92,11 @@ fn long_instances_span_blocks() {
             "{bits} bits"
         );
         assert!(p.parts[0].compiled.scratch.is_some());
+        let explain = p.parts[0].compiled.explain();
+        assert!(
+            explain.contains("a halo that decides the carries"),
+            "{explain}"
+        );
     }
     // Chains of additions: eight limbs a thread in 256-thread blocks, still with halo lanes.
     let six = six_add::kernel()

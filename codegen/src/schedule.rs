@@ -535,7 +535,12 @@ pub fn schedule(
         (blocks, t) = shape(lane_halo);
         if blocks > 1 {
             decisions.push(format!(
-                "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, its scans resolved across them by look-back"
+                "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, {}",
+                if lane_halo {
+                    "lane 0 of each warp a halo that decides the carries into the warp (the warp before waited for only where it propagates)"
+                } else {
+                    "its scans resolved across them by look-back"
+                }
             ));
         }
     }
