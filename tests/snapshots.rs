@@ -63,6 +63,7 @@ fn spanning_kernels() {
     let bits = 1 << 22;
     snap("add", add::kernel().unwrap(), bits);
     snap("six_add", six_add::kernel().unwrap(), bits);
+    snap("compare", compare::kernel().unwrap(), bits);
     let scan = bigfuse::programs::prefix_sums::kernel().unwrap();
     let sizes = [(1u64 << 61) - 1, (1 << 20) + 17];
     let src = scan.cuda_source(&sizes, &Target::h100()).unwrap();

@@ -8,7 +8,7 @@ mod common;
 use bigfuse::prelude::*;
 use bigfuse::programs::prefix_sums;
 use bigfuse::{BigUint, Hints, Target};
-use common::kernels::{add, six_add, sub};
+use common::kernels::{add, compare, six_add, sub};
 use common::{all_ones, modulus, random_big, rng, wrap_add, wrap_sub};
 use rand::Rng;
 
@@ -159,6 +159,51 @@ fn sums_and_differences_across_blocks() {
             for count in [1, 3] {
                 check_sums(&gpu, bits, count);
             }
+        }
+    }
+}
+
+/// Comparisons of integers that span blocks: the reduction passes between the blocks by
+/// look-back and the instance's last thread writes the answers.
+fn check_comparisons(dev: &Device, bits: u64) {
+    let mut r = rng(bits ^ 3);
+    let x = random_big(&mut r, bits) | (BigUint::from(1u8) << (bits - 1));
+    let low = BigUint::from(1u8);
+    let a = vec![
+        x.clone(),
+        x.clone(),
+        &x - &low,
+        x.clone(),
+        BigUint::from(0u8),
+        random_big(&mut r, bits),
+    ];
+    let b = vec![
+        x.clone(),
+        &x - &low,
+        x.clone(),
+        x.clone() ^ (BigUint::from(1u8) << (bits / 2)),
+        BigUint::from(0u8),
+        random_big(&mut r, bits),
+    ];
+    let got = compare::run(dev, bits, &a, &b).unwrap();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let want = (x < y, x <= y, x > y, x >= y, x == y, x != y);
+        let g = (got.0[i], got.1[i], got.2[i], got.3[i], got.4[i], got.5[i]);
+        assert_eq!(g, want, "instance {i} at {bits} bits on {dev}");
+    }
+}
+
+#[test]
+fn comparisons_across_blocks() {
+    let plan = compare::kernel()
+        .unwrap()
+        .plan(&[1 << 22], &Target::h100(), &Hints::default())
+        .unwrap();
+    assert!(plan.parts[0].compiled.schedule.blocks_per_instance > 1);
+    check_comparisons(&Device::cpu(), (1 << 22) + 1088);
+    if let Some(gpu) = common::gpu() {
+        for bits in [1u64 << 20, 1 << 22, (1 << 22) + 1088, 1 << 26] {
+            check_comparisons(&gpu, bits);
         }
     }
 }

@@ -124,7 +124,7 @@ pub fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLay
 /// has its value, with no fence between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scratch {
-    /// Scans (carry scans included) that resolve across blocks, in node order.
+    /// Scans (carry scans included) and reductions that resolve across blocks, in node order.
     pub scans: u32,
     /// 64-bit words of the widest scan's value.
     pub leaves: u32,

@@ -343,17 +343,30 @@ pub const MAX_SPAN: u32 = 1 << 16;
 
 /// Whether the instances of `func` may span several blocks: every step across threads is a scan
 /// (carry scans included), which the blocks of an instance resolve in order by look-back
-/// (`emit/lookback.rs`); element-wise work needs nothing. Reductions (chunked instead:
-/// [`crate::chunk`]), gathers and products read across the whole instance.
+/// (`emit/lookback.rs`), or a reduction (a comparison of big integers) whose result no element
+/// depends on: the instance's last thread then holds it whole and writes what follows from it.
+/// Element-wise work needs nothing. Gathers and products read across the whole instance, and a
+/// reduction that elements depend on would have to reach every block first.
 pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
     use bigfuse_core::Op;
+    // Nodes computed from a reduction's result.
+    let mut after_reduce = vec![false; func.nodes.len()];
+    for id in func.ids() {
+        let n = func.node(id);
+        after_reduce[id.index()] = matches!(n.op, Op::Reduce { .. })
+            || n.op.args().iter().any(|a| after_reduce[a.index()]);
+    }
     sel.products().next().is_none()
-        && func.nodes.iter().all(|n| match &n.op {
-            Op::Reduce { .. } | Op::Gather { .. } | Op::LimbMul { .. } | Op::PolyMul { .. } => {
-                false
-            }
-            Op::Scan { flags, .. } => flags.is_none(),
-            _ => true,
+        && func.ids().all(|id| {
+            let n = func.node(id);
+            let elementwise_after_reduce =
+                after_reduce[id.index()] && matches!(n.ty, Type::Array(..));
+            !elementwise_after_reduce
+                && match &n.op {
+                    Op::Gather { .. } | Op::LimbMul { .. } | Op::PolyMul { .. } => false,
+                    Op::Scan { flags, .. } => flags.is_none(),
+                    _ => true,
+                }
         })
 }
 
@@ -374,7 +387,12 @@ pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
 /// resolve carries through shared memory and look-back instead.
 pub fn lane_halo_pays(func: &Func, sel: &Selection, q: u64) -> bool {
     let depth = carry_depth(func, sel) as u64;
-    carries_only(func, sel) && depth >= 1 && depth <= q
+    // A halo lane recomputes elements another lane owns: a reduction would count them twice.
+    let reduces = func
+        .nodes
+        .iter()
+        .any(|n| matches!(n.op, bigfuse_core::Op::Reduce { .. }));
+    carries_only(func, sel) && !reduces && depth >= 1 && depth <= q
 }
 
 /// The longest chain of carry scans in `func`: 1 for `a + b`, 6 for 6-Add (each addition reads

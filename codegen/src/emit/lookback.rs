@@ -29,8 +29,8 @@ pub fn scratch_of(func: &Func, blocks_per_instance: u32) -> Option<Scratch> {
     }
     let leaves = scans(func)
         .map(|id| match &func.node(id).op {
-            Op::Scan { init, .. } => init.leaves().len() as u32,
-            _ => unreachable!("scans() yields scans"),
+            Op::Scan { init, .. } | Op::Reduce { init, .. } => init.leaves().len() as u32,
+            _ => unreachable!("scans() yields scans and reductions"),
         })
         .max()?;
     Some(Scratch {
@@ -39,10 +39,10 @@ pub fn scratch_of(func: &Func, blocks_per_instance: u32) -> Option<Scratch> {
     })
 }
 
-/// The scans of `func` in node order: scan `k` has status words `k` in the scratch.
+/// The scans and reductions of `func` in node order: the `k`-th has records `k` in the scratch.
 fn scans(func: &Func) -> impl Iterator<Item = ValueId> + '_ {
     func.ids()
-        .filter(|id| matches!(func.node(*id).op, Op::Scan { .. }))
+        .filter(|id| matches!(func.node(*id).op, Op::Scan { .. } | Op::Reduce { .. }))
 }
 
 impl Emitter<'_> {

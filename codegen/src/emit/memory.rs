@@ -252,8 +252,15 @@ impl Emitter<'_> {
             Val::Scalar(l) => {
                 self.line(format!("// {comment}"));
                 let unit = self.outputs[k].unit;
+                // One thread writes a scalar: where an instance spans blocks, its last thread, the
+                // one that holds every reduction whole.
+                let writer = if self.sched.blocks_per_instance > 1 {
+                    self.sched.threads_per_instance - 1
+                } else {
+                    0
+                };
                 self.line(format!(
-                    "if (live && t == 0u) out{k}[inst] = ({})({});",
+                    "if (live && t == {writer}u) out{k}[inst] = ({})({});",
                     unit.ctype(),
                     l[0]
                 ));

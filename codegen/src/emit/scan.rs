@@ -118,7 +118,14 @@ impl Emitter<'_> {
         self.apply(op, &[result.clone(), x], &result);
         self.close("}");
         let t_count = self.sched.threads_per_instance;
-        if t_count > 1 && t_count <= 32 {
+        if self.sched.blocks_per_instance > 1 {
+            // Across blocks: the prefix up to and including this thread; the instance's last
+            // thread holds the whole reduction (what depends on it is written from there).
+            let pre = self.thread_prefix(id, op, &init, &types, &result);
+            let pre = self.across_blocks(id, op, &types, &init, &pre, &result);
+            let own = self.bind(&types, result.clone());
+            self.apply(op, &[pre, own], &result);
+        } else if t_count > 1 && t_count <= 32 {
             self.lane_reduce(op, &types, &result, t_count, "t");
         } else if t_count > 32 {
             let w = self.sched.warps_per_instance();
