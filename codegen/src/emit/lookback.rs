@@ -13,6 +13,12 @@
 //! A block only waits for blocks of lower index, which the GPU starts first (blocks are dispatched
 //! in index order; CUB's single-pass scans rely on the same), so the wait always ends. The
 //! scratch's layout is [`crate::layout::Scratch`].
+//!
+//! Carries, the common case, mostly avoid waiting at all: in kernels with halo lanes
+//! ([`crate::schedule::lane_halo_pays`]) lane 0 of each warp recomputes the end of the warp before,
+//! and decides the carry into the warp unless its deciding limb propagates
+//! ([`Emitter::carry_by_halo`]); only then does a warp wait, for the warp before it (shared
+//! memory) or the block before (the same scratch records).
 
 use super::{
     scalar::{ctype, literal},
@@ -22,7 +28,8 @@ use super::{
 use crate::layout::Scratch;
 use bigfuse_core::{Func, Op, Type, ValueId};
 
-/// The scratch a kernel's instances need to span blocks: one status per scan and block.
+/// The scratch a kernel's instances need to span blocks: records per scan (or reduction) and
+/// block; none for element-wise work alone.
 pub fn scratch_of(func: &Func, blocks_per_instance: u32) -> Option<Scratch> {
     if blocks_per_instance <= 1 {
         return None;
