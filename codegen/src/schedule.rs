@@ -234,16 +234,6 @@ impl Schedule {
         }
     }
 
-    /// Threads of a block that own elements of its instance (a halo lane recomputes another
-    /// warp's).
-    pub fn owning_threads(&self) -> u32 {
-        if self.lane_halo {
-            self.block_span() / 32 * 31
-        } else {
-            self.block_span()
-        }
-    }
-
     /// Warps of one instance inside one block.
     pub fn warps_per_instance(&self) -> u32 {
         self.block_span().div_ceil(32)
@@ -369,6 +359,9 @@ pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
                 }
         })
 }
+
+/// Lanes of a warp that own elements where lane 0 is a halo ([`lane_halo_pays`]).
+pub const WARP_OWNERS: u32 = 31;
 
 /// Whether the warps of instances that span blocks carry with a halo lane: every scan of `func`
 /// is a carry scan. Each warp's lane 0 then recomputes the last Q elements of the warp before it
@@ -541,7 +534,7 @@ pub fn schedule(
         let spread = max_len.div_ceil(span_q);
         let shape = |halo: bool| {
             let owning = if halo {
-                span_block / 32 * 31
+                span_block / 32 * WARP_OWNERS
             } else {
                 span_block
             };

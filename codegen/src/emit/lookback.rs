@@ -66,11 +66,7 @@ impl Emitter<'_> {
         pre: &[String],
         agg: &[String],
     ) -> Vec<String> {
-        let scratch = scratch_of(self.func, self.sched.blocks_per_instance)
-            .expect("a kernel whose instances span blocks has scratch");
-        let k = scans(self.func)
-            .position(|id| id == scan)
-            .expect("the node is a scan");
+        let (k, scratch) = self.scan_slot(scan);
         let l = scratch.leaves as usize;
         let records = scratch.records();
         let last_warp = (self.sched.block_threads - 1) / 32;
@@ -198,7 +194,8 @@ impl Emitter<'_> {
 
     /// The index of scan `scan` among the kernel's scans, and the scratch.
     fn scan_slot(&self, scan: ValueId) -> (usize, Scratch) {
-        let scratch = scratch_of(self.func, self.sched.blocks_per_instance)
+        let scratch = self
+            .scratch
             .expect("a kernel whose instances span blocks has scratch");
         let k = scans(self.func)
             .position(|id| id == scan)

@@ -86,6 +86,9 @@ struct Emitter<'a> {
     /// from which its elements are exact (those below may lack a carry from before the halo),
     /// and the warp-uniform condition that the halo decided every carry so far.
     exact: Vec<Option<(u32, String)>>,
+    /// The scratch the kernel's launches pass ([`scratch_of`]): where instances span blocks and
+    /// have scans.
+    scratch: Option<crate::layout::Scratch>,
 }
 
 impl<'a> Emitter<'a> {
@@ -312,6 +315,7 @@ pub fn emit(
         temps: 0,
         functions: Vec::new(),
         exact: vec![None; func.nodes.len()],
+        scratch: scratch_of(func, sched.blocks_per_instance),
     };
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.

@@ -6,6 +6,7 @@
 
 use super::{lookback, ntt, polymul, Emitter};
 use crate::isel::Product;
+use crate::schedule::WARP_OWNERS;
 
 impl Emitter<'_> {
     /// The text before the kernel: `header` as comments, the typedefs, and the helpers of the
@@ -26,7 +27,7 @@ impl Emitter<'_> {
             self.out.push_str(polymul::HELPERS);
             self.line("");
         }
-        if self.sched.blocks_per_instance > 1 {
+        if self.scratch.is_some() {
             self.out.push_str(lookback::HELPERS);
             self.line("");
         }
@@ -64,7 +65,7 @@ impl Emitter<'_> {
                 id.0
             ))
         }));
-        if super::lookback::scratch_of(self.func, sched.blocks_per_instance).is_some() {
+        if self.scratch.is_some() {
             // Where the blocks of an instance pass their scans on (crate::layout::Scratch).
             params.push("u32* __restrict__ bf_scratch".into());
         }
@@ -99,7 +100,7 @@ impl Emitter<'_> {
                     "// lane 0 of each warp recomputes the last elements of the warp before (its halo)",
                 );
                 self.line(format!(
-                    "const u32 t = (part * {}u + (threadIdx.x >> 5)) * 31u + (threadIdx.x & 31u) - 1u;",
+                    "const u32 t = (part * {}u + (threadIdx.x >> 5)) * {WARP_OWNERS}u + (threadIdx.x & 31u) - 1u;",
                     b / 32
                 ));
             } else {
@@ -146,8 +147,7 @@ impl Emitter<'_> {
             ));
         }
         if sched.lane_halo {
-            let scans = super::lookback::scratch_of(self.func, sched.blocks_per_instance)
-                .map_or(0, |s| s.scans);
+            let scans = self.scratch.map_or(0, |s| s.scans);
             let words = scans * (sched.block_threads / 32);
             // Each warp's carry out per carry scan, for the warp after it (0: not there yet).
             self.line(format!("__shared__ u32 bf_carry[{words}];"));
