@@ -34,7 +34,7 @@ impl Emitter<'_> {
         });
         if let Some((_, exact)) = &halo {
             for id in [g.flags, g.scan, g.apply] {
-                self.set_exact(id, exact.clone());
+                self.exact[id.index()] = Some(exact.clone());
             }
         }
         self.open("{");

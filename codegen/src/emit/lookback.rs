@@ -360,12 +360,6 @@ impl Emitter<'_> {
         self.close("}");
         out
     }
-
-    /// Records (static first exact limb and warp-uniform condition) that node `id`'s elements in
-    /// the halo lane are exact from limb `exact.0` on.
-    pub(super) fn set_exact(&mut self, id: ValueId, exact: (u32, String)) {
-        self.exact[id.index()] = Some(exact);
-    }
 }
 
 /// A record (value, flag) stored and loaded whole, as one 16-byte access.

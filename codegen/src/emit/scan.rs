@@ -41,7 +41,7 @@ impl Emitter<'_> {
             None
         };
         if let Some((_, exact)) = &halo {
-            self.set_exact(id, exact.clone());
+            self.exact[id.index()] = Some(exact.clone());
         }
         self.open("{");
         self.line("// this thread's elements, sequentially");
