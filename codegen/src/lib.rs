@@ -25,6 +25,7 @@ pub mod modular;
 pub mod montgomery;
 pub mod mul;
 pub mod ntt;
+pub mod ntt_global;
 pub mod passes;
 pub mod per_thread;
 pub mod place;

@@ -41,7 +41,7 @@ pub struct NttPlan {
     pub primes: Vec<Prime>,
 }
 
-fn pow_mod(mut b: u64, mut e: u64, m: u64) -> u64 {
+pub(crate) fn pow_mod(mut b: u64, mut e: u64, m: u64) -> u64 {
     let mut r = 1u64;
     b %= m;
     while e > 0 {
@@ -287,22 +287,11 @@ impl NttPlan {
             let cs = shoup(c, p);
             residues.push(x.iter().map(|&v| mul_shoup(v, c, cs, p)).collect());
         }
-        let (c12, p1_mod_p3, c123) = self.crt_constants();
-        let (p1, p2, p3) = (self.primes[0].p, self.primes[1].p, self.primes[2].p);
-        let p1p2 = p1 as u128 * p2 as u128;
         // Column sums (exact), then the carries, as the GPU adds them.
         let mut digits = vec![0u32; self.digits_out as usize + 4];
         let mut acc: u128 = 0;
         for (k, d) in digits.iter_mut().enumerate().take(self.digits_out as usize) {
-            let (r1, r2, r3) = (residues[0][k], residues[1][k], residues[2][k]);
-            let v1 = r1;
-            let u = if v1 >= p2 { v1 - p2 } else { v1 };
-            let v2 = mul_shoup(r2 + p2 - u, c12, shoup(c12, p2), p2);
-            let v1_mod_p3 = if v1 >= p3 { v1 - p3 } else { v1 };
-            let s = mul_shoup(v2, p1_mod_p3, shoup(p1_mod_p3, p3), p3) + v1_mod_p3;
-            let s = if s >= p3 { s - p3 } else { s };
-            let v3 = mul_shoup(r3 + p3 - s, c123, shoup(c123, p3), p3);
-            let column = v1 as u128 + v2 as u128 * p1 as u128 + v3 as u128 * p1p2;
+            let column = self.garner(residues[0][k], residues[1][k], residues[2][k]);
             acc += column;
             *d = acc as u32;
             acc >>= 32;
@@ -312,37 +301,66 @@ impl NttPlan {
     }
 
     fn forward(&self, x: &mut [u32], tw: &[(u32, u32)], p: u32) {
-        let n = x.len();
-        for s in 0..self.log_n {
-            let h = n >> (s + 1);
-            for i in 0..n {
-                if i % (2 * h) >= h {
-                    continue;
-                }
-                let (u, v) = (x[i], x[i + h]);
-                let e = (i % (2 * h)) << s;
-                let sum = u + v;
-                x[i] = if sum >= p { sum - p } else { sum };
-                x[i + h] = mul_shoup(u + p - v, tw[e].0, tw[e].1, p);
-            }
-        }
+        dif(x, tw, p)
     }
 
     fn inverse(&self, x: &mut [u32], tw: &[(u32, u32)], p: u32) {
-        let n = x.len();
-        for s in 0..self.log_n {
-            let h = 1usize << s;
-            for i in 0..n {
-                if i % (2 * h) >= h {
-                    continue;
-                }
-                let e = (i % (2 * h)) << (self.log_n - 1 - s);
-                let t = mul_shoup(x[i + h], tw[e].0, tw[e].1, p);
-                let u = x[i];
-                let sum = u + t;
-                x[i] = if sum >= p { sum - p } else { sum };
-                x[i + h] = if u >= t { u - t } else { u + p - t };
+        dit(x, tw, p)
+    }
+
+    /// Garner's CRT of one column as the GPU computes it (`bf_garner`): its residues modulo the
+    /// three primes in, the exact column sum out.
+    pub fn garner(&self, r1: u32, r2: u32, r3: u32) -> u128 {
+        let (c12, p1_mod_p3, c123) = self.crt_constants();
+        let (p1, p2, p3) = (self.primes[0].p, self.primes[1].p, self.primes[2].p);
+        let v1 = r1;
+        let u = if v1 >= p2 { v1 - p2 } else { v1 };
+        let v2 = mul_shoup(r2 + p2 - u, c12, shoup(c12, p2), p2);
+        let v1_mod_p3 = if v1 >= p3 { v1 - p3 } else { v1 };
+        let s = mul_shoup(v2, p1_mod_p3, shoup(p1_mod_p3, p3), p3) + v1_mod_p3;
+        let s = if s >= p3 { s - p3 } else { s };
+        let v3 = mul_shoup(r3 + p3 - s, c123, shoup(c123, p3), p3);
+        v1 as u128 + v2 as u128 * p1 as u128 + v3 as u128 * (p1 as u128 * p2 as u128)
+    }
+}
+
+/// A forward transform of `x` (decimation in frequency: natural order in, bit-reversed out) with
+/// `tw` = (w^e, Shoup's companion) for e < len/2, w a primitive len-th root of unity mod p.
+pub(crate) fn dif(x: &mut [u32], tw: &[(u32, u32)], p: u32) {
+    let n = x.len();
+    let log_n = n.trailing_zeros();
+    for s in 0..log_n {
+        let h = n >> (s + 1);
+        for i in 0..n {
+            if i % (2 * h) >= h {
+                continue;
             }
+            let (u, v) = (x[i], x[i + h]);
+            let e = (i % (2 * h)) << s;
+            let sum = u + v;
+            x[i] = if sum >= p { sum - p } else { sum };
+            x[i + h] = mul_shoup(u + p - v, tw[e].0, tw[e].1, p);
+        }
+    }
+}
+
+/// The inverse of [`dif`] up to the factor len (decimation in time: bit-reversed in, natural
+/// out), with `tw` built from the inverse root.
+pub(crate) fn dit(x: &mut [u32], tw: &[(u32, u32)], p: u32) {
+    let n = x.len();
+    let log_n = n.trailing_zeros();
+    for s in 0..log_n {
+        let h = 1usize << s;
+        for i in 0..n {
+            if i % (2 * h) >= h {
+                continue;
+            }
+            let e = (i % (2 * h)) << (log_n - 1 - s);
+            let t = mul_shoup(x[i + h], tw[e].0, tw[e].1, p);
+            let u = x[i];
+            let sum = u + t;
+            x[i] = if sum >= p { sum - p } else { sum };
+            x[i + h] = if u >= t { u - t } else { u + p - t };
         }
     }
 }

@@ -251,54 +251,12 @@ impl Cubes {
 }
 
 impl Emitter<'_> {
-    /// Garner's CRT of one digit column (`bf_garner(v1, g2, g3, lo, hi)`: its residues mod the
-    /// three primes in, the column sum v1 + v2 p1 + v3 p1 p2 < 2^96 out as a 64-bit low part and
-    /// the rest), in PTX like the butterflies: NVVM sees one statement per column. Returns its name.
+    /// Garner's CRT of one digit column as a device function ([`garner_source`]). Returns its
+    /// name.
     fn garner_function(&mut self, plan: &NttPlan) -> String {
-        let (c12, p1m3, c123) = plan.crt_constants();
-        let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
-        let (p1, p2, p3) = (ps[0], ps[1], ps[2]);
-        let p12 = p1 as u64 * p2 as u64;
         let name = "bf_garner";
-        // `a * w mod p` by Shoup's method into `out`, from `a` (below 2^32), as in bf_shoup.
-        let shoup = |out: &str, a: &str, w: u32, p: u32| {
-            format!(
-                "mul.hi.u32 q, {a}, {}U; mul.lo.u32 r, {a}, {w}U; mul.lo.u32 q, q, {p}U; sub.u32 {out}, r, q; setp.ge.u32 g, {out}, {p}U; @g sub.u32 {out}, {out}, {p}U;",
-                ntt::shoup(w, p)
-            )
-        };
-        let steps = [
-            ".reg .u32 u, d, q, r, v2, w, v3; .reg .u64 t, m, x, s; .reg .pred g;".to_string(),
-            format!("setp.ge.u32 g, %2, {p2}U; mov.u32 u, %2; @g sub.u32 u, u, {p2}U;"),
-            format!("sub.u32 d, %3, u; add.u32 d, d, {p2}U;"),
-            shoup("v2", "d", c12, p2),
-            format!("setp.ge.u32 g, %2, {p3}U; mov.u32 w, %2; @g sub.u32 w, w, {p3}U;"),
-            shoup("r", "v2", p1m3, p3),
-            format!("add.u32 r, r, w; setp.ge.u32 g, r, {p3}U; @g sub.u32 r, r, {p3}U;"),
-            format!("sub.u32 d, %4, r; add.u32 d, d, {p3}U;"),
-            shoup("v3", "d", c123, p3),
-            format!(
-                "cvt.u64.u32 t, %2; mad.wide.u32 t, v2, {p1}U, t; mad.wide.u32 t, v3, {}U, t;",
-                p12 & 0xffff_ffff
-            ),
-            format!("mul.wide.u32 m, v3, {}U;", p12 >> 32),
-            "shl.b64 x, m, 32; add.u64 s, t, x; setp.lt.u64 g, s, t; shr.u64 x, m, 32; @g add.u64 x, x, 1;".to_string(),
-            "mov.u64 %0, s; mov.u64 %1, x;".to_string(),
-        ];
-        self.device_function(name, |e| {
-            e.line("// Garner's CRT of one digit column: residues v1, g2, g3 mod p1, p2, p3 in, the column");
-            e.line("// sum v1 + v2 p1 + v3 p1 p2 (v2, v3 the mixed-radix digits) out as lo + hi * 2^64.");
-            e.open("__device__ __forceinline__ void bf_garner(u32 v1, u32 g2, u32 g3, u64& lo, u64& hi) {");
-            e.line(format!("asm(\"{{ {}\\n\\t\"", steps[0]));
-            for st in &steps[1..steps.len() - 1] {
-                e.line(format!("    \"{st}\\n\\t\""));
-            }
-            e.line(format!(
-                "    \"{} }}\" : \"=l\"(lo), \"=l\"(hi) : \"r\"(v1), \"r\"(g2), \"r\"(g3));",
-                steps[steps.len() - 1]
-            ));
-            e.close("}");
-        });
+        let text = garner_source(plan);
+        self.device_function(name, |e| e.out.push_str(&text));
         name.to_string()
     }
 
@@ -494,4 +452,60 @@ impl Emitter<'_> {
         self.line("__syncthreads();");
         self.close("}");
     }
+}
+
+/// Garner's CRT of one digit column (`bf_garner(v1, g2, g3, lo, hi)`: its residues mod the three
+/// primes in, the column sum v1 + v2 p1 + v3 p1 p2 < 2^96 out as a 64-bit low part and the rest),
+/// in PTX like the butterflies: NVVM sees one statement per column. The source of the device
+/// function, for the kernels of one block's products and of products over global memory.
+pub(super) fn garner_source(plan: &NttPlan) -> String {
+    let (c12, p1m3, c123) = plan.crt_constants();
+    let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
+    let (p1, p2, p3) = (ps[0], ps[1], ps[2]);
+    let p12 = p1 as u64 * p2 as u64;
+    // `a * w mod p` by Shoup's method into `out`, from `a` (below 2^32), as in bf_shoup.
+    let shoup = |out: &str, a: &str, w: u32, p: u32| {
+        format!(
+            "mul.hi.u32 q, {a}, {}U; mul.lo.u32 r, {a}, {w}U; mul.lo.u32 q, q, {p}U; sub.u32 {out}, r, q; setp.ge.u32 g, {out}, {p}U; @g sub.u32 {out}, {out}, {p}U;",
+            ntt::shoup(w, p)
+        )
+    };
+    let steps = [
+        ".reg .u32 u, d, q, r, v2, w, v3; .reg .u64 t, m, x, s; .reg .pred g;".to_string(),
+        format!("setp.ge.u32 g, %2, {p2}U; mov.u32 u, %2; @g sub.u32 u, u, {p2}U;"),
+        format!("sub.u32 d, %3, u; add.u32 d, d, {p2}U;"),
+        shoup("v2", "d", c12, p2),
+        format!("setp.ge.u32 g, %2, {p3}U; mov.u32 w, %2; @g sub.u32 w, w, {p3}U;"),
+        shoup("r", "v2", p1m3, p3),
+        format!("add.u32 r, r, w; setp.ge.u32 g, r, {p3}U; @g sub.u32 r, r, {p3}U;"),
+        format!("sub.u32 d, %4, r; add.u32 d, d, {p3}U;"),
+        shoup("v3", "d", c123, p3),
+        format!(
+            "cvt.u64.u32 t, %2; mad.wide.u32 t, v2, {p1}U, t; mad.wide.u32 t, v3, {}U, t;",
+            p12 & 0xffff_ffff
+        ),
+        format!("mul.wide.u32 m, v3, {}U;", p12 >> 32),
+        "shl.b64 x, m, 32; add.u64 s, t, x; setp.lt.u64 g, s, t; shr.u64 x, m, 32; @g add.u64 x, x, 1;".to_string(),
+        "mov.u64 %0, s; mov.u64 %1, x;".to_string(),
+    ];
+    let mut s = String::new();
+    s.push_str(
+        "// Garner's CRT of one digit column: residues v1, g2, g3 mod p1, p2, p3 in, the column\n",
+    );
+    s.push_str(
+        "// sum v1 + v2 p1 + v3 p1 p2 (v2, v3 the mixed-radix digits) out as lo + hi * 2^64.\n",
+    );
+    s.push_str(
+        "__device__ __forceinline__ void bf_garner(u32 v1, u32 g2, u32 g3, u64& lo, u64& hi) {\n",
+    );
+    s.push_str(&format!("  asm(\"{{ {}\\n\\t\"\n", steps[0]));
+    for st in &steps[1..steps.len() - 1] {
+        s.push_str(&format!("      \"{st}\\n\\t\"\n"));
+    }
+    s.push_str(&format!(
+        "      \"{} }}\" : \"=l\"(lo), \"=l\"(hi) : \"r\"(v1), \"r\"(g2), \"r\"(g3));\n",
+        steps[steps.len() - 1]
+    ));
+    s.push_str("}\n");
+    s
 }
