@@ -8,7 +8,7 @@
 //! the program's scalar tail. When `C` itself exceeds the limit, part 2 is chunked the same way.
 
 use crate::error::{CgResult, CodegenError};
-use crate::plan::{Part, Plan, Source};
+use crate::plan::{Body, Part, Plan, Source};
 use crate::{compile, Compiled, Hints, Target};
 use bigfuse_core::{Builder, Func, Op, Type, ValueId};
 
@@ -300,7 +300,7 @@ pub fn chunk_plan(concrete: &Func, target: &Target, hints: &Hints) -> CgResult<O
                     compiled,
                     inputs: std::mem::take(&mut inputs),
                     outputs: outputs.clone(),
-                    func: ch.part1,
+                    body: Body::Ir(ch.part1),
                     instances: ch.chunks,
                 });
                 inputs = outputs.into_iter().map(Source::Buffer).collect();
@@ -332,7 +332,7 @@ pub fn chunk_plan(concrete: &Func, target: &Target, hints: &Hints) -> CgResult<O
                     compiled,
                     inputs,
                     outputs: outputs.clone(),
-                    func: cur,
+                    body: Body::Ir(cur),
                     instances: 1,
                 });
                 return Ok(Some(Plan {
@@ -534,7 +534,13 @@ mod tests {
             let plan = check(&f, n, true);
             // (lo, hi): two partial buffers; the tail runs in the combining kernel.
             assert_eq!(plan.parts[0].outputs.len(), 2);
-            assert_eq!(plan.parts[1].func.outputs.len(), 3);
+            assert_eq!(
+                match &plan.parts[1].body {
+                    Body::Ir(f) => f.outputs.len(),
+                    _ => 0,
+                },
+                3
+            );
         }
         // The carry matters: all-ones inputs overflow 64 bits at every step.
         let n = 1 << 14;

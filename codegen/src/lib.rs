@@ -44,7 +44,7 @@ pub use layout::{layout_of, BufferLayout, Scratch, Unit};
 pub use lower::lower;
 pub use passes::{Pass, Stage, Stages, PASSES};
 pub use place::{place, Place, Placement};
-pub use plan::{compile_plan, Part, Plan, Source};
+pub use plan::{compile_plan, Body, Part, Plan, Source};
 pub use schedule::{schedule, Hints, Schedule};
 pub use target::Target;
 

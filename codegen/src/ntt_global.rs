@@ -21,7 +21,12 @@
 //! model the kernels follow (tested against num-bigint here; the CUDA in `emit/ntt_global.rs`).
 
 use crate::error::{CgResult, CodegenError};
+use crate::layout::layout_of;
 use crate::ntt::{self, dif, dit, mul_mont, mul_shoup, pow_mod, shoup, NttPlan, Prime};
+use crate::place::Placement;
+use crate::schedule::Schedule;
+use crate::{Compiled, Target};
+use bigfuse_core::{Size, Type};
 
 /// The longest row a block transforms (points): two operands' rows of 2^12 points take 34 KiB of
 /// shared memory.
@@ -236,6 +241,92 @@ impl GlobalNtt {
             self.blocks_per_instance(Step::Rows),
             self.blocks_per_instance(Step::Finish),
         )
+    }
+
+    /// The types of `step`'s inputs and outputs (per instance): the operands' digits as their
+    /// big integers, the transforms as arrays of 32-bit residues, X and Y as big integers.
+    pub fn types(&self, step: Step) -> (Vec<Type>, Vec<Type>) {
+        let big = |limbs: u64| Type::Big(Size::lit(64 * limbs));
+        let words = |n: u64| Type::Array(Box::new(Type::U32), Size::lit(n));
+        match step {
+            Step::Columns => (
+                vec![big(self.in_limbs); self.operands as usize],
+                vec![words(self.transform_words())],
+            ),
+            Step::Rows => (
+                vec![words(self.transform_words())],
+                vec![words(self.product_words())],
+            ),
+            Step::Finish => (
+                vec![words(self.product_words())],
+                vec![big(self.out_limbs), big(self.out_limbs)],
+            ),
+        }
+    }
+
+    /// `step`'s kernel, named `name`, for `target`: one instance is
+    /// [`GlobalNtt::blocks_per_instance`] blocks, each with its shared buffers.
+    pub fn kernel(&self, step: Step, name: &str, target: &Target) -> CgResult<Compiled> {
+        let shared = self.shared_bytes(step);
+        if shared > target.max_shared_per_block {
+            return Err(CodegenError::TooBig(format!(
+                "the `{}` kernel of a product over global memory needs {shared} bytes of shared memory per block; {} allows {}",
+                step.name(),
+                target.name,
+                target.max_shared_per_block
+            )));
+        }
+        let threads = self.threads(step);
+        let blocks = self.blocks_per_instance(step) as u32;
+        let why = format!(
+            "kernel `{}` of {}: {blocks} block(s) of {threads} threads per instance, {shared} bytes of shared memory each",
+            step.name(),
+            self.describe()
+        );
+        let (ins, outs) = self.types(step);
+        let layouts = |prefix: &str, ts: &[Type]| -> CgResult<Vec<_>> {
+            ts.iter()
+                .enumerate()
+                .map(|(i, t)| layout_of(&format!("{prefix}{i}"), t))
+                .collect()
+        };
+        Ok(Compiled {
+            kernel_name: name.to_string(),
+            source: crate::emit::ntt_global::source(self, step, name, &why),
+            schedule: Schedule {
+                threads_per_instance: threads * blocks,
+                blocks_per_instance: blocks,
+                lane_halo: false,
+                instances_per_block: 1,
+                block_threads: threads,
+                max_len: self.n(),
+                q: 16,
+                est_registers: 64,
+                mul_width: 0,
+                min_blocks: 1,
+                pow_mod_threads: 1,
+                shared_limit: target.max_shared_per_block,
+                tuples_coalesced: false,
+                decisions: vec![why.clone()],
+            },
+            placement: Placement {
+                places: vec![],
+                staging: vec![],
+                transpose: None,
+                shared_bytes: shared,
+                notes: vec![],
+            },
+            inputs: layouts("in", &ins)?,
+            outputs: layouts("out", &outs)?,
+            kernels: vec![],
+            fusion_notes: vec![],
+            selection: vec![],
+            stages: vec![],
+            tables: vec![self.table()],
+            scratch: None,
+            sizes: vec![],
+            target: target.clone(),
+        })
     }
 
     // ---- the CPU model, kernel by kernel, on one instance's words ----

@@ -4,6 +4,7 @@
 //! else [`crate::split`].
 
 use crate::error::{CgResult, CodegenError};
+use crate::ntt_global::{GlobalNtt, Step};
 use crate::{compile, Compiled, Hints, Target};
 use bigfuse_core::{specialize, validate, Func, Type};
 use std::fmt::Write;
@@ -25,11 +26,21 @@ pub struct Part {
     pub inputs: Vec<Source>,
     /// The buffer each of the kernel's outputs is written to, in output order.
     pub outputs: Vec<usize>,
-    /// The part as IR (its parameters are the inputs, its outputs the outputs).
-    pub func: Func,
+    /// What the kernel computes.
+    pub body: Body,
     /// Virtual instances this part runs per instance of the call: 1 for ordinary parts, C for the
     /// chunk kernel of a chunked reduction (chunk `c` of instance `i` is instance `i*C + c`).
     pub instances: u64,
+}
+
+/// What a part computes: the CPU tests of plans run it (`testing::run_batch`).
+#[derive(Clone, Debug)]
+pub enum Body {
+    /// A piece of the program as IR (its parameters are the inputs, its outputs the outputs).
+    Ir(Func),
+    /// One kernel of a product over global memory, written by its strategy and modelled by it
+    /// ([`crate::ntt_global`]).
+    Ntt(Box<GlobalNtt>, Step),
 }
 
 /// A program compiled for one set of sizes: one kernel when it fits, several otherwise.
@@ -123,7 +134,7 @@ pub fn compile_plan(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) 
                     compiled,
                     inputs,
                     outputs: results.clone(),
-                    func: concrete,
+                    body: Body::Ir(concrete),
                     instances: 1,
                 }],
                 results,
@@ -188,37 +199,60 @@ pub(crate) mod testing {
         };
         let mut bufs: Vec<Option<Vec<u64>>> = vec![None; plan.buffers.len()];
         for p in &plan.parts {
+            // The types of the part's inputs and outputs as the program sees them (a compiled
+            // IR part's own layouts are of its lowered form).
+            let (in_types, out_types): (Vec<Type>, Vec<Type>) = match &p.body {
+                Body::Ir(f) => (
+                    f.params.iter().map(|q| q.ty.clone()).collect(),
+                    f.output_types(),
+                ),
+                Body::Ntt(..) => (
+                    p.compiled.inputs.iter().map(|l| l.ty.clone()).collect(),
+                    p.compiled.outputs.iter().map(|l| l.ty.clone()).collect(),
+                ),
+            };
             let ins: Vec<Vec<u64>> = p
                 .inputs
                 .iter()
-                .zip(&p.func.params)
-                .map(|(s, param)| match s {
-                    Source::Arg(i) => flat_arg(*i, &param.ty),
+                .zip(&in_types)
+                .map(|(s, t)| match s {
+                    Source::Arg(i) => flat_arg(*i, t),
                     Source::Buffer(b) => bufs[*b].clone().expect("written before read"),
                 })
                 .collect();
             let vn = n * p.instances as usize;
-            let out_types = p.func.output_types();
             let mut outs: Vec<Vec<u64>> = out_types
                 .iter()
                 .map(|t| Vec::with_capacity(vn * width(t)))
                 .collect();
             for j in 0..vn {
-                let vals: Vec<Value> = ins
+                let slices: Vec<&[u64]> = ins
                     .iter()
-                    .zip(&p.func.params)
-                    .map(|(buf, param)| {
-                        let w = width(&param.ty);
+                    .zip(&in_types)
+                    .map(|(buf, t)| {
+                        let w = width(t);
                         assert!(buf.len() >= vn * w, "input too short for {vn} instances");
-                        value(&buf[j * w..(j + 1) * w], &param.ty)
+                        &buf[j * w..(j + 1) * w]
                     })
                     .collect();
-                for ((o, v), t) in outs
-                    .iter_mut()
-                    .zip(eval(&p.func, &vals).unwrap())
-                    .zip(&out_types)
-                {
-                    o.extend(words(&v, t));
+                let results: Vec<Vec<u64>> = match &p.body {
+                    Body::Ir(func) => {
+                        let vals: Vec<Value> = slices
+                            .iter()
+                            .zip(&in_types)
+                            .map(|(w, t)| value(w, t))
+                            .collect();
+                        eval(func, &vals)
+                            .unwrap()
+                            .iter()
+                            .zip(&out_types)
+                            .map(|(v, t)| words(v, t))
+                            .collect()
+                    }
+                    Body::Ntt(g, step) => ntt_step(g, *step, &slices),
+                };
+                for (o, w) in outs.iter_mut().zip(results) {
+                    o.extend(w);
                 }
             }
             for (b, o) in p.outputs.iter().zip(outs) {
@@ -242,6 +276,29 @@ pub(crate) mod testing {
                     .collect()
             })
             .collect()
+    }
+
+    /// A kernel of a product over global memory on one instance's words, through the model.
+    fn ntt_step(g: &GlobalNtt, step: Step, ins: &[&[u64]]) -> Vec<Vec<u64>> {
+        let digits = |w: &[u64]| -> Vec<u32> {
+            w.iter()
+                .flat_map(|x| [*x as u32, (*x >> 32) as u32])
+                .collect()
+        };
+        let narrow = |w: &[u64]| -> Vec<u32> { w.iter().map(|x| *x as u32).collect() };
+        let wide = |w: Vec<u32>| -> Vec<u64> { w.into_iter().map(u64::from).collect() };
+        match step {
+            Step::Columns => {
+                let a = digits(ins[0]);
+                let b = ins.get(1).map_or_else(|| a.clone(), |b| digits(b));
+                vec![wide(g.columns(&a, &b))]
+            }
+            Step::Rows => vec![wide(g.rows_step(&narrow(ins[0])))],
+            Step::Finish => {
+                let (x, y) = g.finish(&narrow(ins[0]));
+                vec![x, y]
+            }
+        }
     }
 
     /// [`run_batch`] for one instance.

@@ -4,9 +4,10 @@
 //! A strategy of [`crate::plan`].
 
 use crate::error::{CgResult, CodegenError};
-use crate::plan::{Part, Plan, Source};
+use crate::ntt_global::{GlobalNtt, Step};
+use crate::plan::{Body, Part, Plan, Source};
 use crate::{compile, Compiled, Hints, Target};
-use bigfuse_core::{specialize, Builder, Func, Op, ValueId};
+use bigfuse_core::{specialize, Builder, Func, Op, Type, ValueId};
 
 pub(crate) fn split(
     func: &Func,
@@ -20,8 +21,15 @@ pub(crate) fn split(
     let work: Vec<usize> = (0..concrete.nodes.len())
         .filter(|&i| !matches!(concrete.nodes[i].op, Op::Param(_) | Op::Const(_)))
         .collect();
-    let mut cuts = Vec::new();
-    cut(&concrete, &work, target, hints, &mut cuts)?;
+    let mut cutter = Cutter {
+        concrete: &concrete,
+        target,
+        hints,
+        cuts: Vec::new(),
+        temps: 0,
+        notes: Vec::new(),
+    };
+    cutter.cut(&work)?;
     let size_names: Vec<String> = func
         .size_params
         .iter()
@@ -33,39 +41,48 @@ pub(crate) fn split(
         func.name,
         size_names.join(", ")
     )];
+    let (cuts, product_notes) = (cutter.cuts, cutter.notes);
     // Wire the parts: every value a later part (or the caller) needs gets a buffer.
-    let mut buffer_of: std::collections::HashMap<ValueId, usize> = Default::default();
+    let mut buffer_of: std::collections::HashMap<Wire, usize> = Default::default();
     let mut buffers = Vec::new();
     let mut parts = Vec::new();
-    for (part_func, inputs, outputs, compiled) in cuts {
-        let inputs = inputs
+    for cut in cuts {
+        let inputs = cut
+            .inputs
             .iter()
-            .map(|v| match concrete.node(*v).op {
-                Op::Param(i) => Source::Arg(i as usize),
-                _ => Source::Buffer(buffer_of[v]),
+            .map(|w| match w {
+                Wire::Value(v) if matches!(concrete.node(*v).op, Op::Param(_)) => {
+                    let Op::Param(i) = concrete.node(*v).op else {
+                        unreachable!()
+                    };
+                    Source::Arg(i as usize)
+                }
+                w => Source::Buffer(buffer_of[w]),
             })
             .collect();
-        let outs = outputs
+        let outs = cut
+            .outputs
             .iter()
-            .map(|v| {
+            .zip(cut.out_types)
+            .map(|(w, t)| {
                 let b = buffers.len();
-                buffers.push(concrete.ty(*v).clone());
-                buffer_of.insert(*v, b);
+                buffers.push(t);
+                buffer_of.insert(*w, b);
                 b
             })
             .collect();
         parts.push(Part {
-            compiled,
+            compiled: cut.compiled,
             inputs,
             outputs: outs,
-            func: part_func,
+            body: cut.body,
             instances: 1,
         });
     }
     let results = concrete
         .outputs
         .iter()
-        .map(|o| buffer_of.get(o).copied())
+        .map(|o| buffer_of.get(&Wire::Value(*o)).copied())
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| {
             CodegenError::Unsupported("a result of a split program has no buffer".into())
@@ -74,6 +91,7 @@ pub(crate) fn split(
         "split into {} kernels by halving; intermediates cross kernels in global memory",
         parts.len()
     ));
+    notes.extend(product_notes);
     Ok(Plan {
         parts,
         buffers,
@@ -82,40 +100,153 @@ pub(crate) fn split(
     })
 }
 
-/// A part as `cut` finds it: its function, inputs and outputs (values of the whole program), and
-/// its compiled kernel.
-type Cut = (Func, Vec<ValueId>, Vec<ValueId>, Compiled);
+/// What a kernel of a split plan reads or writes: a value of the program, or a buffer private to
+/// the kernels of one product over global memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Wire {
+    Value(ValueId),
+    Temp(usize),
+}
 
-/// Halves `nodes` until each half compiles; appends the parts in order, compiled once.
-fn cut(
-    concrete: &Func,
-    nodes: &[usize],
-    target: &Target,
-    hints: &Hints,
-    out: &mut Vec<Cut>,
-) -> CgResult<()> {
-    // Whatever comes after this range may read its values: they are its outputs.
-    let end = nodes.last().map_or(0, |&i| i + 1);
-    let later: Vec<usize> = (end..concrete.nodes.len()).collect();
-    let last = end >= concrete.nodes.len()
-        || (end..concrete.nodes.len())
-            .all(|i| matches!(concrete.nodes[i].op, Op::Param(_) | Op::Const(_)));
-    let (f, inputs, outputs) = build_part(concrete, nodes, &later, out.len(), last)?;
-    match compile(&f, &[], target, hints) {
-        Ok(compiled) => {
-            out.push((f, inputs, outputs, compiled));
-            Ok(())
+/// A kernel as `cut` finds it.
+struct Cut {
+    body: Body,
+    inputs: Vec<Wire>,
+    outputs: Vec<Wire>,
+    out_types: Vec<Type>,
+    compiled: Compiled,
+}
+
+struct Cutter<'a> {
+    concrete: &'a Func,
+    target: &'a Target,
+    hints: &'a Hints,
+    cuts: Vec<Cut>,
+    temps: usize,
+    notes: Vec<String>,
+}
+
+impl Cutter<'_> {
+    /// Halves `nodes` until each half compiles; appends the parts in order, compiled once. A
+    /// product that does not fit alone becomes a product over global memory.
+    fn cut(&mut self, nodes: &[usize]) -> CgResult<()> {
+        let concrete = self.concrete;
+        // Whatever comes after this range may read its values: they are its outputs.
+        let end = nodes.last().map_or(0, |&i| i + 1);
+        let later: Vec<usize> = (end..concrete.nodes.len()).collect();
+        let last = end >= concrete.nodes.len()
+            || (end..concrete.nodes.len())
+                .all(|i| matches!(concrete.nodes[i].op, Op::Param(_) | Op::Const(_)));
+        let index = self.cuts.len();
+        let (f, inputs, outputs) = build_part(concrete, nodes, &later, index, last)?;
+        match compile(&f, &[], self.target, self.hints) {
+            Ok(compiled) => {
+                self.cuts.push(Cut {
+                    out_types: outputs.iter().map(|v| concrete.ty(*v).clone()).collect(),
+                    body: Body::Ir(f),
+                    inputs: inputs.into_iter().map(Wire::Value).collect(),
+                    outputs: outputs.into_iter().map(Wire::Value).collect(),
+                    compiled,
+                });
+                Ok(())
+            }
+            Err(CodegenError::TooBig(why)) if nodes.len() <= 1 => {
+                if nodes.len() == 1 && self.product(ValueId(nodes[0] as u32), &why)? {
+                    return Ok(());
+                }
+                Err(CodegenError::TooBig(format!(
+                    "even one operation alone does not fit a kernel: {why}"
+                )))
+            }
+            Err(CodegenError::TooBig(_)) => {
+                let mid = nodes.len() / 2;
+                self.cut(&nodes[..mid])?;
+                self.cut(&nodes[mid..])
+            }
+            Err(e) => Err(e),
         }
-        Err(CodegenError::TooBig(why)) if nodes.len() <= 1 => Err(CodegenError::TooBig(format!(
-            "even one operation alone does not fit a kernel: {why}"
-        ))),
-        Err(CodegenError::TooBig(_)) => {
-            let mid = nodes.len() / 2;
-            cut(concrete, &nodes[..mid], target, hints, out)?;
-            cut(concrete, &nodes[mid..], target, hints, out)
-        }
-        Err(e) => Err(e),
     }
+
+    /// Cuts a product `v` too big for one kernel into the kernels of a product over global
+    /// memory ([`crate::ntt_global`]) and the addition of its column sums; false when `v` is not
+    /// a product of two values of the program.
+    fn product(&mut self, v: ValueId, why: &str) -> CgResult<bool> {
+        let concrete = self.concrete;
+        let (a, b) = match concrete.node(v).op {
+            Op::BigMul(a, b) | Op::BigMulWide(a, b) => (a, b),
+            _ => return Ok(false),
+        };
+        if [a, b]
+            .iter()
+            .any(|x| matches!(concrete.node(*x).op, Op::Const(_)))
+        {
+            return Ok(false);
+        }
+        let limbs = |x: ValueId| match concrete.ty(x) {
+            Type::Big(s) => s.as_const().map(|bits| bits / 64),
+            _ => None,
+        };
+        let (Some(in_limbs), Some(out_limbs)) = (limbs(a), limbs(v)) else {
+            return Ok(false);
+        };
+        let plan = GlobalNtt::new(in_limbs, out_limbs, a == b)?;
+        let index = self.cuts.len();
+        let mut wires = |n: usize| -> Vec<Wire> {
+            let w = (self.temps..self.temps + n).map(Wire::Temp).collect();
+            self.temps += n;
+            w
+        };
+        let (t, u, xy) = (wires(1), wires(1), wires(2));
+        let operands = if a == b {
+            vec![Wire::Value(a)]
+        } else {
+            vec![Wire::Value(a), Wire::Value(b)]
+        };
+        for (step, inputs, outputs) in [
+            (Step::Columns, operands, t.clone()),
+            (Step::Rows, t, u.clone()),
+            (Step::Finish, u, xy.clone()),
+        ] {
+            let name = format!(
+                "bf_{}_part{index}_ntt_{}",
+                sanitize(&concrete.name),
+                step.name()
+            );
+            self.cuts.push(Cut {
+                compiled: plan.kernel(step, &name, self.target)?,
+                body: Body::Ntt(Box::new(plan.clone()), step),
+                inputs,
+                out_types: plan.types(step).1,
+                outputs,
+            });
+        }
+        // X + Y: an ordinary addition (its carries across blocks by look-back).
+        let ty = concrete.ty(v).clone();
+        let mut b = Builder::new(&format!("{}_part{}", concrete.name, index + 3), &[]);
+        let x = b.param("x", ty.clone());
+        let y = b.param("y", ty.clone());
+        let sum = b.add(x, y)?;
+        let f = b.finish(&[sum])?;
+        self.cuts.push(Cut {
+            compiled: compile(&f, &[], self.target, self.hints)?,
+            body: Body::Ir(f),
+            inputs: xy,
+            outputs: vec![Wire::Value(v)],
+            out_types: vec![ty],
+        });
+        self.notes.push(format!(
+            "{} does not fit one kernel ({why}): {}",
+            bigfuse_core::node_text(concrete, v),
+            plan.describe()
+        ));
+        Ok(true)
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
 /// The part computing `nodes` of `concrete`: its function, its inputs (values defined outside it,
@@ -254,6 +385,77 @@ mod tests {
             let args = [Value::Big(x), Value::Big(y)];
             assert_eq!(run_plan(&plan, &args), eval(&concrete, &args).unwrap());
         }
+    }
+
+    fn product(wide: bool, square: bool) -> Func {
+        let mut b = Builder::new("product", &["BITS"]);
+        let t = Type::Big(Size::param(0));
+        let x = b.param("a", t.clone());
+        let y = if square { x } else { b.param("b", t) };
+        let p = if wide {
+            b.mul_wide(x, y).unwrap()
+        } else {
+            b.mul(x, y).unwrap()
+        };
+        b.finish(&[p]).unwrap()
+    }
+
+    #[test]
+    fn products_too_big_for_a_block_go_over_global_memory() {
+        use num_bigint::RandBigInt;
+        let mut rng = rand::thread_rng();
+        let target = Target::h100();
+        // 2^20 bits, and an odd size whose transform is not a power of two of digits.
+        for bits in [1u64 << 20, (1 << 19) + 1088] {
+            for (wide, square) in [(false, false), (true, false), (false, true)] {
+                let f = product(wide, square);
+                let plan = compile_plan(&f, &[bits], &target, &Hints::default()).unwrap();
+                let text = plan.explain();
+                assert_eq!(plan.parts.len(), 4, "{text}");
+                assert!(text.contains("a product over global memory"), "{text}");
+                let concrete = specialize(&f, &[bits]).unwrap();
+                let max = (BigUint::from(1u8) << bits) - 1u8;
+                let mut cases = vec![vec![max.clone(), max.clone()]];
+                cases.push(vec![rng.gen_biguint(bits), rng.gen_biguint(bits)]);
+                cases.push(vec![BigUint::from(0u8), max.clone()]);
+                for case in cases {
+                    let args: Vec<Value> = case
+                        .iter()
+                        .take(if square { 1 } else { 2 })
+                        .cloned()
+                        .map(Value::Big)
+                        .collect();
+                    assert_eq!(
+                        run_plan(&plan, &args),
+                        eval(&concrete, &args).unwrap(),
+                        "{bits} bits, wide {wide}, square {square}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_program_with_huge_products_is_split_around_them() {
+        // Poly: a*b + c*d - a*d, each product over global memory, the sums block-spanning.
+        let mut b = Builder::new("poly", &["BITS"]);
+        let t = Type::Big(Size::param(0));
+        let [x, y, z, w] = ["a", "b", "c", "d"].map(|n| b.param(n, t.clone()));
+        let p1 = b.mul(x, y).unwrap();
+        let p2 = b.mul(z, w).unwrap();
+        let p3 = b.mul(x, w).unwrap();
+        let s = b.add(p1, p2).unwrap();
+        let r = b.sub(s, p3).unwrap();
+        let f = b.finish(&[r]).unwrap();
+        let bits = 1u64 << 20;
+        let plan = compile_plan(&f, &[bits], &Target::h100(), &Hints::default()).unwrap();
+        let text = plan.explain();
+        assert!(plan.parts.len() >= 12, "{text}");
+        let concrete = specialize(&f, &[bits]).unwrap();
+        use num_bigint::RandBigInt;
+        let mut rng = rand::thread_rng();
+        let args: Vec<Value> = (0..4).map(|_| Value::Big(rng.gen_biguint(bits))).collect();
+        assert_eq!(run_plan(&plan, &args), eval(&concrete, &args).unwrap());
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod montgomery;
 mod montgomery_group;
 mod mul;
 mod ntt;
+pub(crate) mod ntt_global;
 mod polymul;
 mod prologue;
 mod scalar;
