@@ -3,7 +3,7 @@
 //! instance at 2^24 and 2^26 bits, and prefix sums over `[Zp<P>; N]` at N = 2^20..2^26
 //! (N x batch = 2^26 residues); every figure checked first and next to the same-run copy.
 
-use crate::kernels::{add1, add6, ref_add1, ref_add6};
+use crate::kernels::{add1, add6, mul1, ref_add1, ref_add6, ref_mul1};
 use crate::measure::{copy_gbs, results, time_program, Bench, Measured, Reference};
 use bigfuse::programs::prefix_sums;
 use bigfuse::runtime::GpuDevice;
@@ -32,11 +32,13 @@ pub struct SingleRow {
     pub measured: Result<Measured, String>,
 }
 
-/// Batch-1 additions at [`SINGLE_LOGS`]: what one huge sum costs (the kernel alone).
+/// Batch-1 additions and products at [`SINGLE_LOGS`]: what one huge sum or product costs (the
+/// kernels alone).
 pub fn single(bench: &mut Bench, hints: &Hints) -> bigfuse::Result<Vec<SingleRow>> {
-    let kernels: [(&'static str, &Kernel, Reference); 2] = [
+    let kernels: [(&'static str, &Kernel, Reference); 3] = [
         ("1-Add", add1::kernel()?, ref_add1),
         ("6-Add", add6::kernel()?, ref_add6),
+        ("1-Mul", mul1::kernel()?, ref_mul1),
     ];
     let mut rows = Vec::new();
     for log in SINGLE_LOGS {
@@ -202,7 +204,21 @@ pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for r in single {
-        let cells = figure_cells(&r.measured, r.copy_gbs, |ms| single_gbs(r.log, ms));
+        let cells = if r.what == "1-Mul" {
+            // A product moves as much as a sum but computes far more: its rate in Gu32ops/s.
+            match &r.measured {
+                Ok(m) => format!(
+                    "{:.0} | {:.3} ms | {:.0} Gu32ops/s | {} |",
+                    r.copy_gbs,
+                    m.ms,
+                    crate::ops::gu32ops(1 << r.log, 1, 1.0, m.ms),
+                    kernel_cell(m)
+                ),
+                Err(e) => format!("{:.0} | - | - | {e} |", r.copy_gbs),
+            }
+        } else {
+            figure_cells(&r.measured, r.copy_gbs, |ms| single_gbs(r.log, ms))
+        };
         let _ = writeln!(s, "| {} | 2^{} | {cells}", r.what, r.log);
     }
     let _ = writeln!(

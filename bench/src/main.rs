@@ -119,9 +119,10 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// Instances that span several blocks: 1-Add and 6-Add at 2^19..2^26 bits (NumBits x NumInsts
-    /// = 2^32), one instance at 2^24 and 2^26 bits, prefix sums over [Zp<P>; N] at N = 2^20..2^26
-    /// (N x batch = 2^26), each next to the same-run copy
+    /// Instances that span several blocks: 1-Add, 6-Add, 1-Mul and Poly at 2^19..2^26 bits
+    /// (NumBits x NumInsts = 2^32; products over global memory), one instance at 2^24 and 2^26
+    /// bits, prefix sums over [Zp<P>; N] at N = 2^20..2^26 (N x batch = 2^26), each next to the
+    /// same-run copy
     Huge {
         #[arg(long, default_value_t = 10)]
         runs: usize,
@@ -411,6 +412,8 @@ fn run(cli: Cli) -> Result<(), String> {
             eprintln!("bench huge on {gpu}");
             let rows = tables::add(&mut bench, 19, 26, &vs).map_err(s)?;
             println!("{}", tables::add_table(&gpu, runs, &rows, &vs));
+            let rows = tables::mul(&mut bench, 19, 26, &vs, true).map_err(s)?;
+            println!("{}", tables::mul_table(&gpu, runs, &rows, &vs));
             for v in &vs {
                 eprintln!("schedule `{}`", v.name);
                 let single = huge::single(&mut bench, &v.hints).map_err(s)?;

@@ -443,8 +443,15 @@ pub fn sample(bits: u64, n: usize) -> Vec<usize> {
         return Vec::new();
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
-    let mut idx: Vec<usize> = (0..200).map(|_| rng.gen_range(0..n)).collect();
+    // About 2^31 bits of results in all (200 instances up to 2^23 bits, 32 at 2^26): the
+    // reference's product of two 2^26-bit integers takes a second.
+    let count = (1u64 << 31) / bits.max(1);
+    let mut idx: Vec<usize> = (0..count.clamp(2, 200))
+        .map(|_| rng.gen_range(0..n))
+        .collect();
     idx.extend([0, n - 1]);
+    idx.sort_unstable();
+    idx.dedup();
     idx
 }
 
