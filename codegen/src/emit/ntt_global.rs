@@ -105,7 +105,8 @@ impl Kernel<'_> {
 
     /// The passes of one transform of 2^`l` points in `buf`, `2^log_m` interleaved, forward
     /// (decimation in frequency, bits from the top) or inverse (decimation in time, from the
-    /// bottom), with the twiddle pairs at `tw` (a `const uint2*`). Ends with a barrier.
+    /// bottom), with the twiddle pairs at `tw` (a `const uint2*`). Ends with a barrier. Declares
+    /// `g`, `low`, `a0`, `xp` and `e*` in its loops: `buf` must not be one of them.
     fn passes(&mut self, l: u32, log_m: u32, forward: bool, buf: &str, tw: &str) {
         let mut ranges = Vec::new();
         if forward {
@@ -145,10 +146,10 @@ impl Kernel<'_> {
                 lb + r,
                 m - 1
             ));
-            self.line(format!("u32* x = {buf} + a0 + (a0 >> 4);"));
+            self.line(format!("u32* xp = {buf} + a0 + (a0 >> 4);"));
             let offset = |q: u64| padded_offset((q << lb) << log_m);
             let loads: Vec<String> = (0..size)
-                .map(|q| format!("e{q} = x[{}]", offset(q)))
+                .map(|q| format!("e{q} = xp[{}]", offset(q)))
                 .collect();
             self.line(format!("u32 {};", loads.join(", ")));
             let order: Vec<u32> = if forward {
@@ -174,7 +175,7 @@ impl Kernel<'_> {
                 self.close("}");
             }
             let stores: Vec<String> = (0..size)
-                .map(|q| format!("x[{}] = e{q};", offset(q)))
+                .map(|q| format!("xp[{}] = e{q};", offset(q)))
                 .collect();
             self.line(stores.join(" "));
             self.close("}");
