@@ -67,7 +67,7 @@ fn huge_products_go_over_global_memory() {
         assert_eq!(plan.parts.len(), 4, "{bits} bits");
         let text = plan.explain();
         assert!(text.contains("a product over global memory"), "{text}");
-        common::nvrtc_compiles(&mul::kernel().unwrap(), &[bits]);
+        common::nvrtc_compiles(mul::kernel().unwrap(), &[bits]);
     }
     // Poly: four products over global memory, the sums between them block-spanning kernels.
     let plan = poly::kernel()
@@ -80,8 +80,8 @@ fn huge_products_go_over_global_memory() {
         .filter(|p| p.compiled.kernel_name.contains("_ntt_"))
         .count();
     assert_eq!(ntt_parts, 4 * 3, "{}", plan.explain());
-    common::nvrtc_compiles(&poly::kernel().unwrap(), &[1 << 20]);
-    common::nvrtc_compiles(&mul_wide::kernel().unwrap(), &[(1 << 19) + 1088]);
+    common::nvrtc_compiles(poly::kernel().unwrap(), &[1 << 20]);
+    common::nvrtc_compiles(mul_wide::kernel().unwrap(), &[(1 << 19) + 1088]);
 }
 
 #[test]

@@ -443,9 +443,9 @@ pub fn sample(bits: u64, n: usize) -> Vec<usize> {
         return Vec::new();
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(bits);
-    // About 2^31 bits of results in all (200 instances up to 2^23 bits, 32 at 2^26): the
-    // reference's product of two 2^26-bit integers takes a second.
-    let count = (1u64 << 31) / bits.max(1);
+    // About 2^28 bits of results in all (200 instances up to 2^20 bits, 4 at 2^26, plus the
+    // first and the last): num-bigint takes seconds for one product of 2^26-bit integers.
+    let count = (1u64 << 28) / bits.max(1);
     let mut idx: Vec<usize> = (0..count.clamp(2, 200))
         .map(|_| rng.gen_range(0..n))
         .collect();

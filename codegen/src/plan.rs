@@ -123,11 +123,18 @@ pub fn compile_plan(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) 
         );
         return Ok(plan);
     }
+    let concrete = specialize(func, sizes)?;
+    if (0..concrete.nodes.len()).any(|i| crate::split::forced_product(&concrete, i, hints)) {
+        let why = format!(
+            "products of at least {} bits go over global memory (hint `gntt`)",
+            hints.global_ntt_from_bits.unwrap_or(0)
+        );
+        return crate::split::split(func, sizes, target, hints, why);
+    }
     match compile(func, sizes, target, hints) {
         Ok(compiled) => {
             let inputs = (0..func.params.len()).map(Source::Arg).collect();
             let results: Vec<usize> = (0..func.outputs.len()).collect();
-            let concrete = specialize(func, sizes)?;
             Ok(Plan {
                 buffers: concrete.output_types(),
                 parts: vec![Part {

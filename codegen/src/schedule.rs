@@ -12,7 +12,7 @@ use bigfuse_core::{Func, Op, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -45,14 +45,18 @@ pub struct Hints {
     /// The most blocks one instance may span (`span=1`: every instance in one block); by default
     /// as many as its arrays need at the cost model's Q ([`spans_blocks`]).
     pub span: Option<u32>,
+    /// Products of operands of at least this many bits go over global memory in kernels of
+    /// their own (`gntt=65536`, [`crate::ntt_global`]); by default only those that do not fit a
+    /// block.
+    pub global_ntt_from_bits: Option<u64>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 10] = [
-        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw", "span",
+    pub const KEYS: [&'static str; 11] = [
+        "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw", "span", "gntt",
     ];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
@@ -80,6 +84,7 @@ impl Hints {
             "chunk" => self.chunk_len = num()?,
             "group" => self.pow_mod_group = small()?,
             "divw" => self.divide_whole_bits = num()?,
+            "gntt" => self.global_ntt_from_bits = num()?,
             "span" => {
                 self.span = small()?;
                 if self.span == Some(0) {
@@ -172,6 +177,7 @@ impl std::fmt::Display for Hints {
             v(&self.pow_mod_group),
             v(&self.divide_whole_bits),
             v(&self.span),
+            v(&self.global_ntt_from_bits),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -876,9 +882,9 @@ mod tests {
         let text = h.to_string();
         assert_eq!(
             text,
-            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-"
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-,gntt=-"
         );
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 10)));
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 11)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -926,7 +932,7 @@ mod tests {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(
                 json,
-                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-""#
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-""#
             );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.

@@ -138,6 +138,19 @@ impl Cutter<'_> {
             || (end..concrete.nodes.len())
                 .all(|i| matches!(concrete.nodes[i].op, Op::Param(_) | Op::Const(_)));
         let index = self.cuts.len();
+        // Products the hints send over global memory are cut out first.
+        if nodes.iter().any(|&i| self.forced(i)) {
+            if nodes.len() == 1 {
+                let why = "the hint `gntt` sends it over global memory";
+                if self.product(ValueId(nodes[0] as u32), why)? {
+                    return Ok(());
+                }
+            } else {
+                let mid = nodes.len() / 2;
+                self.cut(&nodes[..mid])?;
+                return self.cut(&nodes[mid..]);
+            }
+        }
         let (f, inputs, outputs) = build_part(concrete, nodes, &later, index, last)?;
         match compile(&f, &[], self.target, self.hints) {
             Ok(compiled) => {
@@ -165,6 +178,11 @@ impl Cutter<'_> {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether node `i` is a product the hints send over global memory (`gntt`).
+    fn forced(&self, i: usize) -> bool {
+        forced_product(self.concrete, i, self.hints)
     }
 
     /// Cuts a product `v` too big for one kernel into the kernels of a product over global
@@ -240,6 +258,19 @@ impl Cutter<'_> {
             plan.describe()
         ));
         Ok(true)
+    }
+}
+
+/// Whether node `i` of `concrete` is a product of operands of at least `gntt` bits.
+pub(crate) fn forced_product(concrete: &Func, i: usize, hints: &Hints) -> bool {
+    let Some(from) = hints.global_ntt_from_bits else {
+        return false;
+    };
+    match concrete.nodes[i].op {
+        Op::BigMul(a, _) | Op::BigMulWide(a, _) => {
+            matches!(concrete.ty(a), Type::Big(s) if s.as_const().is_some_and(|b| b >= from))
+        }
+        _ => false,
     }
 }
 
@@ -433,6 +464,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_hint_sends_smaller_products_over_global_memory() {
+        let f = product(false, false);
+        let target = Target::h100();
+        let bits = 1u64 << 16;
+        assert!(!compile_plan(&f, &[bits], &target, &Hints::default())
+            .unwrap()
+            .is_split());
+        let hints: Hints = "gntt=65536".parse().unwrap();
+        let plan = compile_plan(&f, &[bits], &target, &hints).unwrap();
+        assert_eq!(plan.parts.len(), 4, "{}", plan.explain());
+        assert!(plan.explain().contains("hint `gntt`"));
+        let concrete = specialize(&f, &[bits]).unwrap();
+        let x = (BigUint::from(1u8) << bits) - 1u8;
+        let args = [Value::Big(x.clone()), Value::Big(x >> 7u32)];
+        assert_eq!(run_plan(&plan, &args), eval(&concrete, &args).unwrap());
+        // Below the hint's size the product stays in its kernel.
+        let small = compile_plan(&f, &[bits / 2], &target, &hints).unwrap();
+        assert!(!small.is_split());
     }
 
     #[test]

@@ -98,7 +98,8 @@ pub fn autotune_enabled() -> bool {
 /// (blocks per SM in launch bounds),
 /// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer), `BIGFUSE_DIVIDE_WHOLE` (the
 /// widest divisor, in bits, that one thread divides by whole), `BIGFUSE_SPAN` (the most blocks one
-/// instance spans; 1 keeps every instance in one block). Unparsable values are ignored.
+/// instance spans; 1 keeps every instance in one block), `BIGFUSE_GLOBAL_NTT` (operand bits from
+/// which products go over global memory in kernels of their own). Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
@@ -125,6 +126,7 @@ pub fn env_hints() -> Hints {
         pow_mod_group: read("BIGFUSE_POW_MOD_GROUP"),
         divide_whole_bits: read("BIGFUSE_DIVIDE_WHOLE").map(u64::from),
         span: read("BIGFUSE_SPAN"),
+        global_ntt_from_bits: read("BIGFUSE_GLOBAL_NTT").map(u64::from),
     }
 }
 
