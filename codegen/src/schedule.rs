@@ -991,10 +991,11 @@ mod tests {
                 pow_mod_group in hint(any::<u32>()),
                 divide_whole_bits in hint(any::<u64>()),
                 span in hint(1..=u32::MAX),
+                global_ntt_from_bits in hint(any::<u64>()),
             ) {
                 let h = Hints {
                     q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
-                    pow_mod_group, divide_whole_bits, span,
+                    pow_mod_group, divide_whole_bits, span, global_ntt_from_bits,
                 };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));
