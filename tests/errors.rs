@@ -73,7 +73,7 @@ fn sizes_that_are_not_whole_limbs_are_refused() {
 fn a_size_too_large_for_one_block_is_an_error_on_the_gpu_path() {
     // The compiler refuses (it does not emit a kernel that cannot run); the CPU backend has no
     // limit. Sums of 2^24 bits span blocks; held to one block (`span=1`) they do not fit, and
-    // products that large do not span blocks.
+    // products that large do not fit one kernel (a plan splits them: tests/huge_products.rs).
     let h100 = bigfuse::Target::h100();
     let one_block: bigfuse::Hints = "span=1".parse().unwrap();
     let e = add::kernel()
@@ -187,12 +187,20 @@ fn nvrtc_failures_carry_the_log_and_the_source() {
     }
 }
 
+/// A shift by a run-time amount reads other threads' limbs (a gather): one block per instance.
+#[bigfuse::kernel]
+fn shift_left(a: U<BITS>, k: u32) -> U<BITS> {
+    a << k
+}
+
 #[test]
 fn a_kernel_too_big_even_after_splitting_is_an_error() {
-    // One product of 2^22-bit numbers: no split can help a single operation.
-    let k = mul::kernel().unwrap();
+    // One shift of 2^24-bit numbers by a run-time amount: no split can help a single operation
+    // that does not span blocks. (Products that large go over global memory:
+    // tests/huge_products.rs.)
+    let k = shift_left::kernel().unwrap();
     let e = k
-        .plan(&[1 << 22], &bigfuse::Target::h100(), &Default::default())
+        .plan(&[1 << 24], &bigfuse::Target::h100(), &Default::default())
         .unwrap_err();
     let msg = e.to_string();
     assert!(

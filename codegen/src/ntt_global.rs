@@ -35,6 +35,9 @@ pub const MAX_LOG_COLS: u32 = 12;
 pub const MIN_LOG_ROWS: u32 = 3;
 /// Elements of a column group when the columns are short: W = 2^12 / R adjacent columns.
 const LOG_GROUP_ELEMENTS: u32 = 12;
+/// Stages per register pass of the row transforms and of the column transforms.
+const ROW_RADIX: u32 = 6;
+const COLUMN_RADIX: u32 = 4;
 /// Narrowest column group: 8 columns of 4 bytes, one 32-byte sector per row.
 const MIN_LOG_WIDTH: u32 = 3;
 
@@ -155,24 +158,34 @@ impl GlobalNtt {
         }
     }
 
-    /// Threads per block of `step`'s kernel: about 16 elements per thread.
+    /// Stages per register pass of `step`'s transforms (a cube of 2^radix points per thread).
+    /// Rows take cubes of 64: two passes through shared memory for 2^12 points instead of three
+    /// of 16, for a kernel that L1 and shared-memory traffic bounds.
+    pub fn radix(&self, step: Step) -> u32 {
+        match step {
+            Step::Rows => ROW_RADIX.min(self.log_cols),
+            Step::Columns | Step::Finish => COLUMN_RADIX.min(self.log_rows),
+        }
+    }
+
+    /// Threads per block of `step`'s kernel: one cube per thread and pass.
     pub fn threads(&self, step: Step) -> u32 {
         let elements = match step {
             Step::Rows => self.cols(),
             Step::Columns | Step::Finish => self.group_elements(),
         };
-        (elements / 16).clamp(64, 512) as u32
+        (elements >> self.radix(step)).clamp(32, 512) as u32
     }
 
     /// Shared memory of `step`'s kernel (bytes): its buffers of 32-bit elements, element i at
-    /// i + i / 16 (bank-conflict free for every pass, see `emit/ntt_global.rs`).
+    /// i + i / 2^radix (bank-conflict free in every full pass, see `emit/ntt_global.rs`).
     pub fn shared_bytes(&self, step: Step) -> u32 {
         let (buffers, len) = match step {
             Step::Columns => (1, self.group_elements()),
             Step::Rows => (self.operands as u64, self.cols()),
             Step::Finish => (3, self.group_elements()),
         };
-        (buffers * padded(len) * 4) as u32
+        (buffers * padded(len, self.radix(step)) * 4) as u32
     }
 
     /// 32-bit words per instance of the transforms `columns` writes (operands x primes x N).
@@ -438,9 +451,9 @@ impl GlobalNtt {
     }
 }
 
-/// Elements of a shared buffer of `len` elements with one pad word every 16.
-pub fn padded(len: u64) -> u64 {
-    len + len / 16
+/// Elements of a shared buffer of `len` elements with one pad word every 2^`shift`.
+pub fn padded(len: u64, shift: u32) -> u64 {
+    len + (len >> shift)
 }
 
 /// The low `bits` bits of `x` in reverse order.

@@ -3,10 +3,10 @@
 //! passes of up to four stages held in registers (one barrier per pass), and writes them once.
 //!
 //! Shared buffers hold `m` interleaved transforms of length L (element i of transform j at
-//! i m + j, m = 1 for a row, W for a column group), element a at a + a / 16. In a pass, thread u
-//! takes transform j = u mod m and cube g = u / m, so a warp reads 32 consecutive elements
-//! except in the pass whose cube is 16 consecutive points; there consecutive cubes lie 16 m
-//! apart, which the pad turns into 16 m + m (m <= 32): distinct banks.
+//! i m + j, m = 1 for a row, W for a column group), element a at a + a / 2^r for cubes of 2^r
+//! points. In a pass, thread u takes transform j = u mod m and cube g = u / m, so a warp reads 32
+//! consecutive elements except in the pass whose cube is 2^r consecutive points; there
+//! consecutive cubes lie 2^r m apart, which the pad turns into 2^r m + m: distinct banks.
 
 use super::ntt::{garner_source, HELPERS};
 use crate::ntt_global::{padded, GlobalNtt, Step};
@@ -18,6 +18,7 @@ pub fn source(plan: &GlobalNtt, step: Step, name: &str, header: &str) -> String 
         out: String::new(),
         depth: 0,
         threads: plan.threads(step),
+        pad: plan.radix(step),
     };
     for line in header.lines() {
         k.line(format!("// {line}"));
@@ -43,6 +44,8 @@ struct Kernel<'a> {
     out: String,
     depth: usize,
     threads: u32,
+    /// Element a of a shared buffer is at a + a >> pad.
+    pad: u32,
 }
 
 impl Kernel<'_> {
@@ -103,23 +106,24 @@ impl Kernel<'_> {
         ));
     }
 
-    /// The passes of one transform of 2^`l` points in `buf`, `2^log_m` interleaved, forward
+    /// The passes of one transform of 2^`l` points in `buf`, `2^log_m` interleaved, cubes of up to
+    /// 2^`radix` points, forward
     /// (decimation in frequency, bits from the top) or inverse (decimation in time, from the
     /// bottom), with the twiddle pairs at `tw` (a `const uint2*`). Ends with a barrier. Declares
     /// `g`, `low`, `a0`, `xp` and `e*` in its loops: `buf` must not be one of them.
-    fn passes(&mut self, l: u32, log_m: u32, forward: bool, buf: &str, tw: &str) {
+    fn passes(&mut self, l: u32, log_m: u32, radix: u32, forward: bool, buf: &str, tw: &str) {
         let mut ranges = Vec::new();
         if forward {
             let mut hi = l;
             while hi > 0 {
-                let r = hi.min(4);
+                let r = hi.min(radix);
                 ranges.push((hi - r, r));
                 hi -= r;
             }
         } else {
             let mut lb = 0;
             while lb < l {
-                let r = (l - lb).min(4);
+                let r = (l - lb).min(radix);
                 ranges.push((lb, r));
                 lb += r;
             }
@@ -146,8 +150,10 @@ impl Kernel<'_> {
                 lb + r,
                 m - 1
             ));
-            self.line(format!("u32* xp = {buf} + a0 + (a0 >> 4);"));
-            let offset = |q: u64| padded_offset((q << lb) << log_m);
+            let pad = self.pad;
+            self.line(format!("u32* xp = {buf} + a0 + (a0 >> {pad});"));
+            // Padding is additive over the disjoint bits of the base and the offsets.
+            let offset = |q: u64| padded((q << lb) << log_m, pad);
             let loads: Vec<String> = (0..size)
                 .map(|q| format!("e{q} = xp[{}]", offset(q)))
                 .collect();
@@ -228,12 +234,13 @@ impl Kernel<'_> {
             2 * g.in_limbs
         ));
         self.line("v = v >= p ? v - p : v; v = v >= p ? v - p : v;");
-        self.line("s[a + (a >> 4)] = v;");
+        self.line(format!("s[a + (a >> {})] = v;", self.pad));
         self.close("}");
         self.line("__syncthreads();");
         self.passes(
             log_r,
             log_w,
+            g.radix(Step::Columns),
             true,
             "s",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.col_f),
@@ -275,7 +282,7 @@ impl Kernel<'_> {
             32 - g.log_rows
         ));
         let input = if forward {
-            "s[a + (a >> 4)]".to_string()
+            format!("s[a + (a >> {})]", self.pad)
         } else {
             format!("__ldg(src + c + (pos << {}u))", g.log_cols)
         };
@@ -292,7 +299,7 @@ impl Kernel<'_> {
         let g = self.plan;
         let (log_c, c) = (g.log_cols, g.cols());
         let o = g.offsets();
-        let pc = padded(c);
+        let pc = padded(c, self.pad);
         self.line(format!(
             "// For each prime and row of {c} points: forward transforms of both operands' rows, their"
         ));
@@ -320,7 +327,7 @@ impl Kernel<'_> {
             "for (u32 i = threadIdx.x; i < {c}u; i += {}u) {{",
             self.threads
         ));
-        self.line("const u32 k = i + (i >> 4);");
+        self.line(format!("const u32 k = i + (i >> {});", self.pad));
         self.line("s[k] = __ldg(src + i);");
         if g.operands == 2 {
             self.line(format!("s[{pc}u + k] = __ldg(src + {}u + i);", 3 * g.n()));
@@ -333,6 +340,7 @@ impl Kernel<'_> {
         self.passes(
             log_c,
             0,
+            g.radix(Step::Rows),
             true,
             "buf",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.row_f),
@@ -364,7 +372,7 @@ impl Kernel<'_> {
             "for (u32 i = threadIdx.x; i < {c}u; i += {}u) {{",
             self.threads
         ));
-        self.line("const u32 k = i + (i >> 4);");
+        self.line(format!("const u32 k = i + (i >> {});", self.pad));
         self.line(format!(
             "s[k] = bf_shoup(bf_mont(s[k], {second}, p, ni), sc, scs, p);"
         ));
@@ -373,6 +381,7 @@ impl Kernel<'_> {
         self.passes(
             log_c,
             0,
+            g.radix(Step::Rows),
             false,
             "s",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.row_i),
@@ -383,8 +392,8 @@ impl Kernel<'_> {
             g.n()
         ));
         self.line(format!(
-            "for (u32 i = threadIdx.x; i < {c}u; i += {}u) dst[i] = s[i + (i >> 4)];",
-            self.threads
+            "for (u32 i = threadIdx.x; i < {c}u; i += {}u) dst[i] = s[i + (i >> {})];",
+            self.threads, self.pad
         ));
         self.close("}");
     }
@@ -392,7 +401,7 @@ impl Kernel<'_> {
     fn finish(&mut self, name: &str) {
         let g = self.plan;
         let o = g.offsets();
-        let pe = padded(g.group_elements());
+        let pe = padded(g.group_elements(), self.pad);
         let out = g.out_limbs;
         self.line(format!(
             "// For each group of {} columns: the inverse twiddles and column transforms of the three",
@@ -418,11 +427,13 @@ impl Kernel<'_> {
             g.product_words(),
             g.n()
         ));
-        self.twiddle_loop(false, |k| k.line("x[a + (a >> 4)] = v;"));
+        let pad = self.pad;
+        self.twiddle_loop(false, |k| k.line(format!("x[a + (a >> {pad})] = v;")));
         self.line("__syncthreads();");
         self.passes(
             g.log_rows,
             g.log_width,
+            g.radix(Step::Finish),
             false,
             "x",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.col_i),
@@ -441,8 +452,8 @@ impl Kernel<'_> {
             g.width() / 2 - 1
         ));
         self.line(format!(
-            "const u32 a = (row << {}u) | j, k = a + (a >> 4);",
-            g.log_width
+            "const u32 a = (row << {}u) | j, k = a + (a >> {});",
+            g.log_width, self.pad
         ));
         self.line("u64 lo0, hi0, lo1, hi1;");
         self.line(format!(
@@ -466,12 +477,6 @@ impl Kernel<'_> {
         self.close("}");
         self.close("}");
     }
-}
-
-/// The padded offset of element `q`, whose bits are disjoint from the cube's base (so padding is
-/// additive): q + q / 16.
-fn padded_offset(q: u64) -> u64 {
-    q + (q >> 4)
 }
 
 #[cfg(test)]
