@@ -4,8 +4,9 @@
 //!
 //! The transform of N = R * C points (same primes, digits and exactness rules as the one-block
 //! NTT of [`crate::ntt`]) sees the data as R rows of C points, point n = c + C r:
-//! 1. `columns`: for each operand, prime and column c, an R-point forward transform (decimation
-//!    in frequency) of the column, each result k1 (stored at row bitrev(k1)) times w_N^(c k1);
+//! 1. `columns`: for each operand and column c, the digits read once, then for each prime an
+//!    R-point forward transform (decimation in frequency) of the column, each result k1 (stored
+//!    at row bitrev(k1)) times w_N^(c k1);
 //! 2. `rows`: for each prime and row, the C-point forward transforms of both operands' rows,
 //!    their pointwise product scaled by N^-1, and the C-point inverse transform (decimation in
 //!    time), so the product's transform never goes back to global memory;
@@ -88,8 +89,8 @@ pub struct TableOffsets {
     /// Pairs for the row transforms, e < C/2.
     pub row_f: u64,
     pub row_i: u64,
-    /// w_N^e * 2^32 mod p (Montgomery form) for e = lo + hi 2^split: the low and high parts,
-    /// forward and inverse.
+    /// Pairs (w_N^e, Shoup's companion) for e = lo + hi 2^split: the low and high parts, forward
+    /// and inverse.
     pub step_lo_f: u64,
     pub step_hi_f: u64,
     pub step_lo_i: u64,
@@ -152,7 +153,7 @@ impl GlobalNtt {
     /// Blocks each instance takes in `step`'s kernel.
     pub fn blocks_per_instance(&self, step: Step) -> u64 {
         match step {
-            Step::Columns => self.operands as u64 * 3 * self.groups(),
+            Step::Columns => self.operands as u64 * self.groups(),
             Step::Rows => 3 * self.rows(),
             Step::Finish => self.groups(),
         }
@@ -206,11 +207,11 @@ impl GlobalNtt {
         let row_f = col_i + r;
         let row_i = row_f + c;
         let step_lo_f = row_i + c;
-        let step_hi_f = step_lo_f + lo;
-        let step_lo_i = step_hi_f + hi;
-        let step_hi_i = step_lo_i + lo;
+        let step_hi_f = step_lo_f + 2 * lo;
+        let step_lo_i = step_hi_f + 2 * hi;
+        let step_hi_i = step_lo_i + 2 * lo;
         TableOffsets {
-            stride: step_hi_i + hi,
+            stride: step_hi_i + 2 * hi,
             col_f,
             col_i,
             row_f,
@@ -227,11 +228,17 @@ impl GlobalNtt {
         let mut t = Vec::new();
         for prime in &self.ntt.primes {
             let tw = Twiddles::new(self, prime);
-            for pairs in [&tw.col_f, &tw.col_i, &tw.row_f, &tw.row_i] {
+            for pairs in [
+                &tw.col_f,
+                &tw.col_i,
+                &tw.row_f,
+                &tw.row_i,
+                &tw.step_lo_f,
+                &tw.step_hi_f,
+                &tw.step_lo_i,
+                &tw.step_hi_i,
+            ] {
                 t.extend(pairs.iter().flat_map(|&(w, s)| [w, s]));
-            }
-            for words in [&tw.step_lo_f, &tw.step_hi_f, &tw.step_lo_i, &tw.step_hi_i] {
-                t.extend(words);
             }
         }
         debug_assert_eq!(t.len() as u64, 3 * self.offsets().stride);
@@ -471,10 +478,10 @@ struct Twiddles {
     col_i: Vec<(u32, u32)>,
     row_f: Vec<(u32, u32)>,
     row_i: Vec<(u32, u32)>,
-    step_lo_f: Vec<u32>,
-    step_hi_f: Vec<u32>,
-    step_lo_i: Vec<u32>,
-    step_hi_i: Vec<u32>,
+    step_lo_f: Vec<(u32, u32)>,
+    step_hi_f: Vec<(u32, u32)>,
+    step_lo_i: Vec<(u32, u32)>,
+    step_hi_i: Vec<(u32, u32)>,
 }
 
 impl Twiddles {
@@ -493,16 +500,15 @@ impl Twiddles {
                 })
                 .collect()
         };
-        let mont = |x: u64| ((x as u128 * (1u128 << 32)) % p as u128) as u32;
         let split = plan.split();
-        let powers = |root: u64, count: u64, step: u64| -> Vec<u32> {
+        let powers = |root: u64, count: u64, step: u64| -> Vec<(u32, u32)> {
             let s = pow_mod(root, step, p);
             let mut x = 1u64;
             (0..count)
                 .map(|_| {
-                    let v = mont(x);
+                    let v = x as u32;
                     x = x * s % p;
-                    v
+                    (v, shoup(v, prime.p))
                 })
                 .collect()
         };
@@ -520,8 +526,8 @@ impl Twiddles {
         }
     }
 
-    /// `v * w^e` (forward) or `v * w^-e` mod p, as the kernels compute it: two Montgomery
-    /// products with the tables' low and high parts.
+    /// `v * w^e` (forward) or `v * w^-e` mod p, as the kernels compute it: two products by
+    /// Shoup's method with the tables' low and high parts.
     fn step(&self, plan: &GlobalNtt, v: u32, e: u64, prime: &Prime, forward: bool) -> u32 {
         let split = plan.split();
         let (lo, hi) = if forward {
@@ -531,7 +537,7 @@ impl Twiddles {
         };
         let l = lo[(e & ((1 << split) - 1)) as usize];
         let h = hi[(e >> split) as usize];
-        mul_mont(mul_mont(v, l, prime), h, prime)
+        mul_shoup(mul_shoup(v, l.0, l.1, prime.p), h.0, h.1, prime.p)
     }
 }
 

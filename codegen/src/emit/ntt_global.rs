@@ -200,18 +200,17 @@ impl Kernel<'_> {
         }
         params.push("u32* __restrict__ out0 /* transforms */");
         self.line(format!(
-            "// Forward transforms of the columns of {} column(s) x {} rows of each operand and prime, then",
+            "// Forward transforms of the columns of {} column(s) x {} rows of an operand, prime after prime, then",
             g.width(),
             g.rows()
         ));
         self.line("// each result k1 of column c (at row bitrev(k1)) times w_N^(c k1).");
         self.signature(name, &params, g.blocks_per_instance(Step::Columns));
         let groups = g.groups();
+        let per_thread = elements / self.threads as u64;
         self.line(format!(
-            "const u32 op = rem / {}u, pi = (rem / {groups}u) % 3u, c0 = (rem % {groups}u) << {log_w}u;",
-            3 * groups
+            "const u32 op = rem / {groups}u, c0 = (rem % {groups}u) << {log_w}u;"
         ));
-        self.prime("pi");
         let src = if g.operands == 2 {
             "op == 0u ? in0 : in1"
         } else {
@@ -221,8 +220,15 @@ impl Kernel<'_> {
             "const u32* src = reinterpret_cast<const u32*>({src}) + inst * {}ull; // 32-bit digits",
             2 * g.in_limbs
         ));
-        self.open(format!(
-            "for (u32 a = threadIdx.x; a < {elements}u; a += {}u) {{",
+        self.line(format!(
+            "// this thread's {per_thread} digits (element threadIdx.x + {} i), read once for the three primes",
+            self.threads
+        ));
+        self.line(format!("u32 dg[{per_thread}];"));
+        self.line("#pragma unroll");
+        self.open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
+        self.line(format!(
+            "const u32 a = threadIdx.x + i * {}u;",
             self.threads
         ));
         self.line(format!(
@@ -230,9 +236,20 @@ impl Kernel<'_> {
             g.width() - 1
         ));
         self.line(format!(
-            "u32 v = d < {}u ? __ldg(src + d) : 0u;",
+            "dg[i] = d < {}u ? __ldg(src + d) : 0u;",
             2 * g.in_limbs
         ));
+        self.close("}");
+        self.line("#pragma unroll 1");
+        self.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
+        self.prime("pi");
+        self.line("#pragma unroll");
+        self.open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
+        self.line(format!(
+            "const u32 a = threadIdx.x + i * {}u;",
+            self.threads
+        ));
+        self.line("u32 v = dg[i];");
         self.line("v = v >= p ? v - p : v; v = v >= p ? v - p : v;");
         self.line(format!("s[a + (a >> {})] = v;", self.pad));
         self.close("}");
@@ -253,6 +270,8 @@ impl Kernel<'_> {
         self.twiddle_loop(true, |k| {
             k.line("dst[c + (pos << LOG_C)] = v;".replace("LOG_C", &format!("{log_c}u")));
         });
+        self.line("__syncthreads(); // before the next prime's digits overwrite s");
+        self.close("}");
         self.close("}");
     }
 
@@ -287,9 +306,15 @@ impl Kernel<'_> {
             format!("__ldg(src + c + (pos << {}u))", g.log_cols)
         };
         self.line(format!(
-            "const u32 v = bf_mont(bf_mont({input}, __ldg(tb + {lo}u + (e & {}u)), p, ni), __ldg(tb + {hi}u + (e >> {}u)), p, ni);",
-            (1u64 << g.split()) - 1,
+            "const uint2 tl = __ldg(reinterpret_cast<const uint2*>(tb + {lo}u) + (e & {}u));",
+            (1u64 << g.split()) - 1
+        ));
+        self.line(format!(
+            "const uint2 th = __ldg(reinterpret_cast<const uint2*>(tb + {hi}u) + (e >> {}u));",
             g.split()
+        ));
+        self.line(format!(
+            "const u32 v = bf_shoup(bf_shoup({input}, tl.x, tl.y, p), th.x, th.y, p);"
         ));
         body(self);
         self.close("}");
