@@ -20,6 +20,14 @@
 //! and written once per kernel. The instances of a batch share the launches (each instance is a
 //! fixed number of blocks of each kernel). [`GlobalNtt`] is the plan and, step by step, the CPU
 //! model the kernels follow (tested against num-bigint here; the CUDA in `emit/ntt_global.rs`).
+//!
+//! Where it is used: products that do not fit one block (from 2^19 bits), or from the size the
+//! hint `gntt` gives. Measured on an H200 (bench/RESULTS.md, 2026-11-26), 1-Mul in Gu32ops/s,
+//! one-block NTT against this: 30,851 / 25,086 at 2^16 bits, 28,379 / 30,352 at 2^17, 27,712 /
+//! 29,985 at 2^18. A lone product would gain 7-8% at 2^17 and 2^18, but there Poly's four
+//! products run fused in one kernel (1.07x its 1-Mul) and over global memory they would be
+//! separate kernels (not measured at those sizes; 0.7-0.96x its 1-Mul from 2^19), so the default
+//! keeps one block wherever it fits.
 
 use crate::error::{CgResult, CodegenError};
 use crate::layout::layout_of;
@@ -36,8 +44,9 @@ pub const MAX_LOG_COLS: u32 = 12;
 pub const MIN_LOG_ROWS: u32 = 3;
 /// Elements of a column group when the columns are short: W = 2^12 / R adjacent columns.
 const LOG_GROUP_ELEMENTS: u32 = 12;
-/// Stages per register pass of the row transforms and of the column transforms.
-const ROW_RADIX: u32 = 6;
+/// Stages per register pass of the row transforms and of the column transforms
+/// ([`GlobalNtt::radix`]).
+const ROW_RADIX: u32 = 5;
 const COLUMN_RADIX: u32 = 4;
 /// Narrowest column group: 8 columns of 4 bytes, one 32-byte sector per row.
 const MIN_LOG_WIDTH: u32 = 3;
@@ -160,8 +169,10 @@ impl GlobalNtt {
     }
 
     /// Stages per register pass of `step`'s transforms (a cube of 2^radix points per thread).
-    /// Rows take cubes of 64: two passes through shared memory for 2^12 points instead of three
-    /// of 16, for a kernel that L1 and shared-memory traffic bounds.
+    /// Rows take cubes of 32 points, measured on an H200 at 2^19 bits (RESULTS.md, 2026-11-26):
+    /// cubes of 16 are bound by L1 and shared-memory traffic (three passes, a twiddle load per
+    /// butterfly: 22,344 Gu32ops/s); cubes of 64 need 127 registers, 12 warps per SM and stall on
+    /// latency (26,026); cubes of 32 take 63 registers, 24 warps (31,424).
     pub fn radix(&self, step: Step) -> u32 {
         match step {
             Step::Rows => ROW_RADIX.min(self.log_cols),
