@@ -170,25 +170,27 @@ fn kernel_cell(m: &Measured) -> String {
     )
 }
 
-/// The cells after a row's own: the time and rate next to the copy (`gbs` of the time), and the
-/// kernel; or why there is no figure.
+/// The cells after a row's own: the time, the rate (`rate` of the time), and the kernel; or why
+/// there is no figure.
 fn figure_cells(
     measured: &Result<Measured, String>,
     copy_gbs: f64,
-    gbs: impl Fn(f64) -> f64,
+    rate: impl Fn(f64) -> String,
 ) -> String {
     match measured {
-        Ok(m) => {
-            let g = gbs(m.ms);
-            format!(
-                "{copy_gbs:.0} | {:.3} ms | {g:.0} ({:.1}%) | {} |",
-                m.ms,
-                100.0 * g / copy_gbs,
-                kernel_cell(m)
-            )
-        }
+        Ok(m) => format!(
+            "{copy_gbs:.0} | {:.3} ms | {} | {} |",
+            m.ms,
+            rate(m.ms),
+            kernel_cell(m)
+        ),
         Err(e) => format!("{copy_gbs:.0} | - | - | {e} |"),
     }
+}
+
+/// A rate in GB/s next to the copy's.
+fn share(gbs: f64, copy_gbs: f64) -> String {
+    format!("{gbs:.0} ({:.1}%)", 100.0 * gbs / copy_gbs)
 }
 
 /// The batch-1 and scan tables in markdown.
@@ -206,18 +208,16 @@ pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -
     for r in single {
         let cells = if r.what == "1-Mul" {
             // A product moves as much as a sum but computes far more: its rate in Gu32ops/s.
-            match &r.measured {
-                Ok(m) => format!(
-                    "{:.0} | {:.3} ms | {:.0} Gu32ops/s | {} |",
-                    r.copy_gbs,
-                    m.ms,
-                    crate::ops::gu32ops(1 << r.log, 1, 1.0, m.ms),
-                    kernel_cell(m)
-                ),
-                Err(e) => format!("{:.0} | - | - | {e} |", r.copy_gbs),
-            }
+            figure_cells(&r.measured, r.copy_gbs, |ms| {
+                format!(
+                    "{:.0} Gu32ops/s",
+                    crate::ops::gu32ops(1 << r.log, 1, 1.0, ms)
+                )
+            })
         } else {
-            figure_cells(&r.measured, r.copy_gbs, |ms| single_gbs(r.log, ms))
+            figure_cells(&r.measured, r.copy_gbs, |ms| {
+                share(single_gbs(r.log, ms), r.copy_gbs)
+            })
         };
         let _ = writeln!(s, "| {} | 2^{} | {cells}", r.what, r.log);
     }
@@ -232,7 +232,9 @@ pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for r in scans {
         let batch = 1u64 << (SCAN_TOTAL_LOG - r.log);
-        let cells = figure_cells(&r.measured, r.copy_gbs, scan_gbs);
+        let cells = figure_cells(&r.measured, r.copy_gbs, |ms| {
+            share(scan_gbs(ms), r.copy_gbs)
+        });
         let _ = writeln!(s, "| 2^{} | {batch} | {cells}", r.log);
     }
     s

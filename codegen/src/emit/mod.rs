@@ -92,13 +92,18 @@ struct Emitter<'a> {
     scratch: Option<crate::layout::Scratch>,
 }
 
+/// Appends `s` as a line indented `depth` levels: how every emitter writes CUDA.
+pub(crate) fn push_line(out: &mut String, depth: usize, s: &str) {
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+    out.push_str(s);
+    out.push('\n');
+}
+
 impl<'a> Emitter<'a> {
     fn line(&mut self, s: impl AsRef<str>) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
-        }
-        self.out.push_str(s.as_ref());
-        self.out.push('\n');
+        push_line(&mut self.out, self.depth, s.as_ref());
     }
 
     fn open(&mut self, s: impl AsRef<str>) {

@@ -50,11 +50,7 @@ struct Kernel<'a> {
 
 impl Kernel<'_> {
     fn line(&mut self, s: impl AsRef<str>) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
-        }
-        self.out.push_str(s.as_ref());
-        self.out.push('\n');
+        super::push_line(&mut self.out, self.depth, s.as_ref());
     }
 
     fn open(&mut self, s: impl AsRef<str>) {
