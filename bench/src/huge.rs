@@ -4,7 +4,7 @@
 //! (N x batch = 2^26 residues); every figure checked first and next to the same-run copy.
 
 use crate::kernels::{add1, add6, mul1, ref_add1, ref_add6, ref_mul1};
-use crate::measure::{copy_gbs, results, time_program, Bench, Measured, Reference};
+use crate::measure::{copy_gbs, results, time_program, Bench, Measured, Reference, TOTAL_LOG};
 use bigfuse::programs::prefix_sums;
 use bigfuse::runtime::GpuDevice;
 use bigfuse::{Hints, Kernel};
@@ -58,6 +58,63 @@ pub fn single(bench: &mut Bench, hints: &Hints) -> bigfuse::Result<Vec<SingleRow
         }
     }
     Ok(rows)
+}
+
+/// One size of products: the GPU's 1-Mul and GMP's, Gu32ops/s (or why there is no GMP figure).
+pub struct GmpRow {
+    pub log: u32,
+    pub gpu: f64,
+    pub gmp: Result<f64, String>,
+}
+
+/// GMP's products on every host core at 2^log bits (the bench's operands, NumBits x NumInsts =
+/// 2^32), next to the GPU's 1-Mul of `rows`.
+pub fn gmp_products(bench: &Bench, rows: &[crate::tables::Row]) -> bigfuse::Result<Vec<GmpRow>> {
+    let mut out = Vec::new();
+    for r in rows {
+        if crate::stopped() {
+            break;
+        }
+        let bits = 1u64 << r.log;
+        let words = (1usize << (TOTAL_LOG - r.log)) * (bits / 64) as usize;
+        eprintln!("  GMP mul 2^{}", r.log);
+        let sets = crate::gmp::prepare(bits, &[(&bench.a_host[..words], &bench.b_host[..words])]);
+        let gmp = match crate::gmp::time(crate::ops::Op::Mul, bits, &sets, bench.runs.min(3)) {
+            Ok(Some(ms)) => Ok(crate::tables::gu32ops(r.log, 1.0, ms)),
+            Ok(None) => Err(crate::gmp::describe()),
+            Err(e) => Err(e.to_string()),
+        };
+        let gpu = r.figures.first().map_or(f64::NAN, |f| f.0);
+        out.push(GmpRow {
+            log: r.log,
+            gpu,
+            gmp,
+        });
+    }
+    Ok(out)
+}
+
+/// The products next to GMP in markdown.
+pub fn gmp_table(gpu: &str, rows: &[GmpRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "1-Mul on {gpu} (the default schedule above) and GMP on all host cores ({}), same operands, Gu32ops/s:\n",
+        crate::gmp::describe()
+    );
+    let _ = writeln!(s, "| NumBits | GPU 1-Mul | GMP | GPU / GMP |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for GmpRow { log, gpu: g, gmp } in rows {
+        match gmp {
+            Ok(m) => {
+                let _ = writeln!(s, "| 2^{log} | {g:.0} | {m:.0} | {:.1}x |", g / m);
+            }
+            Err(e) => {
+                let _ = writeln!(s, "| 2^{log} | {g:.0} | - | {e} |");
+            }
+        }
+    }
+    s
 }
 
 /// One N of the scans.
@@ -243,6 +300,25 @@ pub fn tables(gpu: &str, runs: usize, single: &[SingleRow], scans: &[ScanRow]) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gmp_table_shows_the_ratio_or_why_there_is_none() {
+        let rows = [
+            GmpRow {
+                log: 20,
+                gpu: 33461.0,
+                gmp: Ok(378.0),
+            },
+            GmpRow {
+                log: 26,
+                gpu: 30282.0,
+                gmp: Err("not built".into()),
+            },
+        ];
+        let t = gmp_table("GPU", &rows);
+        assert!(t.contains("| 2^20 | 33461 | 378 | 88.5x |"), "{t}");
+        assert!(t.contains("| 2^26 | 30282 | - | not built |"), "{t}");
+    }
 
     #[test]
     fn tables_show_rates_next_to_the_copy_and_why_a_figure_is_missing() {

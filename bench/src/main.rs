@@ -120,8 +120,8 @@ enum Cmd {
         json: Option<PathBuf>,
     },
     /// Instances that span several blocks: 1-Add, 6-Add, 1-Mul and Poly at 2^19..2^26 bits
-    /// (NumBits x NumInsts = 2^32; products over global memory), one instance at 2^24 and 2^26
-    /// bits, prefix sums over [Zp<P>; N] at N = 2^20..2^26 (N x batch = 2^26), each next to the
+    /// (NumBits x NumInsts = 2^32; products over global memory, next to GMP on all host cores
+    /// with the `gmp` feature), one instance at 2^24 and 2^26 bits, prefix sums over [Zp<P>; N] at N = 2^20..2^26 (N x batch = 2^26), each next to the
     /// same-run copy
     Huge {
         #[arg(long, default_value_t = 10)]
@@ -414,6 +414,8 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", tables::add_table(&gpu, runs, &rows, &vs));
             let rows = tables::mul(&mut bench, 19, 26, &vs, true).map_err(s)?;
             println!("{}", tables::mul_table(&gpu, runs, &rows, &vs));
+            let gmp = huge::gmp_products(&bench, &rows).map_err(s)?;
+            println!("{}", huge::gmp_table(&gpu, &gmp));
             for v in &vs {
                 eprintln!("schedule `{}`", v.name);
                 let single = huge::single(&mut bench, &v.hints).map_err(s)?;
