@@ -83,8 +83,9 @@ impl Kernel<'_> {
         self.line("(void)rem;");
     }
 
-    /// `p`, `ni` (-p^-1 mod 2^32) and `tb` (the prime's tables) for the prime `pi`.
-    fn prime(&mut self, pi: &str) {
+    /// `p`, `tb` (the prime's tables) and, for Montgomery products, `ni` (-p^-1 mod 2^32) for
+    /// the prime `pi`.
+    fn prime(&mut self, pi: &str, montgomery: bool) {
         let ps = &self.plan.ntt.primes;
         let pick = |f: &dyn Fn(usize) -> u32| {
             format!(
@@ -95,7 +96,9 @@ impl Kernel<'_> {
             )
         };
         self.line(format!("const u32 p = {};", pick(&|i| ps[i].p)));
-        self.line(format!("const u32 ni = {};", pick(&|i| ps[i].neg_inv)));
+        if montgomery {
+            self.line(format!("const u32 ni = {};", pick(&|i| ps[i].neg_inv)));
+        }
         self.line(format!(
             "const u32* tb = tab + {pi} * {}u;",
             self.plan.offsets().stride
@@ -238,7 +241,7 @@ impl Kernel<'_> {
         self.close("}");
         self.line("#pragma unroll 1");
         self.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
-        self.prime("pi");
+        self.prime("pi", false);
         self.line("#pragma unroll");
         self.open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
         self.line(format!(
@@ -338,7 +341,7 @@ impl Kernel<'_> {
             g.log_rows,
             g.rows() - 1
         ));
-        self.prime("pi");
+        self.prime("pi", true);
         self.line(format!(
             "const u32* src = in0 + inst * {}ull + pi * {}u + (row << {log_c}u);",
             g.transform_words(),
@@ -441,7 +444,7 @@ impl Kernel<'_> {
         self.line(format!("const u32 c0 = rem << {}u;", g.log_width));
         self.line("#pragma unroll 1");
         self.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
-        self.prime("pi");
+        self.prime("pi", false);
         self.line(format!("u32* x = s + pi * {pe}u;"));
         self.line(format!(
             "const u32* src = in0 + inst * {}ull + pi * {}u;",
