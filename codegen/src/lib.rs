@@ -131,13 +131,15 @@ impl Compiled {
     }
 }
 
-fn kernel_name(func: &Func, sizes: &[u64]) -> String {
-    let base: String = func
-        .name
-        .chars()
+/// `name` as a C identifier (anything but letters and digits becomes `_`).
+pub(crate) fn c_identifier(name: &str) -> String {
+    name.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let mut name = format!("bf_{base}");
+        .collect()
+}
+
+fn kernel_name(func: &Func, sizes: &[u64]) -> String {
+    let mut name = format!("bf_{}", c_identifier(&func.name));
     for s in sizes {
         let _ = write!(name, "_{s}");
     }

@@ -50,14 +50,9 @@ pub(crate) fn split(
         let inputs = cut
             .inputs
             .iter()
-            .map(|w| match w {
-                Wire::Value(v) if matches!(concrete.node(*v).op, Op::Param(_)) => {
-                    let Op::Param(i) = concrete.node(*v).op else {
-                        unreachable!()
-                    };
-                    Source::Arg(i as usize)
-                }
-                w => Source::Buffer(buffer_of[w]),
+            .map(|w| match (w, w.value().map(|v| &concrete.node(v).op)) {
+                (_, Some(Op::Param(i))) => Source::Arg(*i as usize),
+                (w, _) => Source::Buffer(buffer_of[w]),
             })
             .collect();
         let outs = cut
@@ -106,6 +101,15 @@ pub(crate) fn split(
 enum Wire {
     Value(ValueId),
     Temp(usize),
+}
+
+impl Wire {
+    fn value(self) -> Option<ValueId> {
+        match self {
+            Wire::Value(v) => Some(v),
+            Wire::Temp(_) => None,
+        }
+    }
 }
 
 /// A kernel as `cut` finds it.
@@ -164,7 +168,8 @@ impl Cutter<'_> {
                 Ok(())
             }
             Err(CodegenError::TooBig(why)) if nodes.len() <= 1 => {
-                if nodes.len() == 1 && self.product(ValueId(nodes[0] as u32), &why)? {
+                let reason = format!("it does not fit one kernel ({why})");
+                if nodes.len() == 1 && self.product(ValueId(nodes[0] as u32), &reason)? {
                     return Ok(());
                 }
                 Err(CodegenError::TooBig(format!(
@@ -185,9 +190,9 @@ impl Cutter<'_> {
         forced_product(self.concrete, i, self.hints)
     }
 
-    /// Cuts a product `v` too big for one kernel into the kernels of a product over global
-    /// memory ([`crate::ntt_global`]) and the addition of its column sums; false when `v` is not
-    /// a product of two values of the program.
+    /// Cuts a product `v` into the kernels of a product over global memory
+    /// ([`crate::ntt_global`]) and the addition of its column sums (`why`: for `explain`); false
+    /// when `v` is not a product of two values of the program.
     fn product(&mut self, v: ValueId, why: &str) -> CgResult<bool> {
         let concrete = self.concrete;
         let (a, b) = match concrete.node(v).op {
@@ -227,7 +232,7 @@ impl Cutter<'_> {
         ] {
             let name = format!(
                 "bf_{}_part{index}_ntt_{}",
-                sanitize(&concrete.name),
+                crate::c_identifier(&concrete.name),
                 step.name()
             );
             self.cuts.push(Cut {
@@ -253,7 +258,7 @@ impl Cutter<'_> {
             out_types: vec![ty],
         });
         self.notes.push(format!(
-            "{} does not fit one kernel ({why}): {}",
+            "{}: {why}: {}",
             bigfuse_core::node_text(concrete, v),
             plan.describe()
         ));
@@ -272,12 +277,6 @@ pub(crate) fn forced_product(concrete: &Func, i: usize, hints: &Hints) -> bool {
         }
         _ => false,
     }
-}
-
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
 }
 
 /// The part computing `nodes` of `concrete`: its function, its inputs (values defined outside it,
