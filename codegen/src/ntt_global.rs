@@ -1,6 +1,7 @@
 //! Products too long for one block: a four-step NTT over global memory, in three kernels, then
 //! the column sums added by an ordinary (block-spanning) addition kernel. A strategy of
-//! [`crate::split`]: it takes a product node that does not fit one kernel.
+//! [`crate::split`]: it takes a product node that does not fit one kernel (or, with the hint
+//! `gntt`, any product from a size).
 //!
 //! The transform of N = R * C points (same primes, digits and exactness rules as the one-block
 //! NTT of [`crate::ntt`]) sees the data as R rows of C points, point n = c + C r:
@@ -37,7 +38,7 @@ use crate::schedule::Schedule;
 use crate::{Compiled, Target};
 use bigfuse_core::{Size, Type};
 
-/// The longest row a block transforms (points): two operands' rows of 2^12 points take 34 KiB of
+/// The longest row a block transforms (points): two operands' rows of 2^12 points take 33 KiB of
 /// shared memory.
 pub const MAX_LOG_COLS: u32 = 12;
 /// The shortest column transform (rows).
