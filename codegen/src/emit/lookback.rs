@@ -103,7 +103,7 @@ impl Emitter<'_> {
         }
         self.close("}");
         self.close("} else {");
-        self.depth += 1;
+        self.src.depth += 1;
         self.open("if (lane == 31u) {");
         publish(self, &incl, 0);
         self.close("}");
@@ -319,7 +319,7 @@ impl Emitter<'_> {
         ));
         self.line(format!("{cin} = w & 1u;"));
         self.close("} else if (part != 0u) {");
-        self.depth += 1;
+        self.src.depth += 1;
         self.records_of(k, scratch.records());
         self.line("ulonglong2 r;");
         self.line(format!(
@@ -348,7 +348,7 @@ impl Emitter<'_> {
             whole[0]
         ));
         self.close("} else {");
-        self.depth += 1;
+        self.src.depth += 1;
         self.records_of(k, scratch.records());
         self.line(format!(
             "bf_put(rec + (u64)vb * {}ull + {}u, (u64)({} & 1u));",

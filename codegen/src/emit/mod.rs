@@ -76,8 +76,7 @@ struct Emitter<'a> {
     /// stores address them.
     inputs: Vec<BufferLayout>,
     outputs: Vec<BufferLayout>,
-    out: String,
-    depth: usize,
+    src: Src,
     vals: Vec<Option<Val>>,
     temps: u32,
     /// Device functions the kernel calls, by name, in order of first use: written before the
@@ -92,28 +91,45 @@ struct Emitter<'a> {
     scratch: Option<crate::layout::Scratch>,
 }
 
-/// Appends `s` as a line indented `depth` levels: how every emitter writes CUDA.
-pub(crate) fn push_line(out: &mut String, depth: usize, s: &str) {
-    for _ in 0..depth {
-        out.push_str("  ");
-    }
-    out.push_str(s);
-    out.push('\n');
+/// CUDA text being written, indented by block depth: how every emitter writes its lines.
+#[derive(Default)]
+pub(crate) struct Src {
+    pub(crate) out: String,
+    pub(crate) depth: usize,
 }
 
-impl<'a> Emitter<'a> {
-    fn line(&mut self, s: impl AsRef<str>) {
-        push_line(&mut self.out, self.depth, s.as_ref());
+impl Src {
+    pub(crate) fn line(&mut self, s: impl AsRef<str>) {
+        for _ in 0..self.depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
     }
 
-    fn open(&mut self, s: impl AsRef<str>) {
+    /// A line that opens a block: the lines after it are indented one level more.
+    pub(crate) fn open(&mut self, s: impl AsRef<str>) {
         self.line(s);
         self.depth += 1;
     }
 
-    fn close(&mut self, s: &str) {
+    pub(crate) fn close(&mut self, s: &str) {
         self.depth -= 1;
         self.line(s);
+    }
+}
+
+impl<'a> Emitter<'a> {
+    fn line(&mut self, s: impl AsRef<str>) {
+        self.src.line(s);
+    }
+
+    fn open(&mut self, s: impl AsRef<str>) {
+        self.src.open(s);
+    }
+
+    fn close(&mut self, s: &str) {
+        self.src.close(s);
     }
 
     /// Emits the device function `name` (its whole text, written by `body` from column 0) once
@@ -122,11 +138,11 @@ impl<'a> Emitter<'a> {
         if self.functions.iter().any(|(n, _)| n == name) {
             return;
         }
-        let kernel = std::mem::take(&mut self.out);
-        let depth = std::mem::replace(&mut self.depth, 0);
+        let kernel = std::mem::take(&mut self.src.out);
+        let depth = std::mem::replace(&mut self.src.depth, 0);
         body(self);
-        let text = std::mem::replace(&mut self.out, kernel);
-        self.depth = depth;
+        let text = std::mem::replace(&mut self.src.out, kernel);
+        self.src.depth = depth;
         self.functions.push((name.to_string(), text));
     }
 
@@ -315,8 +331,7 @@ pub fn emit(
         sel,
         inputs,
         outputs,
-        out: String::new(),
-        depth: 0,
+        src: Src::default(),
         vals: vec![None; func.nodes.len()],
         temps: 0,
         functions: Vec::new(),
@@ -325,7 +340,7 @@ pub fn emit(
     };
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.
-    let kernel_at = e.out.len();
+    let kernel_at = e.src.out.len();
     e.signature(kernel_name);
     e.indices();
     for id in func.ids() {
@@ -348,9 +363,9 @@ pub fn emit(
             }
         }
     }
-    e.depth = 0;
+    e.src.depth = 0;
     e.line("}");
-    let mut out = e.out;
+    let mut out = e.src.out;
     let functions: String = e.functions.iter().map(|(_, f)| format!("{f}\n")).collect();
     out.insert_str(kernel_at, &functions);
     while out.contains("\n\n\n") {

@@ -256,7 +256,7 @@ impl Emitter<'_> {
     fn garner_function(&mut self, plan: &NttPlan) -> String {
         let name = "bf_garner";
         let text = garner_source(plan);
-        self.device_function(name, |e| e.out.push_str(&text));
+        self.device_function(name, |e| e.src.out.push_str(&text));
         name.to_string()
     }
 

@@ -9,14 +9,14 @@
 //! consecutive cubes lie 2^r m apart, which the pad turns into 2^r m + m: distinct banks.
 
 use super::ntt::{garner_source, HELPERS};
+use super::Src;
 use crate::ntt_global::{padded, GlobalNtt, Step};
 
 /// The source of `step`'s kernel, named `name`, under the comment `header`.
 pub fn source(plan: &GlobalNtt, step: Step, name: &str, header: &str) -> String {
     let mut k = Kernel {
         plan,
-        out: String::new(),
-        depth: 0,
+        src: Src::default(),
         threads: plan.threads(step),
         pad: plan.radix(step),
     };
@@ -25,24 +25,23 @@ pub fn source(plan: &GlobalNtt, step: Step, name: &str, header: &str) -> String 
     }
     k.line("typedef unsigned int u32;");
     k.line("typedef unsigned long long u64;");
-    k.out.push('\n');
-    k.out.push_str(HELPERS);
+    k.src.out.push('\n');
+    k.src.out.push_str(HELPERS);
     if step == Step::Finish {
-        k.out.push_str(&garner_source(&plan.ntt));
+        k.src.out.push_str(&garner_source(&plan.ntt));
     }
-    k.out.push('\n');
+    k.src.out.push('\n');
     match step {
         Step::Columns => k.columns(name),
         Step::Rows => k.rows(name),
         Step::Finish => k.finish(name),
     }
-    k.out
+    k.src.out
 }
 
 struct Kernel<'a> {
     plan: &'a GlobalNtt,
-    out: String,
-    depth: usize,
+    src: Src,
     threads: u32,
     /// Element a of a shared buffer is at a + a >> pad.
     pad: u32,
@@ -50,17 +49,15 @@ struct Kernel<'a> {
 
 impl Kernel<'_> {
     fn line(&mut self, s: impl AsRef<str>) {
-        super::push_line(&mut self.out, self.depth, s.as_ref());
+        self.src.line(s);
     }
 
     fn open(&mut self, s: impl AsRef<str>) {
-        self.line(s);
-        self.depth += 1;
+        self.src.open(s);
     }
 
     fn close(&mut self, s: &str) {
-        self.depth -= 1;
-        self.line(s);
+        self.src.close(s);
     }
 
     /// The kernel's signature and the block's place: `inst` and, for `blocks` per instance,
@@ -75,7 +72,7 @@ impl Kernel<'_> {
         }
         self.line("    const u32* __restrict__ tab,");
         self.line("    const u64 n) {");
-        self.depth += 1;
+        self.src.depth += 1;
         self.line("extern __shared__ __align__(16) u32 s[];");
         self.line(format!("const u64 inst = blockIdx.x / {blocks}u;"));
         self.line(format!("const u32 rem = blockIdx.x % {blocks}u;"));

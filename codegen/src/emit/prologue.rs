@@ -20,15 +20,15 @@ impl Emitter<'_> {
         self.line("");
         let has = |f: fn(&Product) -> bool| self.sel.products().any(|(_, p)| f(p));
         if has(|p| matches!(p, Product::Ntt(_))) {
-            self.out.push_str(ntt::HELPERS);
+            self.src.out.push_str(ntt::HELPERS);
             self.line("");
         }
         if has(|p| matches!(p, Product::Poly(_))) {
-            self.out.push_str(polymul::HELPERS);
+            self.src.out.push_str(polymul::HELPERS);
             self.line("");
         }
         if self.scratch.is_some() {
-            self.out.push_str(lookback::HELPERS);
+            self.src.out.push_str(lookback::HELPERS);
             self.line("");
         }
     }
@@ -75,7 +75,7 @@ impl Emitter<'_> {
             sched.block_threads, sched.min_blocks
         ));
         self.line(format!("    {}) {{", params.join(",\n    ")));
-        self.depth = 1;
+        self.src.depth = 1;
     }
 
     /// The thread's place: `t` within its instance, the instance's `slot` in the block and `inst`

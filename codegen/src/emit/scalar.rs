@@ -205,7 +205,7 @@ impl Emitter<'_> {
         flag: bool,
     ) -> Vec<String> {
         for (f, text) in functions {
-            self.device_function(&f, |em| em.out.push_str(&text));
+            self.device_function(&f, |em| em.src.out.push_str(&text));
         }
         let r = self.temp();
         self.line(format!("u64 {r}[{out}];"));
