@@ -21,10 +21,10 @@ pub fn source(plan: &GlobalNtt, step: Step, name: &str, header: &str) -> String 
         pad: plan.radix(step),
     };
     for line in header.lines() {
-        k.line(format!("// {line}"));
+        k.src.line(format!("// {line}"));
     }
-    k.line("typedef unsigned int u32;");
-    k.line("typedef unsigned long long u64;");
+    k.src.line("typedef unsigned int u32;");
+    k.src.line("typedef unsigned long long u64;");
     k.src.out.push('\n');
     k.src.out.push_str(HELPERS);
     if step == Step::Finish {
@@ -48,36 +48,26 @@ struct Kernel<'a> {
 }
 
 impl Kernel<'_> {
-    fn line(&mut self, s: impl AsRef<str>) {
-        self.src.line(s);
-    }
-
-    fn open(&mut self, s: impl AsRef<str>) {
-        self.src.open(s);
-    }
-
-    fn close(&mut self, s: &str) {
-        self.src.close(s);
-    }
-
     /// The kernel's signature and the block's place: `inst` and, for `blocks` per instance,
     /// `rem`.
     fn signature(&mut self, name: &str, params: &[&str], blocks: u64) {
-        self.line(format!(
+        self.src.line(format!(
             "extern \"C\" __global__ void __launch_bounds__({}) {name}(",
             self.threads
         ));
         for p in params {
-            self.line(format!("    {p},"));
+            self.src.line(format!("    {p},"));
         }
-        self.line("    const u32* __restrict__ tab,");
-        self.line("    const u64 n) {");
+        self.src.line("    const u32* __restrict__ tab,");
+        self.src.line("    const u64 n) {");
         self.src.depth += 1;
-        self.line("extern __shared__ __align__(16) u32 s[];");
-        self.line(format!("const u64 inst = blockIdx.x / {blocks}u;"));
-        self.line(format!("const u32 rem = blockIdx.x % {blocks}u;"));
-        self.line("if (inst >= n) return;");
-        self.line("(void)rem;");
+        self.src.line("extern __shared__ __align__(16) u32 s[];");
+        self.src
+            .line(format!("const u64 inst = blockIdx.x / {blocks}u;"));
+        self.src
+            .line(format!("const u32 rem = blockIdx.x % {blocks}u;"));
+        self.src.line("if (inst >= n) return;");
+        self.src.line("(void)rem;");
     }
 
     /// `p`, `tb` (the prime's tables) and, for Montgomery products, `ni` (-p^-1 mod 2^32) for
@@ -92,11 +82,13 @@ impl Kernel<'_> {
                 f(2)
             )
         };
-        self.line(format!("const u32 p = {};", pick(&|i| ps[i].p)));
+        self.src
+            .line(format!("const u32 p = {};", pick(&|i| ps[i].p)));
         if montgomery {
-            self.line(format!("const u32 ni = {};", pick(&|i| ps[i].neg_inv)));
+            self.src
+                .line(format!("const u32 ni = {};", pick(&|i| ps[i].neg_inv)));
         }
-        self.line(format!(
+        self.src.line(format!(
             "const u32* tb = tab + {pi} * {}u;",
             self.plan.offsets().stride
         ));
@@ -128,32 +120,33 @@ impl Kernel<'_> {
         for (lb, r) in ranges {
             let cubes = ((1u64 << l) >> r) << log_m;
             let size = 1u64 << r;
-            self.line(format!(
+            self.src.line(format!(
                 "// stages on bits {lb}..{} of {} transform(s) of 2^{l} points",
                 lb + r,
                 m
             ));
-            self.open(format!(
+            self.src.open(format!(
                 "for (u32 u = threadIdx.x; u < {cubes}u; u += {}u) {{",
                 self.threads
             ));
-            self.line(format!(
+            self.src.line(format!(
                 "const u32 g = u >> {log_m}u, low = g & {}u;",
                 (1u64 << lb) - 1
             ));
-            self.line(format!(
+            self.src.line(format!(
                 "const u32 a0 = ((((g >> {lb}u) << {}u) | low) << {log_m}u) | (u & {}u);",
                 lb + r,
                 m - 1
             ));
             let pad = self.pad;
-            self.line(format!("u32* xp = {buf} + a0 + (a0 >> {pad});"));
+            self.src
+                .line(format!("u32* xp = {buf} + a0 + (a0 >> {pad});"));
             // Padding is additive over the disjoint bits of the base and the offsets.
             let offset = |q: u64| padded((q << lb) << log_m, pad);
             let loads: Vec<String> = (0..size)
                 .map(|q| format!("e{q} = xp[{}]", offset(q)))
                 .collect();
-            self.line(format!("u32 {};", loads.join(", ")));
+            self.src.line(format!("u32 {};", loads.join(", ")));
             let order: Vec<u32> = if forward {
                 (0..r).rev().collect()
             } else {
@@ -161,27 +154,28 @@ impl Kernel<'_> {
             };
             for c in order {
                 let b = lb + c;
-                self.open("{");
-                self.line(format!("const uint2* w = {tw} + (low << {}u);", l - 1 - b));
+                self.src.open("{");
+                self.src
+                    .line(format!("const uint2* w = {tw} + (low << {}u);", l - 1 - b));
                 for q in 0..size {
                     if q >> c & 1 == 1 {
                         continue;
                     }
                     let e = (q & ((1 << c) - 1)) << (l - 1 - c);
                     let f = if forward { "bf_dif" } else { "bf_dit" };
-                    self.line(format!(
+                    self.src.line(format!(
                         "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{q}, e{}, z.x, z.y, p); }}",
                         q + (1 << c)
                     ));
                 }
-                self.close("}");
+                self.src.close("}");
             }
             let stores: Vec<String> = (0..size)
                 .map(|q| format!("xp[{}] = e{q};", offset(q)))
                 .collect();
-            self.line(stores.join(" "));
-            self.close("}");
-            self.line("__syncthreads();");
+            self.src.line(stores.join(" "));
+            self.src.close("}");
+            self.src.line("__syncthreads();");
         }
     }
 
@@ -195,16 +189,17 @@ impl Kernel<'_> {
             params.push("const u64* __restrict__ in1 /* b */");
         }
         params.push("u32* __restrict__ out0 /* transforms */");
-        self.line(format!(
+        self.src.line(format!(
             "// Forward transforms of the columns of {} column(s) x {} rows of an operand, prime after prime, then",
             g.width(),
             g.rows()
         ));
-        self.line("// each result k1 of column c (at row bitrev(k1)) times w_N^(c k1).");
+        self.src
+            .line("// each result k1 of column c (at row bitrev(k1)) times w_N^(c k1).");
         self.signature(name, &params, g.blocks_per_instance(Step::Columns));
         let groups = g.groups();
         let per_thread = elements / self.threads as u64;
-        self.line(format!(
+        self.src.line(format!(
             "const u32 op = rem / {groups}u, c0 = (rem % {groups}u) << {log_w}u;"
         ));
         let src = if g.operands == 2 {
@@ -212,44 +207,47 @@ impl Kernel<'_> {
         } else {
             "in0"
         };
-        self.line(format!(
+        self.src.line(format!(
             "const u32* src = reinterpret_cast<const u32*>({src}) + inst * {}ull; // 32-bit digits",
             2 * g.in_limbs
         ));
-        self.line(format!(
+        self.src.line(format!(
             "// this thread's {per_thread} digits (element threadIdx.x + {} i), read once for the three primes",
             self.threads
         ));
-        self.line(format!("u32 dg[{per_thread}];"));
-        self.line("#pragma unroll");
-        self.open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
-        self.line(format!(
+        self.src.line(format!("u32 dg[{per_thread}];"));
+        self.src.line("#pragma unroll");
+        self.src
+            .open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
+        self.src.line(format!(
             "const u32 a = threadIdx.x + i * {}u;",
             self.threads
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 d = c0 + (a & {}u) + ((a >> {log_w}u) << {log_c}u);",
             g.width() - 1
         ));
-        self.line(format!(
+        self.src.line(format!(
             "dg[i] = d < {}u ? __ldg(src + d) : 0u;",
             2 * g.in_limbs
         ));
-        self.close("}");
-        self.line("#pragma unroll 1");
-        self.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
+        self.src.close("}");
+        self.src.line("#pragma unroll 1");
+        self.src.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
         self.prime("pi", false);
-        self.line("#pragma unroll");
-        self.open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
-        self.line(format!(
+        self.src.line("#pragma unroll");
+        self.src
+            .open(format!("for (u32 i = 0u; i < {per_thread}u; ++i) {{"));
+        self.src.line(format!(
             "const u32 a = threadIdx.x + i * {}u;",
             self.threads
         ));
-        self.line("u32 v = dg[i];");
-        self.line("v = v >= p ? v - p : v; v = v >= p ? v - p : v;");
-        self.line(format!("s[a + (a >> {})] = v;", self.pad));
-        self.close("}");
-        self.line("__syncthreads();");
+        self.src.line("u32 v = dg[i];");
+        self.src
+            .line("v = v >= p ? v - p : v; v = v >= p ? v - p : v;");
+        self.src.line(format!("s[a + (a >> {})] = v;", self.pad));
+        self.src.close("}");
+        self.src.line("__syncthreads();");
         self.passes(
             log_r,
             log_w,
@@ -258,17 +256,19 @@ impl Kernel<'_> {
             "s",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.col_f),
         );
-        self.line(format!(
+        self.src.line(format!(
             "u32* dst = out0 + inst * {}ull + (op * 3u + pi) * {}u;",
             g.transform_words(),
             g.n()
         ));
         self.twiddle_loop(true, |k| {
-            k.line("dst[c + (pos << LOG_C)] = v;".replace("LOG_C", &format!("{log_c}u")));
+            k.src
+                .line("dst[c + (pos << LOG_C)] = v;".replace("LOG_C", &format!("{log_c}u")));
         });
-        self.line("__syncthreads(); // before the next prime's digits overwrite s");
-        self.close("}");
-        self.close("}");
+        self.src
+            .line("__syncthreads(); // before the next prime's digits overwrite s");
+        self.src.close("}");
+        self.src.close("}");
     }
 
     /// The loop over a column group's elements (`pos` its row, `c` its column, `a` its place in
@@ -282,17 +282,17 @@ impl Kernel<'_> {
         } else {
             (o.step_lo_i, o.step_hi_i)
         };
-        self.open(format!(
+        self.src.open(format!(
             "for (u32 a = threadIdx.x; a < {}u; a += {}u) {{",
             g.group_elements(),
             self.threads
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 pos = a >> {}u, c = c0 + (a & {}u);",
             g.log_width,
             g.width() - 1
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 e = c * (__brev(pos) >> {}u);",
             32 - g.log_rows
         ));
@@ -301,19 +301,19 @@ impl Kernel<'_> {
         } else {
             format!("__ldg(src + c + (pos << {}u))", g.log_cols)
         };
-        self.line(format!(
+        self.src.line(format!(
             "const uint2 tl = __ldg(reinterpret_cast<const uint2*>(tb + {lo}u) + (e & {}u));",
             (1u64 << g.split()) - 1
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const uint2 th = __ldg(reinterpret_cast<const uint2*>(tb + {hi}u) + (e >> {}u));",
             g.split()
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 v = bf_shoup(bf_shoup({input}, tl.x, tl.y, p), th.x, th.y, p);"
         ));
         body(self);
-        self.close("}");
+        self.src.close("}");
     }
 
     fn rows(&mut self, name: &str) {
@@ -321,10 +321,11 @@ impl Kernel<'_> {
         let (log_c, c) = (g.log_cols, g.cols());
         let o = g.offsets();
         let pc = padded(c, self.pad);
-        self.line(format!(
+        self.src.line(format!(
             "// For each prime and row of {c} points: forward transforms of both operands' rows, their"
         ));
-        self.line("// pointwise product scaled by N^-1, and the inverse transform.");
+        self.src
+            .line("// pointwise product scaled by N^-1, and the inverse transform.");
         self.signature(
             name,
             &[
@@ -333,31 +334,34 @@ impl Kernel<'_> {
             ],
             g.blocks_per_instance(Step::Rows),
         );
-        self.line(format!(
+        self.src.line(format!(
             "const u32 pi = rem >> {}u, row = rem & {}u;",
             g.log_rows,
             g.rows() - 1
         ));
         self.prime("pi", true);
-        self.line(format!(
+        self.src.line(format!(
             "const u32* src = in0 + inst * {}ull + pi * {}u + (row << {log_c}u);",
             g.transform_words(),
             g.n()
         ));
-        self.open(format!(
+        self.src.open(format!(
             "for (u32 i = threadIdx.x; i < {c}u; i += {}u) {{",
             self.threads
         ));
-        self.line(format!("const u32 k = i + (i >> {});", self.pad));
-        self.line("s[k] = __ldg(src + i);");
+        self.src
+            .line(format!("const u32 k = i + (i >> {});", self.pad));
+        self.src.line("s[k] = __ldg(src + i);");
         if g.operands == 2 {
-            self.line(format!("s[{pc}u + k] = __ldg(src + {}u + i);", 3 * g.n()));
+            self.src
+                .line(format!("s[{pc}u + k] = __ldg(src + {}u + i);", 3 * g.n()));
         }
-        self.close("}");
-        self.line("__syncthreads();");
-        self.line("#pragma unroll 1");
-        self.open(format!("for (u32 op = 0u; op < {}u; ++op) {{", g.operands));
-        self.line(format!("u32* buf = s + op * {pc}u;"));
+        self.src.close("}");
+        self.src.line("__syncthreads();");
+        self.src.line("#pragma unroll 1");
+        self.src
+            .open(format!("for (u32 op = 0u; op < {}u; ++op) {{", g.operands));
+        self.src.line(format!("u32* buf = s + op * {pc}u;"));
         self.passes(
             log_c,
             0,
@@ -366,7 +370,7 @@ impl Kernel<'_> {
             "buf",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.row_f),
         );
-        self.close("}");
+        self.src.close("}");
         let (sc, scs): (Vec<u32>, Vec<u32>) = g
             .ntt
             .primes
@@ -376,11 +380,11 @@ impl Kernel<'_> {
                 (v, crate::ntt::shoup(v, pr.p))
             })
             .unzip();
-        self.line(format!(
+        self.src.line(format!(
             "const u32 sc = pi == 0u ? {}u : pi == 1u ? {}u : {}u; // N^-1 2^32 mod p",
             sc[0], sc[1], sc[2]
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 scs = pi == 0u ? {}u : pi == 1u ? {}u : {}u;",
             scs[0], scs[1], scs[2]
         ));
@@ -389,16 +393,17 @@ impl Kernel<'_> {
         } else {
             "s[k]".to_string()
         };
-        self.open(format!(
+        self.src.open(format!(
             "for (u32 i = threadIdx.x; i < {c}u; i += {}u) {{",
             self.threads
         ));
-        self.line(format!("const u32 k = i + (i >> {});", self.pad));
-        self.line(format!(
+        self.src
+            .line(format!("const u32 k = i + (i >> {});", self.pad));
+        self.src.line(format!(
             "s[k] = bf_shoup(bf_mont(s[k], {second}, p, ni), sc, scs, p);"
         ));
-        self.close("}");
-        self.line("__syncthreads();");
+        self.src.close("}");
+        self.src.line("__syncthreads();");
         self.passes(
             log_c,
             0,
@@ -407,16 +412,16 @@ impl Kernel<'_> {
             "s",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.row_i),
         );
-        self.line(format!(
+        self.src.line(format!(
             "u32* dst = out0 + inst * {}ull + pi * {}u + (row << {log_c}u);",
             g.product_words(),
             g.n()
         ));
-        self.line(format!(
+        self.src.line(format!(
             "for (u32 i = threadIdx.x; i < {c}u; i += {}u) dst[i] = s[i + (i >> {})];",
             self.threads, self.pad
         ));
-        self.close("}");
+        self.src.close("}");
     }
 
     fn finish(&mut self, name: &str) {
@@ -424,11 +429,11 @@ impl Kernel<'_> {
         let o = g.offsets();
         let pe = padded(g.group_elements(), self.pad);
         let out = g.out_limbs;
-        self.line(format!(
+        self.src.line(format!(
             "// For each group of {} columns: the inverse twiddles and column transforms of the three",
             g.width()
         ));
-        self.line("// primes, then Garner's CRT into each limb's column sums: X (mod 2^64), Y (the rest, a limb up).");
+        self.src.line("// primes, then Garner's CRT into each limb's column sums: X (mod 2^64), Y (the rest, a limb up).");
         self.signature(
             name,
             &[
@@ -438,19 +443,20 @@ impl Kernel<'_> {
             ],
             g.blocks_per_instance(Step::Finish),
         );
-        self.line(format!("const u32 c0 = rem << {}u;", g.log_width));
-        self.line("#pragma unroll 1");
-        self.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
+        self.src
+            .line(format!("const u32 c0 = rem << {}u;", g.log_width));
+        self.src.line("#pragma unroll 1");
+        self.src.open("for (u32 pi = 0u; pi < 3u; ++pi) {");
         self.prime("pi", false);
-        self.line(format!("u32* x = s + pi * {pe}u;"));
-        self.line(format!(
+        self.src.line(format!("u32* x = s + pi * {pe}u;"));
+        self.src.line(format!(
             "const u32* src = in0 + inst * {}ull + pi * {}u;",
             g.product_words(),
             g.n()
         ));
         let pad = self.pad;
-        self.twiddle_loop(false, |k| k.line(format!("x[a + (a >> {pad})] = v;")));
-        self.line("__syncthreads();");
+        self.twiddle_loop(false, |k| k.src.line(format!("x[a + (a >> {pad})] = v;")));
+        self.src.line("__syncthreads();");
         self.passes(
             g.log_rows,
             g.log_width,
@@ -459,44 +465,44 @@ impl Kernel<'_> {
             "x",
             &format!("reinterpret_cast<const uint2*>(tb + {}u)", o.col_i),
         );
-        self.close("}");
-        self.line(format!("u64* X = out0 + inst * {out}ull;"));
-        self.line(format!("u64* Y = out1 + inst * {out}ull;"));
-        self.open(format!(
+        self.src.close("}");
+        self.src.line(format!("u64* X = out0 + inst * {out}ull;"));
+        self.src.line(format!("u64* Y = out1 + inst * {out}ull;"));
+        self.src.open(format!(
             "for (u32 u = threadIdx.x; u < {}u; u += {}u) {{",
             g.group_elements() / 2,
             self.threads
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 row = u >> {}u, j = (u & {}u) << 1;",
             g.log_width - 1,
             g.width() / 2 - 1
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 a = (row << {}u) | j, k = a + (a >> {});",
             g.log_width, self.pad
         ));
-        self.line("u64 lo0, hi0, lo1, hi1;");
-        self.line(format!(
+        self.src.line("u64 lo0, hi0, lo1, hi1;");
+        self.src.line(format!(
             "bf_garner(s[k], s[{pe}u + k], s[{}u + k], lo0, hi0);",
             2 * pe
         ));
-        self.line(format!(
+        self.src.line(format!(
             "bf_garner(s[k + 1u], s[{pe}u + k + 1u], s[{}u + k + 1u], lo1, hi1);",
             2 * pe
         ));
-        self.line(format!(
+        self.src.line(format!(
             "const u32 l = (c0 + j + (row << {}u)) >> 1; // columns 2l and 2l + 1",
             g.log_cols
         ));
-        self.line("const u64 sl = lo0 + (lo1 << 32);");
-        self.line(format!("if (l < {out}u) X[l] = sl;"));
-        self.line(format!(
+        self.src.line("const u64 sl = lo0 + (lo1 << 32);");
+        self.src.line(format!("if (l < {out}u) X[l] = sl;"));
+        self.src.line(format!(
             "if (l + 1u < {out}u) Y[l + 1u] = hi0 + (lo1 >> 32) + (hi1 << 32) + (u64)(sl < lo0);"
         ));
-        self.line("if (l == 0u) Y[0] = 0ull;");
-        self.close("}");
-        self.close("}");
+        self.src.line("if (l == 0u) Y[0] = 0ull;");
+        self.src.close("}");
+        self.src.close("}");
     }
 }
 
