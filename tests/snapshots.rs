@@ -69,6 +69,14 @@ fn spanning_kernels() {
     let src = scan.cuda_source(&sizes, &Target::h100()).unwrap();
     insta::assert_snapshot!("prefix_sums_1048593", src);
     common::nvrtc_compiles(scan, &sizes);
+    // Whole 16-byte vectors per warp: 16 residues a thread through the swizzled transposition
+    // buffers, over several blocks and in one.
+    for n in [1u64 << 20, 1 << 12] {
+        let sizes = [(1u64 << 61) - 1, n];
+        let src = scan.cuda_source(&sizes, &Target::h100()).unwrap();
+        insta::assert_snapshot!(format!("prefix_sums_{n}"), src);
+        common::nvrtc_compiles(scan, &sizes);
+    }
 }
 
 #[test]

@@ -118,15 +118,15 @@ fn long_instances_span_blocks() {
         )
         .unwrap();
     assert!(!six4.parts[0].compiled.schedule.lane_halo);
-    // Scans of residues: look-back only.
+    // Scans of residues: look-back only, sixteen elements a thread.
     let scan = prefix_sums::kernel()
         .unwrap()
         .plan(&[P, (1 << 20) + 17], &Target::h100(), &Hints::default())
         .unwrap();
     let s = &scan.parts[0].compiled.schedule;
     assert_eq!(
-        (s.blocks_per_instance, s.lane_halo, s.block_threads),
-        (513, false, 256)
+        (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
+        (257, false, 256, 16)
     );
     // One block per instance as before: 2^22 bits do not fit one block's registers.
     assert!(

@@ -19,7 +19,7 @@ pub const SINGLE_LOGS: [u32; 2] = [24, 26];
 pub const SCAN_TOTAL_LOG: u32 = 26;
 
 /// log2 N of the scan rows: one block per instance at 2^12, several from 2^13.
-pub const SCAN_LOGS: [u32; 6] = [12, 16, 20, 22, 24, 26];
+pub const SCAN_LOGS: [u32; 8] = [8, 10, 12, 16, 20, 22, 24, 26];
 
 /// The scans' modulus, the Mersenne prime 2^61 - 1.
 pub const SCAN_PRIME: u64 = (1 << 61) - 1;

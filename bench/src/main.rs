@@ -121,7 +121,7 @@ enum Cmd {
     },
     /// Instances that span several blocks: 1-Add, 6-Add, 1-Mul and Poly at 2^19..2^26 bits
     /// (NumBits x NumInsts = 2^32; products over global memory, next to GMP on all host cores
-    /// with the `gmp` feature), one instance at 2^24 and 2^26 bits, prefix sums over [Zp<P>; N] at N = 2^20..2^26 (N x batch = 2^26), each next to the
+    /// with the `gmp` feature), one instance at 2^24 and 2^26 bits, prefix sums over [Zp<P>; N] at N = 2^8..2^26 (N x batch = 2^26), each next to the
     /// same-run copy
     Huge {
         #[arg(long, default_value_t = 10)]
@@ -129,6 +129,9 @@ enum Cmd {
         /// schedules to time besides the default (the addition table only)
         #[arg(long = "variant")]
         variants: Vec<String>,
+        /// only the prefix sums (for each variant), e.g. to profile them
+        #[arg(long)]
+        scans_only: bool,
     },
     /// Dot products mod P in Gmodmul/s = batch*N / time and GB/s = 16*N*batch / time, N x batch = 2^26
     Dot {
@@ -405,8 +408,23 @@ fn run(cli: Cli) -> Result<(), String> {
                 }),
             )
         }
-        Cmd::Huge { runs, variants: v } => {
+        Cmd::Huge {
+            runs,
+            variants: v,
+            scans_only,
+        } => {
             let vs = variants(&v)?;
+            if scans_only {
+                let gpu = bigfuse::runtime::GpuDevice::new(0).map_err(s)?;
+                let name = gpu.target().name.clone();
+                eprintln!("bench huge --scans-only on {name}");
+                for v in &vs {
+                    let scans = huge::scans(&gpu, runs, &v.hints).map_err(s)?;
+                    println!("Schedule `{}`:\n", v.name);
+                    println!("{}", huge::tables(&name, runs, &[], &scans));
+                }
+                return Ok(());
+            }
             let mut bench = Bench::new(runs).map_err(s)?;
             let gpu = bench.gpu.target().name.clone();
             eprintln!("bench huge on {gpu}");

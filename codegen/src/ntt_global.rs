@@ -339,6 +339,7 @@ impl GlobalNtt {
                 pow_mod_threads: 1,
                 shared_limit: target.max_shared_per_block,
                 tuples_coalesced: false,
+                wide_coalesced: false,
                 decisions: vec![why.clone()],
             },
             placement: Placement {

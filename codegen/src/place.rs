@@ -63,11 +63,17 @@ pub struct Transpose {
 /// ran at 74% of DRAM peak against 89% (`ncu`, bench/RESULTS.md, 2026-11-25). Through the buffer
 /// the warp reads vector `k * 32 + lane` of its contiguous region, then each thread its
 /// consecutive words (stores the reverse): 6-Add at 2^14..2^16 bits went from 86-88% to 97-98%
-/// of the copy, 1-Add at 2^18 from 88% to 102%. Q = 8 lost there (dot products 85-89% -> 74-78%:
-/// the reads from the buffer, 64 bytes apart, conflict four ways), so it keeps direct accesses.
-/// The warp's region must be contiguous (no padding, whole warps per block); kernels with
-/// products keep direct accesses too: they are not bound by memory, and their shared memory is
-/// their operands'.
+/// of the copy, 1-Add at 2^18 from 88% to 102%. With Q = 8 or 16 the threads' reads from the
+/// buffer lie 64 or 128 bytes apart and would conflict four or eight ways (dot products went from
+/// 85-89% to 74-78%), so the vectors are swizzled ([`swizzled_vectors`]); so, prefix sums of
+/// residues at Q = 8 went from 54% to 69% of the copy at 2^20..2^26 elements and from 60% to 78%
+/// at 2^16 (H200, bench/RESULTS.md, 2026-11-26). Only programs with such scans do that
+/// ([`Schedule::wide_coalesced`]): 6-Add (an instance over several blocks) went from 92-94% to
+/// 87-90% (80 registers against 72), at 2^18 bits in one 512-thread block to 45% (spills), and
+/// dot products did not gain (80-86%, as direct).
+/// The warp's region must be contiguous (no padding, whole warps per block); kernels with products
+/// keep direct accesses too: they are not bound by memory, and their shared memory is their
+/// operands'.
 ///
 /// Arrays of `w`-word tuples (`w > 1`: the limbs of whole big integers in a program that runs one
 /// thread per instance, one element each) go through the buffer too, `w / 2` vectors per thread,
@@ -90,12 +96,22 @@ pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64, w: u64) ->
     // span blocks) each instance is, padded at its end, of whole 16-byte vectors.
     let contiguous = sched.threads_per_instance as u64 * q as u64 == len
         || (sched.blocks_per_instance > 1 && len.is_multiple_of(2));
+    let wide = (v == 4 || v == 8) && sched.wide_coalesced;
     (q.is_multiple_of(2)
-        && v == 2
+        && (v == 2 || wide)
         && contiguous
         && sched.block_threads.is_multiple_of(32)
         && sel.products().next().is_none())
     .then_some(v)
+}
+
+/// Whether the transposition buffer of an access of `vecs` vectors per thread is swizzled:
+/// vector `i` at `i ^ ((i >> 3) & 7)`, so that neither the lanes' consecutive vectors nor a
+/// thread's own ones (`vecs` apart across threads) meet in a bank within a quarter warp. Tuples
+/// always are; arrays of words from 4 vectors (Q = 8, 16): with 2, the threads' vectors lie 32
+/// bytes apart and conflict at most two ways, and those kernels ran at 97-105% of the copy without.
+pub fn swizzled_vectors(vecs: u32, tuples: bool) -> bool {
+    tuples || vecs >= 4
 }
 
 /// Vectors per thread of the kernel's transposition buffers: the most any of its coalesced

@@ -43,7 +43,8 @@ pub struct Hints {
     /// [`crate::divide::ONE_THREAD_MAX_DIVISOR_BITS`].
     pub divide_whole_bits: Option<u64>,
     /// The most blocks one instance may span (`span=1`: every instance in one block); by default
-    /// as many as its arrays need at the cost model's Q ([`spans_blocks`]).
+    /// as many as its arrays need at the cost model's Q ([`spans_blocks`]). Given as more than 1,
+    /// instances span blocks (where the program allows it) even where one block would hold them.
     pub span: Option<u32>,
     /// Products of operands of at least this many bits go over global memory in kernels of
     /// their own (`gntt=65536`, [`crate::ntt_global`]); by default only those that do not fit a
@@ -220,6 +221,10 @@ pub struct Schedule {
     /// through the warps' transposition buffers ([`crate::place::coalesced_vectors`]): where it
     /// computes little per word it moves ([`TUPLES_COALESCED_UP_TO`]).
     pub tuples_coalesced: bool,
+    /// Arrays of words held 8 or 16 to a thread go through the warps' transposition buffers too
+    /// ([`crate::place::coalesced_vectors`]): in programs with scans other than carries
+    /// ([`generic_scans`]), which move little per instruction they execute.
+    pub wide_coalesced: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -323,14 +328,38 @@ pub const SPAN_Q: u32 = 4;
 /// (and gives a halo lane eight limbs: chains of up to eight additions, [`lane_halo_pays`]).
 /// Measured on an H200 (`bench huge`, bench/RESULTS.md, 2026-11-26), 2^20..2^26 bits: 1-Add
 /// 102-103% of the copy at Q=4 / 512, 80-83% at Q=8 / 256; 6-Add with halo lanes 91-94% at
-/// Q=8 / 256, 61-69% at Q=8 / 512 (Q=4: the chain does not fit the halo); prefix sums over
-/// residues 49% at Q=4 / 512, 55% at Q=8 / 256, 42% at Q=16.
+/// Q=8 / 256, 61-69% at Q=8 / 512 (Q=4: the chain does not fit the halo). Other scans take
+/// [`SCAN_Q`]: prefix sums over residues, through the warps' transposition buffers, 69% at
+/// Q=8 / 256, 78-79% at Q=16 / 256 or 128 (60 registers), 73% at Q=16 / 64, 39% at Q=32.
 pub fn span_shape(steps: usize, carries_only: bool) -> (u32, u32) {
     if steps <= 2 && carries_only {
         (SPAN_Q, 512)
-    } else {
+    } else if carries_only {
         (8, 256)
+    } else {
+        (SCAN_Q, 256)
     }
+}
+
+/// Elements per thread of programs with scans other than carries (prefix sums over residues, user
+/// scans): each element costs tens of instructions (a modular sum in the thread's own scan and
+/// again with its prefix), so the lane and warp scans and the barrier are spread over many.
+/// Measured on an H200 (`bench huge`, prefix sums over [Zp<2^61 - 1>; N], bench/RESULTS.md,
+/// 2026-11-26): in one block, N = 2^8 / 2^10 / 2^12, 98% of the copy at Q=16 against 73% / 67% /
+/// 78% at Q=2 / 2 / 4 (Q=8: 99% / 100% / 95%); over several blocks Q=16 in 256-thread blocks held
+/// to 60 registers ([`SPAN_SCAN_MIN_BLOCKS`]) 79% at N = 2^20..2^26 against 69% at Q=8.
+pub const SCAN_Q: u32 = 16;
+
+/// Blocks per SM in the launch bounds of a kernel whose instances span blocks with scans other
+/// than carries: 60 registers at Q=16, 78-79% of the copy against 75% with two blocks (68
+/// registers); with more (48 or 40 registers) the values spill (75%, 63%).
+pub const SPAN_SCAN_MIN_BLOCKS: u32 = 4;
+
+/// Whether `func` has a scan other than a carry scan.
+pub fn generic_scans(func: &Func, sel: &Selection) -> bool {
+    func.ids().any(|id| {
+        matches!(func.node(id).op, bigfuse_core::Op::Scan { .. }) && !sel.is_carry_scan(id)
+    })
 }
 
 /// The most blocks one instance spans by default: 2^26-bit integers (2^20 limbs) at Q=4 in
@@ -512,6 +541,8 @@ pub fn schedule(
         .unwrap_or_else(|| {
             if is_array_reduction(func) {
                 reduce_q(max_len)
+            } else if generic_scans(func, sel) && sel.products().next().is_none() {
+                SCAN_Q
             } else {
                 choose_q(max_len, steps)
             }
@@ -527,8 +558,8 @@ pub fn schedule(
     let mut blocks = 1u32;
     let mut lane_halo = false;
     let mut span_block = 0u32;
-    if max_len.div_ceil(SPAN_Q as u64) > max_t as u64 && most_blocks > 1 && spans_blocks(func, sel)
-    {
+    let too_long = max_len.div_ceil(SPAN_Q as u64) > max_t as u64;
+    if (too_long || hints.span.is_some()) && most_blocks > 1 && spans_blocks(func, sel) {
         let (q, b) = span_shape(steps, carries_only(func, sel));
         span_block = hints.block_threads.unwrap_or(b).min(max_t);
         if !span_block.is_power_of_two() || span_block < 64 {
@@ -548,8 +579,12 @@ pub fn schedule(
             (blocks, blocks * owning)
         };
         // Halo lanes where the chain of carries fits the limbs a thread ends up with.
-        lane_halo = lane_halo_pays(func, sel, max_len.div_ceil(shape(true).1 as u64));
-        (blocks, t) = shape(lane_halo);
+        let halo = lane_halo_pays(func, sel, max_len.div_ceil(shape(true).1 as u64));
+        let (b, threads) = shape(halo);
+        // A requested span that one block would hold leaves the one-block schedule as it is.
+        if b > 1 || too_long {
+            (blocks, t, lane_halo) = (b, threads, halo);
+        }
         if blocks > 1 {
             decisions.push(format!(
                 "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, {}",
@@ -772,6 +807,7 @@ pub fn schedule(
     }
     let mut sched = Schedule {
         tuples_coalesced,
+        wide_coalesced: generic_scans(func, sel),
         pow_mod_threads,
         threads_per_instance: t,
         blocks_per_instance: blocks,
@@ -791,6 +827,9 @@ pub fn schedule(
     // registers and ran at 76.5% of the copy, 86.7% when held to three blocks (40 registers;
     // 85.8% before coalescing; H200, bench/RESULTS.md, 2026-11-25). 256-thread blocks lost with
     // such a cap (98% -> 93%), so they keep theirs.
+    if hints.min_blocks.is_none() && blocks > 1 && generic_scans(func, sel) {
+        sched.min_blocks = SPAN_SCAN_MIN_BLOCKS;
+    }
     let coalesced = crate::place::words_coalesced(func, sel, &sched);
     if hints.min_blocks.is_none() && coalesced && block == 512 {
         sched.min_blocks = 3;

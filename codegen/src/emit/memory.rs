@@ -50,11 +50,12 @@ impl Emitter<'_> {
         if let Some(vecs) = coalesced {
             // Coalesced: the warp reads vector `k * 32 + lane` of its contiguous region into its
             // transposition buffer, then each thread its own consecutive limbs.
-            let tr = self.transposition();
-            self.warp_region_in(param, vecs, &|i| format!("{tr}[{i}]"));
+            let slot = self.word_slot(vecs);
+            self.warp_region_in(param, vecs, &|i| slot(i));
             self.line("#pragma unroll");
             self.open(format!("for (int j = 0; j < {vecs}; ++j) {{"));
-            self.line(format!("const ulonglong2 w = {tr}[lane * {vecs}u + j];"));
+            let i = self.word_index(vecs);
+            self.line(format!("const ulonglong2 w = {};", slot(&i)));
             self.line(format!("{v}[2 * j] = w.x;"));
             self.line(format!("{v}[2 * j + 1] = w.y;"));
             self.close("}");
@@ -209,12 +210,21 @@ impl Emitter<'_> {
                     // Coalesced, as loads are: every lane takes part, each vector guarded by its
                     // own instance.
                     self.open("{");
-                    let tr = self.transposition();
+                    let slot = self.word_slot(vecs);
                     self.line("#pragma unroll");
-                    self.line(format!(
-                        "for (int j = 0; j < {vecs}; ++j) {tr}[lane * {vecs}u + j] = make_ulonglong2({v}[2 * j], {v}[2 * j + 1]);"
-                    ));
-                    self.warp_region_out(k, vecs, &|i| format!("{tr}[{i}]"));
+                    let put = |i: &str| {
+                        format!("{} = make_ulonglong2({v}[2 * j], {v}[2 * j + 1]);", slot(i))
+                    };
+                    if crate::place::swizzled_vectors(vecs, false) {
+                        self.open(format!("for (int j = 0; j < {vecs}; ++j) {{"));
+                        let i = self.word_index(vecs);
+                        self.line(put(&i));
+                        self.close("}");
+                    } else {
+                        let i = self.word_index(vecs);
+                        self.line(format!("for (int j = 0; j < {vecs}; ++j) {}", put(&i)));
+                    }
+                    self.warp_region_out(k, vecs, &|i| slot(i));
                     self.close("}");
                     return;
                 }
@@ -355,11 +365,35 @@ impl Emitter<'_> {
         self.line("__syncwarp();");
     }
 
-    /// Vector `i` of the warp's transposition buffer for tuple accesses, swizzled so that
-    /// neither the lanes' consecutive vectors nor the threads' own ones (`vecs` apart, 2 to 8)
-    /// meet in a bank within a quarter warp: the low three bits of `i` flipped by the next three.
+    /// Vector `i` of the warp's transposition buffer, swizzled
+    /// ([`crate::place::swizzled_vectors`]): the low three bits of `i` flipped by the next three.
     fn swizzled(tr: &str, i: &str) -> String {
         format!("{tr}[{i} ^ (({i} >> 3) & 7u)]")
+    }
+
+    /// The buffer index of this thread's vector `j` (of `vecs`), named `i` where it is swizzled.
+    fn word_index(&mut self, vecs: u32) -> String {
+        let i = format!("lane * {vecs}u + j");
+        if crate::place::swizzled_vectors(vecs, false) {
+            self.line(format!("const u32 i = {i};"));
+            "i".into()
+        } else {
+            i
+        }
+    }
+
+    /// Vector `i` of the warp's transposition buffer for arrays of words, `vecs` vectors per
+    /// thread.
+    fn word_slot(&self, vecs: u32) -> impl Fn(&str) -> String {
+        let tr = self.transposition();
+        let swizzle = crate::place::swizzled_vectors(vecs, false);
+        move |i: &str| {
+            if swizzle {
+                Self::swizzled(&tr, i)
+            } else {
+                format!("{tr}[{i}]")
+            }
+        }
     }
 
     /// This warp's transposition buffer, as 16-byte vectors (at the placement's stride).
