@@ -187,18 +187,18 @@ fn nvrtc_failures_carry_the_log_and_the_source() {
     }
 }
 
-/// A shift by a run-time amount reads other threads' limbs (a gather): one block per instance.
+/// A division of big integers runs in one block per instance.
 #[bigfuse::kernel]
-fn shift_left(a: U<BITS>, k: u32) -> U<BITS> {
-    a << k
+fn quotient(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a / b
 }
 
 #[test]
 fn a_kernel_too_big_even_after_splitting_is_an_error() {
-    // One shift of 2^24-bit numbers by a run-time amount: no split can help a single operation
-    // that does not span blocks. (Products that large go over global memory:
-    // tests/huge_products.rs.)
-    let k = shift_left::kernel().unwrap();
+    // One division of 2^24-bit numbers: no split can help a single operation that does not span
+    // blocks. (Products that large go over global memory, tests/huge_products.rs; shifts by a
+    // run-time amount read the operand in global memory, tests/spanning.rs.)
+    let k = quotient::kernel().unwrap();
     let e = k
         .plan(&[1 << 24], &bigfuse::Target::h100(), &Default::default())
         .unwrap_err();

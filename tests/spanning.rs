@@ -240,6 +240,93 @@ fn maps_across_blocks() {
     }
 }
 
+/// Shifts and rotations by a run-time amount read limbs of other blocks: from the operand in
+/// global memory.
+#[bigfuse::kernel]
+fn shifts(a: U<BITS>, k: u32) -> (U<BITS>, U<BITS>, U<BITS>, U<BITS>) {
+    (a << k, a >> k, a.rotate_left(k), a.rotate_right(k))
+}
+
+fn check_shifts(dev: &Device, bits: u64) {
+    let mut r = rng(bits ^ 11);
+    let b32 = bits as u32;
+    // Limb and block edges (1984 limbs a block of 512 threads at Q=4), BITS - 1, BITS and more.
+    let mut k = vec![0u32, 1, 63, 64, 65, 64 * 1984 + 3, b32 - 1, b32, b32 + 5];
+    k.extend((0..3).map(|_| r.gen_range(0..b32)));
+    let a: Vec<BigUint> = (0..k.len())
+        .map(|i| match i {
+            0 => all_ones(bits),
+            _ => random_big(&mut r, bits),
+        })
+        .collect();
+    let (l, rs, rl, rr) = shifts::run(dev, bits, &a, &k).unwrap();
+    let m = modulus(bits);
+    for i in 0..k.len() {
+        let s = k[i] as u64;
+        let ctx = format!("at {bits} bits, k = {s}, on {dev}");
+        let (shl, shr) = if s >= bits {
+            (BigUint::default(), BigUint::default())
+        } else {
+            ((&a[i] << s) % &m, &a[i] >> s)
+        };
+        let t = s % bits;
+        let rotl = ((&a[i] << t) | (&a[i] >> (bits - t))) % &m;
+        let rotr = ((&a[i] >> t) | (&a[i] << (bits - t))) % &m;
+        assert!(l[i] == shl, "a << k {ctx}");
+        assert!(rs[i] == shr, "a >> k {ctx}");
+        assert!(rl[i] == rotl, "a.rotate_left(k) {ctx}");
+        assert!(rr[i] == rotr, "a.rotate_right(k) {ctx}");
+    }
+}
+
+#[test]
+fn shifts_across_blocks() {
+    let plan = shifts::kernel()
+        .unwrap()
+        .plan(&[1 << 24], &Target::h100(), &Hints::default())
+        .unwrap();
+    assert_eq!(plan.parts.len(), 1);
+    let c = &plan.parts[0].compiled;
+    assert!(c.schedule.blocks_per_instance > 1 && c.scratch.is_none());
+    assert!(
+        c.source.contains("in global memory"),
+        "gathers read the operand where it lies"
+    );
+    // A shift of a computed value: the plan splits there, and the shift reads the sum from
+    // global memory as a parameter.
+    let plan = shifted_sum::kernel()
+        .unwrap()
+        .plan(&[1 << 24], &Target::h100(), &Hints::default())
+        .unwrap();
+    assert_eq!(plan.parts.len(), 2);
+    let mut devs = vec![(Device::cpu(), vec![(1u64 << 19) + 64])];
+    if let Some(gpu) = common::gpu() {
+        let sizes = vec![1u64 << 19, 1 << 20, (1 << 22) + 1088, 1 << 24, 1 << 26];
+        devs.push((gpu, sizes));
+    }
+    for (dev, sizes) in devs {
+        for bits in sizes {
+            check_shifts(&dev, bits);
+            let (a, b) = operands(bits, 3, 5);
+            let k = [3u32, 64 * 1984 + 1, (bits / 2) as u32];
+            let got = shifted_sum::run(&dev, bits, &a, &b, &k).unwrap();
+            for i in 0..3 {
+                let want = (wrap_add(&a[i], &b[i], bits) << k[i]) % modulus(bits);
+                assert!(
+                    got[i] == want,
+                    "(a + b) << {} at {bits} bits on {dev}",
+                    k[i]
+                );
+            }
+        }
+    }
+}
+
+#[bigfuse::kernel]
+fn shifted_sum(a: U<BITS>, b: U<BITS>, k: u32) -> U<BITS> {
+    (a + b) << k
+}
+
 fn check_prefix_sums(dev: &Device, n: u64, count: usize) {
     let mut r = rng(n);
     let xs: Vec<u64> = (0..n as usize * count)
@@ -276,7 +363,10 @@ fn scans_across_blocks() {
         for n in [
             1u64,
             17,
+            256,
+            4096,
             4097,
+            1 << 20,
             (1 << 20) + 17,
             (1 << 22) + 3,
             (1 << 24) + 17,

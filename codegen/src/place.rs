@@ -160,6 +160,10 @@ fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) ->
         return Some(product.staging_bytes(sched));
     }
     if let Op::Gather { src, .. } = &node.op {
+        if sched.blocks_per_instance > 1 {
+            // From the parameter's words in global memory (`schedule::spans_blocks`).
+            return None;
+        }
         // Any thread may read any element: the instance's whole array is staged.
         let len = match func.ty(*src) {
             Type::Array(_, n) => n.as_const().unwrap_or(0),

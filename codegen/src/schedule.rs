@@ -366,12 +366,32 @@ pub fn generic_scans(func: &Func, sel: &Selection) -> bool {
 /// 512-thread blocks take 512, scans over 2^24 elements 8192.
 pub const MAX_SPAN: u32 = 1 << 16;
 
+/// The parameter whose words array `src` is, as they lie in global memory: the limbs of a
+/// big-integer parameter, or an array parameter of 64-bit words. A gather from such an array
+/// (a shift by a run-time amount reads the operand's limbs this way) reads global memory directly
+/// where an instance spans blocks.
+pub fn global_words(func: &Func, src: bigfuse_core::ValueId) -> Option<u32> {
+    use bigfuse_core::Op;
+    match func.node(src).op {
+        Op::Limbs(p) => match func.node(p).op {
+            Op::Param(i) => Some(i),
+            _ => None,
+        },
+        Op::Param(i) => match func.ty(src) {
+            Type::Array(e, _) if matches!(**e, Type::U64 | Type::Zp(_)) => Some(i),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Whether the instances of `func` may span several blocks: every step across threads is a scan
 /// (carry scans included), which the blocks of an instance resolve in order by look-back
 /// (`emit/lookback.rs`), or a reduction (a comparison of big integers) whose result no element
 /// depends on: the instance's last thread then holds it whole and writes what follows from it.
-/// Element-wise work needs nothing. Gathers and products read across the whole instance, and a
-/// reduction that elements depend on would have to reach every block first.
+/// Element-wise work needs nothing, nor do gathers from a parameter's words ([`global_words`]).
+/// Other gathers and products read across the whole instance from values no other block can
+/// see, and a reduction that elements depend on would have to reach every block first.
 pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
     use bigfuse_core::Op;
     // Nodes computed from a reduction's result.
@@ -388,7 +408,8 @@ pub fn spans_blocks(func: &Func, sel: &Selection) -> bool {
                 after_reduce[id.index()] && matches!(n.ty, Type::Array(..));
             !elementwise_after_reduce
                 && match &n.op {
-                    Op::Gather { .. } | Op::LimbMul { .. } | Op::PolyMul { .. } => false,
+                    Op::Gather { src, .. } => global_words(func, *src).is_some(),
+                    Op::LimbMul { .. } | Op::PolyMul { .. } => false,
                     Op::Scan { flags, .. } => flags.is_none(),
                     _ => true,
                 }
@@ -590,8 +611,10 @@ pub fn schedule(
                 "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, {}",
                 if lane_halo {
                     "lane 0 of each warp a halo that decides the carries into the warp (the warp before waited for only where it propagates)"
-                } else {
+                } else if steps > 0 {
                     "its scans resolved across them by look-back"
+                } else {
+                    "which need nothing from each other (element-wise work, gathers from parameters in global memory)"
                 }
             ));
         }

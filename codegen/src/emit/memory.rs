@@ -498,6 +498,25 @@ impl Emitter<'_> {
     pub(super) fn gather(&mut self, id: ValueId, comment: &str, src: ValueId, idx: ValueId) -> Val {
         let (src_leaves, qs, src_len) = self.array_parts(src);
         let (idx_leaves, qi, len) = self.array_parts(idx);
+        if self.sched.blocks_per_instance > 1 {
+            // The instance spans blocks: the words come from the parameter in global memory.
+            let param = crate::schedule::global_words(self.func, src)
+                .expect("instances span blocks only with gathers from parameters");
+            let units = self.inputs[param as usize].units;
+            self.line(format!(
+                "// {comment}: from parameter {param} in global memory"
+            ));
+            let leaves = self.declare_array(id, qi);
+            self.line("#pragma unroll");
+            self.open(format!("for (int q = 0; q < {qi}; ++q) {{"));
+            self.line(format!("const u64 j = {}[q];", idx_leaves[0]));
+            self.line(format!(
+                "{}[q] = (live && j < {src_len}ull) ? in{param}[inst * {units}ull + j] : 0ull;",
+                leaves[0]
+            ));
+            self.close("}");
+            return Val::Array { leaves, q: qi, len };
+        }
         let words = self.sched.threads_per_instance * qs;
         let st = self.staging(id, "u64");
         self.line(format!("// {comment}"));
