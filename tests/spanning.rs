@@ -208,6 +208,48 @@ fn comparisons_across_blocks() {
     }
 }
 
+/// A select on a comparison needs the answer in every block: the plan splits it off (the
+/// comparison's kernel spans blocks, the select reads its answer as a parameter).
+#[bigfuse::kernel]
+fn smaller(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+#[test]
+fn selects_across_blocks() {
+    let plan = smaller::kernel()
+        .unwrap()
+        .plan(&[1 << 24], &Target::h100(), &Hints::default())
+        .unwrap();
+    assert_eq!(plan.parts.len(), 2);
+    let mut devs = vec![(Device::cpu(), vec![(1u64 << 19) + 64])];
+    if let Some(gpu) = common::gpu() {
+        devs.push((gpu, vec![1u64 << 21, (1 << 22) + 1088, 1 << 24, 1 << 26]));
+    }
+    for (dev, sizes) in devs {
+        for bits in sizes {
+            let (mut a, mut b) = operands(bits, 3, 9);
+            // Equal values, and a difference in the lowest limb only.
+            a.push(a[2].clone());
+            b.push(a[2].clone());
+            a.push(b[2].clone() ^ BigUint::from(1u8));
+            b.push(b[2].clone());
+            let got = smaller::run(&dev, bits, &a, &b).unwrap();
+            for i in 0..a.len() {
+                let want = if a[i] < b[i] { &a[i] } else { &b[i] };
+                assert!(
+                    got[i] == *want,
+                    "min at {bits} bits, instance {i}, on {dev}"
+                );
+            }
+        }
+    }
+}
+
 /// Element-wise work alone spans blocks too (no scan, no scratch).
 #[bigfuse::kernel]
 fn scaled(xs: [u64; N], k: u64) -> [u64; N] {
