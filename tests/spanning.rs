@@ -15,6 +15,20 @@ use rand::Rng;
 /// A 61-bit prime.
 const P: u64 = (1 << 61) - 1;
 
+/// The default plan of `kernel` at `sizes` on an H100.
+fn default_plan(kernel: &bigfuse::Kernel, sizes: &[u64]) -> bigfuse::codegen::Plan {
+    kernel
+        .plan(sizes, &Target::h100(), &Hints::default())
+        .unwrap()
+}
+
+/// The CPU backend with `cpu` sizes, and the GPU (if any) with `gpu` sizes.
+fn devices(cpu: &[u64], gpu: &[u64]) -> Vec<(Device, Vec<u64>)> {
+    let mut devs = vec![(Device::cpu(), cpu.to_vec())];
+    devs.extend(common::gpu().map(|g| (g, gpu.to_vec())));
+    devs
+}
+
 /// Operands for `count` instances at `bits`: a carry (and a borrow) through every limb, then
 /// carries that stop at block edges, then random values of the shapes `random_big` draws.
 fn operands(bits: u64, count: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
@@ -99,10 +113,7 @@ fn long_instances_span_blocks() {
         );
     }
     // Chains of additions: eight limbs a thread in 256-thread blocks, still with halo lanes.
-    let six = six_add::kernel()
-        .unwrap()
-        .plan(&[1 << 22], &Target::h100(), &Hints::default())
-        .unwrap();
+    let six = default_plan(six_add::kernel().unwrap(), &[1 << 22]);
     let s = &six.parts[0].compiled.schedule;
     assert_eq!(
         (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
@@ -119,10 +130,7 @@ fn long_instances_span_blocks() {
         .unwrap();
     assert!(!six4.parts[0].compiled.schedule.lane_halo);
     // Scans of residues: look-back only, sixteen elements a thread.
-    let scan = prefix_sums::kernel()
-        .unwrap()
-        .plan(&[P, (1 << 20) + 17], &Target::h100(), &Hints::default())
-        .unwrap();
+    let scan = default_plan(prefix_sums::kernel().unwrap(), &[P, (1 << 20) + 17]);
     let s = &scan.parts[0].compiled.schedule;
     assert_eq!(
         (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
@@ -195,10 +203,7 @@ fn check_comparisons(dev: &Device, bits: u64) {
 
 #[test]
 fn comparisons_across_blocks() {
-    let plan = compare::kernel()
-        .unwrap()
-        .plan(&[1 << 22], &Target::h100(), &Hints::default())
-        .unwrap();
+    let plan = default_plan(compare::kernel().unwrap(), &[1 << 22]);
     assert!(plan.parts[0].compiled.schedule.blocks_per_instance > 1);
     check_comparisons(&Device::cpu(), (1 << 22) + 1088);
     if let Some(gpu) = common::gpu() {
@@ -221,16 +226,10 @@ fn smaller(a: U<BITS>, b: U<BITS>) -> U<BITS> {
 
 #[test]
 fn selects_across_blocks() {
-    let plan = smaller::kernel()
-        .unwrap()
-        .plan(&[1 << 24], &Target::h100(), &Hints::default())
-        .unwrap();
+    let plan = default_plan(smaller::kernel().unwrap(), &[1 << 24]);
     assert_eq!(plan.parts.len(), 2);
-    let mut devs = vec![(Device::cpu(), vec![(1u64 << 19) + 64])];
-    if let Some(gpu) = common::gpu() {
-        devs.push((gpu, vec![1u64 << 21, (1 << 22) + 1088, 1 << 24, 1 << 26]));
-    }
-    for (dev, sizes) in devs {
+    let gpu = [1u64 << 21, (1 << 22) + 1088, 1 << 24, 1 << 26];
+    for (dev, sizes) in devices(&[(1 << 19) + 64], &gpu) {
         for bits in sizes {
             let (mut a, mut b) = operands(bits, 3, 9);
             // Equal values, and a difference in the lowest limb only.
@@ -259,10 +258,7 @@ fn scaled(xs: [u64; N], k: u64) -> [u64; N] {
 #[test]
 fn maps_across_blocks() {
     let n = (1u64 << 20) + 5;
-    let plan = scaled::kernel()
-        .unwrap()
-        .plan(&[n], &Target::h100(), &Hints::default())
-        .unwrap();
+    let plan = default_plan(scaled::kernel().unwrap(), &[n]);
     let c = &plan.parts[0].compiled;
     assert!(c.schedule.blocks_per_instance > 1 && c.scratch.is_none());
     let mut r = rng(5);
@@ -323,10 +319,7 @@ fn check_shifts(dev: &Device, bits: u64) {
 
 #[test]
 fn shifts_across_blocks() {
-    let plan = shifts::kernel()
-        .unwrap()
-        .plan(&[1 << 24], &Target::h100(), &Hints::default())
-        .unwrap();
+    let plan = default_plan(shifts::kernel().unwrap(), &[1 << 24]);
     assert_eq!(plan.parts.len(), 1);
     let c = &plan.parts[0].compiled;
     assert!(c.schedule.blocks_per_instance > 1 && c.scratch.is_none());
@@ -336,17 +329,10 @@ fn shifts_across_blocks() {
     );
     // A shift of a computed value: the plan splits there, and the shift reads the sum from
     // global memory as a parameter.
-    let plan = shifted_sum::kernel()
-        .unwrap()
-        .plan(&[1 << 24], &Target::h100(), &Hints::default())
-        .unwrap();
+    let plan = default_plan(shifted_sum::kernel().unwrap(), &[1 << 24]);
     assert_eq!(plan.parts.len(), 2);
-    let mut devs = vec![(Device::cpu(), vec![(1u64 << 19) + 64])];
-    if let Some(gpu) = common::gpu() {
-        let sizes = vec![1u64 << 19, 1 << 20, (1 << 22) + 1088, 1 << 24, 1 << 26];
-        devs.push((gpu, sizes));
-    }
-    for (dev, sizes) in devs {
+    let gpu = [1u64 << 19, 1 << 20, (1 << 22) + 1088, 1 << 24, 1 << 26];
+    for (dev, sizes) in devices(&[(1 << 19) + 64], &gpu) {
         for bits in sizes {
             check_shifts(&dev, bits);
             let (a, b) = operands(bits, 3, 5);
