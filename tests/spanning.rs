@@ -331,6 +331,10 @@ fn shifts_across_blocks() {
     // global memory as a parameter.
     let plan = default_plan(shifted_sum::kernel().unwrap(), &[1 << 24]);
     assert_eq!(plan.parts.len(), 2);
+    let plan = default_plan(shifted_plus::kernel().unwrap(), &[1 << 24]);
+    let s = &plan.parts[0].compiled.schedule;
+    assert_eq!(plan.parts.len(), 1);
+    assert!(s.blocks_per_instance > 1 && s.lane_halo);
     let gpu = [1u64 << 19, 1 << 20, (1 << 22) + 1088, 1 << 24, 1 << 26];
     for (dev, sizes) in devices(&[(1 << 19) + 64], &gpu) {
         for bits in sizes {
@@ -338,11 +342,19 @@ fn shifts_across_blocks() {
             let (a, b) = operands(bits, 3, 5);
             let k = [3u32, 64 * 1984 + 1, (bits / 2) as u32];
             let got = shifted_sum::run(&dev, bits, &a, &b, &k).unwrap();
+            let plus = shifted_plus::run(&dev, bits, &a, &b, &k).unwrap();
             for i in 0..3 {
                 let want = (wrap_add(&a[i], &b[i], bits) << k[i]) % modulus(bits);
                 assert!(
                     got[i] == want,
                     "(a + b) << {} at {bits} bits on {dev}",
+                    k[i]
+                );
+                let shl = (&a[i] << k[i]) % modulus(bits);
+                let want = wrap_add(&shl, &b[i], bits);
+                assert!(
+                    plus[i] == want,
+                    "(a << {}) + b at {bits} bits on {dev}",
                     k[i]
                 );
             }
@@ -353,6 +365,12 @@ fn shifts_across_blocks() {
 #[bigfuse::kernel]
 fn shifted_sum(a: U<BITS>, b: U<BITS>, k: u32) -> U<BITS> {
     (a + b) << k
+}
+
+/// A gather and a carry chain in one kernel whose warps carry with halo lanes.
+#[bigfuse::kernel]
+fn shifted_plus(a: U<BITS>, b: U<BITS>, k: u32) -> U<BITS> {
+    (a << k) + b
 }
 
 fn check_prefix_sums(dev: &Device, n: u64, count: usize) {
