@@ -119,6 +119,16 @@ fn long_instances_span_blocks() {
         (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
         (34, true, 256, 8)
     );
+    // Chains at 2^17 and 2^18 bits span three blocks for their halo lanes (Q=6).
+    for (bits, block) in [(1u64 << 17, 128), (1 << 18, 256)] {
+        let six = default_plan(six_add::kernel().unwrap(), &[bits]);
+        let s = &six.parts[0].compiled.schedule;
+        assert_eq!(
+            (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
+            (3, true, block, 6),
+            "{bits} bits"
+        );
+    }
     // A chain of six additions does not fit four limbs of halo: no halo lanes there.
     let six4 = six_add::kernel()
         .unwrap()
@@ -157,6 +167,9 @@ fn sums_and_differences_across_blocks() {
     }
     if let Some(gpu) = common::gpu() {
         for bits in [
+            1u64 << 17,
+            (1 << 17) + 1088,
+            1 << 18,
             1u64 << 19,
             1 << 20,
             1 << 22,

@@ -362,6 +362,19 @@ pub fn generic_scans(func: &Func, sel: &Selection) -> bool {
     })
 }
 
+/// Arrays from which programs that chain more than two carry scans (6-Add) span blocks although
+/// one block would hold them (2^17 bits), to carry with halo lanes instead of a block barrier per
+/// scan ([`lane_halo_pays`]).
+pub const CHAIN_SPAN_FROM: u64 = 2048;
+
+/// Block sizes tried, in order, for such chains: the first that gives halo lanes and an even Q
+/// (16-byte accesses). Measured on an H200 (`bench add`, bench/RESULTS.md, 2026-11-26): 6-Add at
+/// 2^17 bits over three 128-thread blocks (Q=6) 91.0-93.9% of the copy in four runs against
+/// 87.0-89.0% in one 512-thread block; at 2^18 over three 256-thread blocks (Q=6) 92.2-94.0%
+/// against 85.4-85.7% (over five 128-thread blocks, Q=7: 79.8%); at 2^19 over nine 128-thread
+/// blocks (Q=8) 88.2% against 77-79% over five 256-thread blocks (Q=7).
+pub const CHAIN_SPAN_BLOCKS: [u32; 2] = [256, 128];
+
 /// The most blocks one instance spans by default: 2^26-bit integers (2^20 limbs) at Q=4 in
 /// 512-thread blocks take 512, scans over 2^24 elements 8192.
 pub const MAX_SPAN: u32 = 1 << 16;
@@ -580,31 +593,58 @@ pub fn schedule(
     let mut lane_halo = false;
     let mut span_block = 0u32;
     let too_long = max_len.div_ceil(SPAN_Q as u64) > max_t as u64;
-    if (too_long || hints.span.is_some()) && most_blocks > 1 && spans_blocks(func, sel) {
-        let (q, b) = span_shape(steps, carries_only(func, sel));
-        span_block = hints.block_threads.unwrap_or(b).min(max_t);
-        if !span_block.is_power_of_two() || span_block < 64 {
-            return Err(CodegenError::Unsupported(format!(
-                "block size {span_block}: an instance that spans blocks needs a power of two of at least 64 threads"
-            )));
-        }
+    let carries = carries_only(func, sel);
+    // Chains of carries of 2^17 and 2^18 bits fit one block, but span blocks to carry with halo
+    // lanes ([`CHAIN_SPAN_BLOCKS`]).
+    let chain = hints.span.is_none()
+        && hints.block_threads.is_none()
+        && carries
+        && steps > 2
+        && max_len >= CHAIN_SPAN_FROM;
+    if (too_long || hints.span.is_some() || chain) && most_blocks > 1 && spans_blocks(func, sel) {
+        let (q, b) = span_shape(steps, carries);
+        let candidates = if chain {
+            CHAIN_SPAN_BLOCKS.to_vec()
+        } else {
+            vec![hints.block_threads.unwrap_or(b).min(max_t)]
+        };
         let span_q = hints.q.unwrap_or(q).max(1) as u64;
         let spread = max_len.div_ceil(span_q);
-        let shape = |halo: bool| {
-            let owning = if halo {
-                span_block / 32 * WARP_OWNERS
-            } else {
-                span_block
+        let mut first = None;
+        for candidate in candidates {
+            if !candidate.is_power_of_two() || candidate < 64 {
+                return Err(CodegenError::Unsupported(format!(
+                    "block size {candidate}: an instance that spans blocks needs a power of two of at least 64 threads"
+                )));
+            }
+            let shape = |halo: bool| {
+                let owning = if halo {
+                    candidate / 32 * WARP_OWNERS
+                } else {
+                    candidate
+                };
+                let blocks = spread.div_ceil(owning as u64).clamp(1, most_blocks as u64) as u32;
+                (blocks, blocks * owning)
             };
-            let blocks = spread.div_ceil(owning as u64).clamp(1, most_blocks as u64) as u32;
-            (blocks, blocks * owning)
-        };
-        // Halo lanes where the chain of carries fits the limbs a thread ends up with.
-        let halo = lane_halo_pays(func, sel, max_len.div_ceil(shape(true).1 as u64));
-        let (b, threads) = shape(halo);
-        // A requested span that one block would hold leaves the one-block schedule as it is.
-        if b > 1 || too_long {
-            (blocks, t, lane_halo) = (b, threads, halo);
+            // Halo lanes where the chain of carries fits the limbs a thread ends up with.
+            let halo = lane_halo_pays(func, sel, max_len.div_ceil(shape(true).1 as u64));
+            let (b, threads) = shape(halo);
+            first.get_or_insert((b, threads, halo, candidate));
+            // A requested span that one block would hold leaves the one-block schedule as it
+            // is; a chain takes the first block size with halo lanes and whole 16-byte vectors
+            // per thread, or (too long for one block) the first.
+            let take = if chain {
+                b > 1 && halo && max_len.div_ceil(threads as u64).is_multiple_of(2)
+            } else {
+                b > 1 || too_long
+            };
+            if take {
+                (blocks, t, lane_halo, span_block) = (b, threads, halo, candidate);
+                break;
+            }
+        }
+        if blocks == 1 && too_long {
+            (blocks, t, lane_halo, span_block) = first.expect("one block size at least");
         }
         if blocks > 1 {
             decisions.push(format!(
