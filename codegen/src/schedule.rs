@@ -646,6 +646,11 @@ pub fn schedule(
         if blocks == 1 && too_long {
             (blocks, t, lane_halo, span_block) = first.expect("one block size at least");
         }
+        if blocks > 1 && chain && !too_long {
+            decisions.push(format!(
+                "a chain of {steps} carry scans over {max_len} elements: instances span blocks (although one would hold them) to carry with halo lanes, not a block barrier per scan"
+            ));
+        }
         if blocks > 1 {
             decisions.push(format!(
                 "{max_len}-element arrays at Q={span_q} need {spread} threads: each instance spans {blocks} blocks, {}",
