@@ -116,7 +116,8 @@ fn division_kernels() {
 
 #[test]
 fn bit_operation_kernels() {
-    for bits in [256, 4096] {
+    // 2^22 bits: an instance over several blocks, the shift's limbs read from global memory.
+    for bits in [256, 4096, 1 << 22] {
         snap("shift_xor_count", shift_xor_count::kernel().unwrap(), bits);
     }
     let k = shift_xor_count_elements::kernel().unwrap();

@@ -398,6 +398,18 @@ pub fn global_words(func: &Func, src: bigfuse_core::ValueId) -> Option<u32> {
     }
 }
 
+/// Whether array `id` ([`global_words`]) is only ever gathered from: where an instance spans
+/// blocks its words are then read where they lie, never loaded into registers.
+pub fn only_gathered(func: &Func, id: bigfuse_core::ValueId) -> bool {
+    use bigfuse_core::Op;
+    global_words(func, id).is_some()
+        && !func.outputs.contains(&id)
+        && func.nodes.iter().all(|n| match &n.op {
+            Op::Gather { idx, .. } => *idx != id,
+            op => !op.args().contains(&id),
+        })
+}
+
 /// Whether the instances of `func` may span several blocks: every step across threads is a scan
 /// (carry scans included), which the blocks of an instance resolve in order by look-back
 /// (`emit/lookback.rs`), or a reduction (a comparison of big integers) whose result no element

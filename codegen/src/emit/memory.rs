@@ -12,6 +12,8 @@ impl Emitter<'_> {
     /// into one register; big integers stay in global memory until their limbs are read.
     pub(super) fn load_param(&mut self, id: ValueId, param: u32, comment: &str) -> Val {
         match self.func.ty(id) {
+            // Gathered from only, where instances span blocks: read where they lie.
+            Type::Array(..) if self.read_in_place(id) => Val::Global(param),
             // Arrays of scalars are loaded as limbs are: one element per word.
             Type::Array(e, _) if e.is_scalar() => self.load(id, param, comment),
             Type::Array(e, _) if e.leaves().iter().all(Type::is_scalar) => {
@@ -495,10 +497,19 @@ impl Emitter<'_> {
     /// `src[idx[k]]` (0 past the end): every thread stages its elements of `src` in the instance's
     /// slots of the node's shared buffer, the block synchronises, then each thread reads the
     /// elements its indices name, wherever they came from.
+    /// Whether array `id`, a parameter's words, is not loaded but read where it lies in global
+    /// memory by the gathers that use it ([`crate::schedule::only_gathered`]).
+    pub(super) fn read_in_place(&self, id: ValueId) -> bool {
+        self.sched.blocks_per_instance > 1 && crate::schedule::only_gathered(self.func, id)
+    }
+
     pub(super) fn gather(&mut self, id: ValueId, comment: &str, src: ValueId, idx: ValueId) -> Val {
-        let (src_leaves, qs, src_len) = self.array_parts(src);
         let (idx_leaves, qi, len) = self.array_parts(idx);
-        if self.sched.blocks_per_instance > 1 {
+        let src_len = match self.func.ty(src) {
+            Type::Array(_, n) => n.as_const().expect("specialized lengths"),
+            t => unreachable!("a gather from {t:?}"),
+        };
+        let (leaves, read) = if self.sched.blocks_per_instance > 1 {
             // The instance spans blocks: the words come from the parameter in global memory.
             let param = crate::schedule::global_words(self.func, src)
                 .expect("instances span blocks only with gathers from parameters");
@@ -507,35 +518,30 @@ impl Emitter<'_> {
                 "// {comment}: from parameter {param} in global memory"
             ));
             let leaves = self.declare_array(id, qi);
+            self.open("{");
+            let read =
+                format!("(live && j < {src_len}ull) ? in{param}[inst * {units}ull + j] : 0ull");
+            (leaves, read)
+        } else {
+            let (src_leaves, qs, _) = self.array_parts(src);
+            let words = self.sched.threads_per_instance * qs;
+            let st = self.staging(id, "u64");
+            self.line(format!("// {comment}"));
+            let leaves = self.declare_array(id, qi);
+            self.open("{");
+            self.line(format!("u64* st = {st} + slot * {words}u;"));
             self.line("#pragma unroll");
-            self.open(format!("for (int q = 0; q < {qi}; ++q) {{"));
-            self.line(format!("const u64 j = {}[q];", idx_leaves[0]));
             self.line(format!(
-                "{}[q] = (live && j < {src_len}ull) ? in{param}[inst * {units}ull + j] : 0ull;",
-                leaves[0]
+                "for (int q = 0; q < {qs}; ++q) st[t * {qs}u + q] = {}[q];",
+                src_leaves[0]
             ));
-            self.close("}");
-            return Val::Array { leaves, q: qi, len };
-        }
-        let words = self.sched.threads_per_instance * qs;
-        let st = self.staging(id, "u64");
-        self.line(format!("// {comment}"));
-        let leaves = self.declare_array(id, qi);
-        self.open("{");
-        self.line(format!("u64* st = {st} + slot * {words}u;"));
-        self.line("#pragma unroll");
-        self.line(format!(
-            "for (int q = 0; q < {qs}; ++q) st[t * {qs}u + q] = {}[q];",
-            src_leaves[0]
-        ));
-        self.line("__syncthreads();");
+            self.line("__syncthreads();");
+            (leaves, format!("j < {src_len}ull ? st[j] : 0ull"))
+        };
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {qi}; ++q) {{"));
         self.line(format!("const u64 j = {}[q];", idx_leaves[0]));
-        self.line(format!(
-            "{}[q] = j < {src_len}ull ? st[j] : 0ull;",
-            leaves[0]
-        ));
+        self.line(format!("{}[q] = {read};", leaves[0]));
         self.close("}");
         self.close("}");
         Val::Array { leaves, q: qi, len }

@@ -221,7 +221,11 @@ impl<'a> Emitter<'a> {
                         "limbs of a computed big integer".into(),
                     ));
                 };
-                self.load(id, pi, &comment)
+                if self.read_in_place(id) {
+                    Val::Global(pi)
+                } else {
+                    self.load(id, pi, &comment)
+                }
             }
             Op::FromLimbs(a) => self.val(*a).clone(),
             Op::Iota(_) => {
