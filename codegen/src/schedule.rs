@@ -606,8 +606,8 @@ pub fn schedule(
     let mut span_block = 0u32;
     let too_long = max_len.div_ceil(SPAN_Q as u64) > max_t as u64;
     let carries = carries_only(func, sel);
-    // Chains of carries of 2^17 and 2^18 bits fit one block, but span blocks to carry with halo
-    // lanes ([`CHAIN_SPAN_BLOCKS`]).
+    // Chains of carries span blocks from 2^17 bits (although one block holds them up to 2^18) to
+    // carry with halo lanes, in the first block size that gives them ([`CHAIN_SPAN_BLOCKS`]).
     let chain = hints.span.is_none()
         && hints.block_threads.is_none()
         && carries
