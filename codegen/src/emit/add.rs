@@ -3,7 +3,7 @@
 //! thread's limbs (`add.cc`/`addc`, two instructions per limb) around the same ballot resolution
 //! of the carries between threads (`carry.rs`), instead of per-limb flag words.
 
-use super::{Emitter, Val};
+use super::{warp::FULL, Emitter, Val};
 use crate::isel::CarryChain;
 
 impl Emitter<'_> {
@@ -113,23 +113,7 @@ impl Emitter<'_> {
             };
             let cin = self.temp();
             self.line(format!("const u64 {cin} = (u64)({pre} & 1u);"));
-            let mut text = vec![format!("{op}.cc.u64 %0, %0, %{q};")];
-            for i in 1..q {
-                if i + 1 == q {
-                    text.push(format!("{op}c.u64 %{i}, %{i}, 0;"));
-                } else {
-                    text.push(format!("{op}c.cc.u64 %{i}, %{i}, 0;"));
-                }
-            }
-            if q == 1 {
-                text[0] = format!("{op}.u64 %0, %0, %1;");
-            }
-            let outs: Vec<String> = (0..q).map(|i| format!("\"+l\"({r}[{i}])")).collect();
-            self.line(format!(
-                "asm(\"{}\" : {} : \"l\"({cin}));",
-                text.join(" "),
-                outs.join(", ")
-            ));
+            self.carry_in(op, &r, q, &cin);
         }
         self.close("}");
         let val = Val::Array {
@@ -141,5 +125,42 @@ impl Emitter<'_> {
         // The flags and the scan exist only inside the group.
         self.vals[g.flags.index()] = Some(Val::Scalar(vec![]));
         self.vals[g.scan.index()] = Some(Val::Scalar(vec![]));
+    }
+}
+
+impl Emitter<'_> {
+    /// Adds (subtracts) the carry (borrow) `cin`, 0 or 1, into this thread's `q` limbs `r`. A
+    /// carry goes past the lowest limb only where that limb was all ones (all zeros), which is
+    /// rare in most data: from three limbs up the warp adds it to the lowest limb and runs the
+    /// rest of the chain only when some lane carries out of it (a warp-uniform branch: the
+    /// ballots before it leave the warp converged), which saves ALU instructions, the bound of
+    /// programs that chain many additions.
+    fn carry_in(&mut self, op: &str, r: &str, q: u32, cin: &str) {
+        let chain = |from: u32, amount: u32| -> String {
+            let mut text = vec![format!("{op}.cc.u64 %0, %0, %{amount};")];
+            for i in 1..amount {
+                let ins = if i + 1 == amount { "c" } else { "c.cc" };
+                text.push(format!("{op}{ins}.u64 %{i}, %{i}, 0;"));
+            }
+            if amount == 1 {
+                text[0] = format!("{op}.u64 %0, %0, %1;");
+            }
+            let outs: Vec<String> = (from..from + amount)
+                .map(|i| format!("\"+l\"({r}[{i}])"))
+                .collect();
+            format!("asm(\"{}\" : {}", text.join(" "), outs.join(", "))
+        };
+        if q < 3 {
+            self.line(format!("{} : \"l\"({cin}));", chain(0, q)));
+            return;
+        }
+        let out = self.temp();
+        self.line(format!("u32 {out};"));
+        self.line(format!(
+            "asm(\"{op}.cc.u64 %0, %0, %2; {op}c.u32 %1, 0, 0;\" : \"+l\"({r}[0]), \"=r\"({out}) : \"l\"({cin}));"
+        ));
+        self.open(format!("if (__any_sync({FULL}, {out} != 0u)) {{"));
+        self.line(format!("{} : \"l\"((u64)({out} & 1u)));", chain(1, q - 1)));
+        self.close("}");
     }
 }
