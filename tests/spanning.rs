@@ -146,6 +146,17 @@ fn long_instances_span_blocks() {
         (s.blocks_per_instance, s.lane_halo, s.block_threads, s.q),
         (257, false, 256, 16)
     );
+    // Before looking back, each block prefetches the tile of the block half the resident blocks
+    // later (4 blocks on each of 132 SMs): 32 KiB tiles, within the 8 MiB cap.
+    assert_eq!(s.prefetch_ahead, 256);
+    assert!(scan.parts[0].compiled.source.contains("prefetch.global.L2"));
+    assert!(s.decisions.iter().any(|d| d.contains("prefetches into L2")));
+    // Carries with halo lanes seldom wait: no prefetch; nor in one block.
+    let six = default_plan(six_add::kernel().unwrap(), &[1 << 22]);
+    assert!(six.parts[0].compiled.schedule.lane_halo);
+    assert_eq!(six.parts[0].compiled.schedule.prefetch_ahead, 0);
+    let one = default_plan(prefix_sums::kernel().unwrap(), &[P, 1 << 12]);
+    assert_eq!(one.parts[0].compiled.schedule.prefetch_ahead, 0);
     // One block per instance as before: 2^22 bits do not fit one block's registers.
     assert!(
         plan(1 << 20, "span=1").unwrap().parts[0]

@@ -340,6 +340,7 @@ impl GlobalNtt {
                 shared_limit: target.max_shared_per_block,
                 tuples_coalesced: false,
                 wide_coalesced: false,
+                prefetch_ahead: 0,
                 decisions: vec![why.clone()],
             },
             placement: Placement {

@@ -225,6 +225,10 @@ pub struct Schedule {
     /// ([`crate::place::coalesced_vectors`]): in programs with scans other than carries
     /// ([`generic_scans`]), which move little per instruction they execute.
     pub wide_coalesced: bool,
+    /// Where instances span blocks and look back across them: how many blocks later the block
+    /// is whose tiles of the array parameters each block prefetches into L2 just before it looks
+    /// back ([`lookback_prefetch`]); 0 for none.
+    pub prefetch_ahead: u32,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -354,6 +358,49 @@ pub const SCAN_Q: u32 = 16;
 /// than carries: 60 registers at Q=16, 78-79% of the copy against 75% with two blocks (68
 /// registers); with more (48 or 40 registers) the values spill (75%, 63%).
 pub const SPAN_SCAN_MIN_BLOCKS: u32 = 4;
+
+/// The most bytes of array parameters that blocks prefetch ahead of their use
+/// ([`lookback_prefetch`]): what L2 keeps beside the streaming loads and stores.
+pub const PREFETCH_BYTES: u64 = 8 << 20;
+
+/// How many blocks later the block is whose tiles each block prefetches into L2 just before it
+/// looks back across blocks (0: none): half the blocks resident on the GPU, at most
+/// [`PREFETCH_BYTES`] of tiles in flight. While a block waits for the blocks before it, its
+/// loads are done and its stores not begun; the prefetches keep memory busy meanwhile, and the
+/// block they are for finds its tile in L2. Prefix sums over [Zp<2^61 - 1>; N], N = 2^20..2^26, on
+/// an H100 (bench/RESULTS.md, 2026-11-26, fifth session): 89-91% of the copy without, 96-97% with
+/// half the resident blocks ahead; a quarter or less ahead 89-92%, three quarters 89-91%, all of
+/// them 78% (the tiles leave L2 before their block reads them). Issued when a block starts
+/// instead: 95-96% on the H100, 83-85% on an H200 (79-80% without).
+/// Not in kernels whose carries use halo lanes (they seldom wait).
+pub fn lookback_prefetch(func: &Func, sched: &Schedule, target: &Target) -> u32 {
+    let looks_back = func
+        .ids()
+        .any(|id| matches!(func.node(id).op, Op::Scan { .. } | Op::Reduce { .. }));
+    if sched.blocks_per_instance <= 1 || sched.lane_halo || !looks_back {
+        return 0;
+    }
+    let resident = sched.min_blocks.max(1) * target.sm_count;
+    // The arrays read into registers: parameters' elements and big integers' limbs.
+    let tile: u64 = func
+        .ids()
+        .filter(|&id| match (&func.node(id).op, func.ty(id)) {
+            (Op::Param(_), Type::Array(e, _)) => e.is_scalar() && !only_gathered(func, id),
+            (Op::Limbs(_), Type::Array(..)) => !only_gathered(func, id),
+            _ => false,
+        })
+        .map(|id| {
+            let Type::Array(_, len) = func.ty(id) else {
+                unreachable!("filtered to arrays")
+            };
+            sched.q_of(len.as_const().unwrap_or(0)) as u64 * sched.block_threads as u64 * 8
+        })
+        .sum();
+    if tile == 0 {
+        return 0;
+    }
+    (resident / 2).min((PREFETCH_BYTES / tile) as u32)
+}
 
 /// Whether `func` has a scan other than a carry scan.
 pub fn generic_scans(func: &Func, sel: &Selection) -> bool {
@@ -900,6 +947,7 @@ pub fn schedule(
         mul_width,
         min_blocks,
         shared_limit: target.max_shared_per_block,
+        prefetch_ahead: 0,
         decisions,
     };
     // Coalesced accesses (`place::coalesced_vectors`) cost a few registers; with 512-thread
@@ -913,6 +961,14 @@ pub fn schedule(
     let coalesced = crate::place::words_coalesced(func, sel, &sched);
     if hints.min_blocks.is_none() && coalesced && block == 512 {
         sched.min_blocks = 3;
+    }
+    sched.prefetch_ahead = lookback_prefetch(func, &sched, target);
+    if sched.prefetch_ahead > 0 {
+        sched.decisions.push(format!(
+            "before it looks back, each block prefetches into L2 the tiles of the block {} later \
+             (half the blocks resident), which keeps memory busy while blocks wait",
+            sched.prefetch_ahead
+        ));
     }
     sched.decisions.push(format!(
         "__launch_bounds__({block}, {}): at most {} registers per thread",

@@ -75,6 +75,7 @@ impl Emitter<'_> {
             "// the blocks before this one in the instance: decoupled look-back (scan {k})"
         ));
         self.line(format!("__shared__ u64 {shared}[{}];", types.len()));
+        self.prefetch_later_tiles();
         self.open(format!("if ((threadIdx.x >> 5) == {last_warp}u) {{"));
         // The block's aggregate: its last thread's inclusive prefix, for the whole warp.
         let mine = self.vars(types, init);

@@ -41,6 +41,9 @@ impl Emitter<'_> {
         let pad = self.padded(q, len);
         let buf = &self.inputs[param as usize];
         let (unit, units) = (buf.unit, buf.units);
+        if self.sched.prefetch_ahead > 0 && unit == Unit::U64 {
+            self.prefetches.push((param, units, q));
+        }
         self.open("{");
         let coalesced = self.coalesced(unit, units, len);
         if coalesced.is_none() {
@@ -545,5 +548,48 @@ impl Emitter<'_> {
         self.close("}");
         self.close("}");
         Val::Array { leaves, q: qi, len }
+    }
+}
+
+impl Emitter<'_> {
+    /// Prefetches into L2, for the block [`crate::schedule::Schedule::prefetch_ahead`] blocks
+    /// later, its tiles of the arrays this kernel reads into registers (see
+    /// [`crate::schedule::lookback_prefetch`]): each thread a 128-byte line in turn. Once, before
+    /// the first look-back.
+    pub(super) fn prefetch_later_tiles(&mut self) {
+        let tiles = std::mem::take(&mut self.prefetches);
+        if tiles.is_empty() {
+            return;
+        }
+        let (ahead, bpi, bt) = (
+            self.sched.prefetch_ahead,
+            self.sched.blocks_per_instance,
+            self.sched.block_threads,
+        );
+        self.line(format!(
+            "// the tiles of the block {ahead} later into L2, to keep memory busy while this block looks back"
+        ));
+        self.open(format!(
+            "if (vb + {ahead}u < gridDim.x && (u64)((vb + {ahead}u) / {bpi}u) < n) {{"
+        ));
+        self.line(format!(
+            "const u64 fi = (u64)((vb + {ahead}u) / {bpi}u); const u32 fp = (vb + {ahead}u) % {bpi}u;"
+        ));
+        for (param, units, q) in tiles {
+            let tile = bt as u64 * q as u64;
+            self.open("{");
+            self.line(format!(
+                "const u64 from = (u64)fp * {tile}ull, words = from < {units}ull ? min({tile}ull, {units}ull - from) : 0ull;"
+            ));
+            self.line(format!(
+                "const unsigned char* f = reinterpret_cast<const unsigned char*>(in{param} + fi * {units}ull + from);"
+            ));
+            self.line(format!(
+                "for (u64 b = (u64)threadIdx.x * 128ull; b < words * 8ull; b += {}ull) asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(f + b));",
+                bt as u64 * 128
+            ));
+            self.close("}");
+        }
+        self.close("}");
     }
 }

@@ -89,6 +89,10 @@ struct Emitter<'a> {
     /// The scratch the kernel's launches pass ([`scratch_of`]): where instances span blocks and
     /// have scans.
     scratch: Option<crate::layout::Scratch>,
+    /// Arrays of words read into registers, (parameter, words per instance, words per thread):
+    /// prefetched for a later block before the first look-back
+    /// ([`Emitter::prefetch_later_tiles`]).
+    prefetches: Vec<(u32, u64, u32)>,
 }
 
 /// CUDA text being written, indented by block depth: how every emitter writes its lines.
@@ -341,6 +345,7 @@ pub fn emit(
         functions: Vec::new(),
         exact: vec![None; func.nodes.len()],
         scratch: scratch_of(func, sched.blocks_per_instance),
+        prefetches: Vec::new(),
     };
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.
