@@ -369,7 +369,7 @@ pub const PREFETCH_BYTES: u64 = 8 << 20;
 /// loads are done and its stores not begun; the prefetches keep memory busy meanwhile, and the
 /// block they are for finds its tile in L2. Prefix sums over [Zp<2^61 - 1>; N], N = 2^20..2^26, on
 /// an H100 (bench/RESULTS.md, 2026-11-26, fifth session): 89-91% of the copy without, 96-97% with
-/// half the resident blocks ahead; a quarter or less ahead 89-92%, three quarters 89-91%, all of
+/// half the resident blocks ahead; a quarter or less ahead 89-94%, three quarters 89-91%, all of
 /// them 78% (the tiles leave L2 before their block reads them). Issued when a block starts
 /// instead: 95-96% on the H100, 83-85% on an H200 (79-80% without).
 /// Not in kernels whose carries use halo lanes (they seldom wait).
