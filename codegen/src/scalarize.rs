@@ -281,7 +281,7 @@ fn add_sub(b: &mut Builder, x: ValueId, y: ValueId, n: usize, sub: bool) -> CgRe
 }
 
 /// The product of two n-limb numbers as `out` limbs (the low half, or the full 2n), by column
-/// sums in a 192-bit accumulator: column k adds the low words of x_i*y_(k-i) and the high words of
+/// sums in a 128-bit accumulator: column k adds the low words of x_i*y_(k-i) and the high words of
 /// x_i*y_(k-1-i).
 /// Limbs of `y` known to be zero (a constant's) contribute nothing and are skipped, so a product by
 /// a one-limb constant costs 2n word products.
@@ -300,7 +300,7 @@ fn product(
     column_sums(b, &xs, &ys, out, &|_, j| y_known.get(j) == Some(&Some(0)))
 }
 
-/// Column sums of the word products `x_i * y_j` of two limb lists as `out` limbs, in a 192-bit
+/// Column sums of the word products `x_i * y_j` of two limb lists as `out` limbs, in a 128-bit
 /// accumulator: column k adds the low words of x_i*y_(k-i) and the high words of x_i*y_(k-1-i),
 /// except the pairs `skip` names.
 fn column_sums(
@@ -312,7 +312,9 @@ fn column_sums(
 ) -> CgResult<ValueId> {
     let n = ys.len();
     let zero = b.u64(0);
-    let (mut a0, mut a1, mut a2) = (zero, zero, zero);
+    // Column k's sum is below 2n * 2^64 plus the carry in, itself at most 2n (by induction), so
+    // two words hold it and the high word never overflows.
+    let (mut a0, mut a1) = (zero, zero);
     let mut result = Vec::with_capacity(out);
     for k in 0..out {
         for (i, &xi) in xs.iter().enumerate() {
@@ -325,22 +327,17 @@ fn column_sums(
                 } else {
                     b.mul(xi, ys[j])?
                 };
-                // (a0, a1, a2) += w
+                // (a0, a1) += w
                 let s0 = b.add(a0, w)?;
                 let c0 = b.lt(s0, a0)?;
                 let c0 = b.cast(c0, Type::U64)?;
-                let s1 = b.add(a1, c0)?;
-                let c1 = b.lt(s1, a1)?;
-                let c1 = b.cast(c1, Type::U64)?;
-                a2 = b.add(a2, c1)?;
+                a1 = b.add(a1, c0)?;
                 a0 = s0;
-                a1 = s1;
             }
         }
         result.push(a0);
         a0 = a1;
-        a1 = a2;
-        a2 = zero;
+        a1 = zero;
     }
     Ok(b.tuple(&result)?)
 }
