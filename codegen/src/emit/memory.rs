@@ -497,15 +497,16 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
-    /// `src[idx[k]]` (0 past the end): every thread stages its elements of `src` in the instance's
-    /// slots of the node's shared buffer, the block synchronises, then each thread reads the
-    /// elements its indices name, wherever they came from.
     /// Whether array `id`, a parameter's words, is not loaded but read where it lies in global
     /// memory by the gathers that use it ([`crate::schedule::only_gathered`]).
     pub(super) fn read_in_place(&self, id: ValueId) -> bool {
         self.sched.blocks_per_instance > 1 && crate::schedule::only_gathered(self.func, id)
     }
 
+    /// `src[idx[k]]` (0 past the end): every thread stages its elements of `src` in the instance's
+    /// slots of the node's shared buffer, the block synchronises, then each thread reads the
+    /// elements its indices name, wherever they came from; where instances span blocks, the
+    /// elements are read from the parameter in global memory instead.
     pub(super) fn gather(&mut self, id: ValueId, comment: &str, src: ValueId, idx: ValueId) -> Val {
         let (idx_leaves, qi, len) = self.array_parts(idx);
         let src_len = match self.func.ty(src) {
