@@ -84,14 +84,19 @@ pub enum ProductForm {
     /// whose paired accumulators do not fit in registers (2048 bits: 614.8 K with four rounds a
     /// turn against 772.4 K with one).
     Halves,
-    /// A group of threads (emit/montgomery_group.rs), `rounds_per_turn` rounds a loop turn:
-    /// measured at 4096 bits (a group of 8) 186.0 / 194.9 / 202.7 K powers a second with 1 / 2 /
-    /// 4.
-    Group { rounds_per_turn: usize },
+    /// A group of threads (emit/montgomery_group.rs), each running the one-thread paired rounds
+    /// over its words, `pairs_per_turn` pairs of rounds a loop turn. Measured on an H200
+    /// (512-bit exponents, bench/RESULTS.md 2026-11-26, sixth session): at 2048 bits in groups of
+    /// 4, 0.929 / 1.087 / 1.204 / 1.179 M powers a second with 1 / 2 / 4 / 8 pairs a turn; at
+    /// 4096 bits in groups of 8, 233.9 / 276.5 / 307.0 / 310.5 K (8: the compiler starts keeping
+    /// carries in registers). The same groups on chains of low and high halves (this form's
+    /// predecessor) ran 0.73x / 0.71x CGBN, this one 1.11x / 1.08x.
+    Group { pairs_per_turn: usize },
 }
 
-/// How one thread computes a Montgomery product of `words` 32-bit words (up to
-/// [`MAX_WORDS_ALONE`]): a power's, and each product of `big.mul_mod` (codegen/src/residue.rs).
+/// How one thread computes a Montgomery product of `words` 32-bit words: a power's (up to
+/// [`MAX_WORDS_ALONE`], or wider where it does not split into a group), and each product of
+/// `big.mul_mod` (up to [`crate::residue::MAX_BITS`]).
 pub fn one_thread_form(words: usize) -> ProductForm {
     if words > MAX_WORDS_PAIRED {
         ProductForm::Halves
@@ -125,12 +130,14 @@ pub struct PowModPlan {
 /// round) stay a small part of a round's four carry chains.
 pub const WORDS_PER_THREAD: usize = 16;
 
-/// The widest modulus (in 32-bit words) one thread computes alone. Measured on an H100
-/// (bench/RESULTS.md, 2026-11-25, 512-bit exponents): one thread 3.24 M/s at 1024 bits and
-/// 773 K/s at 2048 (255 registers, a few spilled), groups of 2 and 4 threads 2.64 M/s and
-/// 726 K/s (28% more instructions: the exchanges and carries between threads); at 4096 bits one
-/// thread spills 12 KB (36.8 K/s), a group of 8 runs at 186 K/s.
-pub const MAX_WORDS_ALONE: usize = 64;
+/// The widest modulus (in 32-bit words) one thread computes alone; wider ones that split into
+/// [`WORDS_PER_THREAD`] words a thread go to a group. Measured on an H200 (bench/RESULTS.md,
+/// 2026-11-26 sixth session, 512-bit exponents): at 2048 bits one thread 772.9 K powers a second
+/// (chains of halves: the paired accumulators do not fit its registers; 255 registers, 8.9 KB
+/// local), groups of 2 / 4 on paired accumulators 996.8 K / 1.087 M with two pairs of rounds a
+/// loop turn and 1.204 M (4) with four; at 1024 bits one thread's paired form (5.0 M) is ahead of
+/// the groups.
+pub const MAX_WORDS_ALONE: usize = 32;
 
 impl PowModPlan {
     /// The plan for a `bits`-bit modulus and an `exp_bits`-bit exponent (both multiples of 64).
@@ -173,7 +180,7 @@ impl PowModPlan {
     /// How its Montgomery products are computed ([`ProductForm`]).
     pub fn product_form(&self) -> ProductForm {
         if self.threads > 1 {
-            ProductForm::Group { rounds_per_turn: 4 }
+            ProductForm::Group { pairs_per_turn: 4 }
         } else {
             one_thread_form(self.words())
         }
@@ -211,7 +218,12 @@ impl PowModPlan {
     /// About the registers one thread needs: its words of the first factor, the modulus and the
     /// accumulator of a product, and some for indices and carries.
     pub fn registers(&self) -> u32 {
-        3 * (self.words() / self.threads as usize) as u32 + 40
+        let words = (self.words() / self.threads as usize) as u32;
+        match self.product_form() {
+            // The paired accumulators hold 2 words + 7 beside the factor and the modulus.
+            ProductForm::Paired { .. } | ProductForm::Group { .. } => 4 * words + 48,
+            ProductForm::Halves => 3 * words + 40,
+        }
     }
 
     /// The device function's name.
@@ -230,11 +242,10 @@ impl PowModPlan {
                  loop turn"
             ),
             ProductForm::Halves => "chains of low and high halves on one accumulator".to_string(),
-            ProductForm::Group { rounds_per_turn } => {
-                format!(
-                    "exchanges between the group's threads, {rounds_per_turn} rounds a loop turn"
-                )
-            }
+            ProductForm::Group { pairs_per_turn } => format!(
+                "whole word products on paired accumulators in each thread, exchanges between \
+                 the group's threads, {pairs_per_turn} pair(s) of rounds a loop turn"
+            ),
         };
         format!(
             "x^e mod m at {} bits with a {}-bit exponent: {} thread(s) per instance, Montgomery \
@@ -307,8 +318,9 @@ mod tests {
         assert_eq!(form(256), ProductForm::Paired { pairs_per_turn: 1 });
         assert_eq!(form(512), ProductForm::Paired { pairs_per_turn: 4 });
         assert_eq!(form(1024), ProductForm::Paired { pairs_per_turn: 4 });
-        assert_eq!(form(2048), ProductForm::Halves);
-        assert_eq!(form(4096), ProductForm::Group { rounds_per_turn: 4 });
+        assert_eq!(form(2048), ProductForm::Group { pairs_per_turn: 4 });
+        assert_eq!(form(1088), ProductForm::Halves);
+        assert_eq!(form(4096), ProductForm::Group { pairs_per_turn: 4 });
         assert!(PowModPlan::new(256, 512).squares_once());
         assert!(!PowModPlan::new(512, 512).squares_once());
         assert!(PowModPlan::new(1024, 512)
@@ -317,9 +329,10 @@ mod tests {
     }
 
     #[test]
-    fn groups_from_4096_bits_give_each_thread_sixteen_words() {
+    fn groups_from_2048_bits_give_each_thread_sixteen_words() {
         let t = |bits| PowModPlan::new(bits, 512).threads;
-        assert_eq!([t(256), t(512), t(1024), t(2048), t(4096)], [1, 1, 1, 1, 8]);
+        assert_eq!([t(256), t(512), t(1024), t(2048), t(4096)], [1, 1, 1, 4, 8]);
+        assert_eq!(t(1088), 1, "34 words do not split into even halves");
         assert_eq!(t(4160), 1, "130 words do not split into even halves");
         assert_eq!(t(1 << 16), 32);
         assert!(PowModPlan::new(256, 64).with_threads(4).is_ok());

@@ -32,9 +32,10 @@ use bigfuse_core::rewrite::{Mapped, Rewritten};
 use bigfuse_core::{rewrite, BinOp, Builder, Func, Literal, Node, Op, Size, Type, ValueId};
 use std::collections::HashMap;
 
-/// The widest modulus (bits) whose products one thread computes alone
-/// ([`crate::montgomery::MAX_WORDS_ALONE`] 32-bit words).
-pub const MAX_BITS: u64 = 32 * crate::montgomery::MAX_WORDS_ALONE as u64;
+/// The widest modulus (bits) of a residue: one thread computes each of its products
+/// ([`crate::montgomery::one_thread_form`]; from 1056 bits in chains of halves, whose registers
+/// run out beyond 2048 bits). Powers split wider moduli over groups of threads; residues do not.
+pub const MAX_BITS: u64 = 2048;
 
 /// True when `f` (or a closure or loop inside it) computes modulo a big integer.
 pub fn has_residues(f: &Func) -> bool {

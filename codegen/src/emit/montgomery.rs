@@ -11,21 +11,16 @@ use super::Emitter;
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
-/// The steps of one CIOS round on `t[0..l]` and the two words above it (`t[l]`, `t[l+1]`, or for
-/// a thread of a group the pending words `e0`, `e1` at the next thread's bottom; zero above on
-/// entry): `t += a b_i` as a chain of low halves and one of high halves, then `t = (t + q m) /
+/// The steps of one CIOS round on `t[0..l]` and the two words above it (`t[l]`, `t[l+1]`, zero
+/// on entry): `t += a b_i` as a chain of low halves and one of high halves, then `t = (t + q m) /
 /// 2^32` with the shift folded into the destinations (each step writes the word below the one
 /// it reads, which an earlier step of the same chain has already read). The word the shift drops
-/// goes to `t[0]` (one thread: zero, and overwritten) or `w0` (a group: the thread below takes it).
-pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
+/// (zero) goes to `t[0]`, which the next step overwrites.
+fn round_chains(l: usize) -> [Vec<Step>; 4] {
     let t = |j: usize| format!("t[{j}]");
     let a = |j: usize| format!("a[{j}]");
     let m = |j: usize| format!("m[{j}]");
-    let (top0, top1, w0) = if group {
-        ("e0".to_string(), "e1".to_string(), "w0".to_string())
-    } else {
-        (t(l), t(l + 1), t(0))
-    };
+    let (top0, top1, w0) = (t(l), t(l + 1), t(0));
     let above = |j: usize| if j + 1 < l { t(j + 1) } else { top0.clone() };
     let (bi, q) = ("bi".to_string(), "q".to_string());
     let zero = "0".to_string();
@@ -45,7 +40,7 @@ pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
             above(j),
             &[a(j), bi.clone(), above(j)],
         ));
-        // The low word of t + q m is zero (in the group's first thread; the others' go down).
+        // The low word of t + q m is zero.
         let d = if j == 0 { w0.clone() } else { t(j - 1) };
         b_lo.push(Step::new(
             first(j, "mad.lo.cc", "madc.lo.cc"),
@@ -99,7 +94,7 @@ pub(super) fn round_chains_in(l: usize, group: bool) -> [Vec<Step>; 4] {
 /// of each accumulator moves it down two words (folded into its destinations), which keeps each
 /// pair in its registers from one pair of rounds to the next. Words that first receive a carry
 /// in a pair of rounds are written, not read, so nothing needs clearing between them.
-fn paired_rounds(s: usize) -> [Vec<Step>; 8] {
+pub(super) fn paired_rounds(s: usize) -> [Vec<Step>; 8] {
     let l = |j: usize| format!("l[{j}]");
     let h = |j: usize| format!("h[{j}]");
     let chain = |join: Option<(String, String)>, p: Products| {
@@ -172,6 +167,17 @@ fn paired_rounds(s: usize) -> [Vec<Step>; 8] {
     ]
 }
 
+/// Carry chains as one text for both targets: the GPU's `asm` statements under
+/// `#ifdef __CUDA_ARCH__`, the host's C otherwise (see [`chain`]).
+pub(super) fn both_targets(chains: &[Vec<Step>]) -> String {
+    let (device, host): (Vec<String>, Vec<String>) = chains.iter().map(|c| chain(c)).unzip();
+    format!(
+        "#ifdef __CUDA_ARCH__\n    {}\n#else\n    {}\n#endif",
+        device.join("\n    "),
+        host.join("\n    ")
+    )
+}
+
 /// One chain of [`paired_rounds`]: accumulator `acc` += `f[j] g` for the `j < s` of one
 /// `parity`, each at words `j + at, j + at + 1`, written `down` words lower; then the carry into
 /// the words `top`, each (word, fresh): a fresh word is written as the carry alone (nothing
@@ -191,7 +197,7 @@ struct Products<'a> {
 /// do not fit in registers beside `a` and `m`.
 fn mont_function_halves(s: usize) -> (String, String) {
     let name = format!("bf_mont_{s}");
-    let [a_lo, a_hi, b_lo, b_hi] = round_chains_in(s, false);
+    let [a_lo, a_hi, b_lo, b_hi] = round_chains(s);
     let (d_alo, h_alo) = chain(&a_lo);
     let (d_ahi, h_ahi) = chain(&a_hi);
     let (d_blo, h_blo) = chain(&b_lo);
@@ -243,22 +249,8 @@ fn mont_function(s: usize, form: ProductForm) -> (String, String) {
         ProductForm::Group { .. } => unreachable!("a group's product is montgomery_group's"),
     };
     let name = format!("bf_mont_{s}");
-    let chains: Vec<(String, String)> = paired_rounds(s).iter().map(|c| chain(c)).collect();
-    let both = |range: std::ops::Range<usize>| {
-        let pick = |f: fn(&(String, String)) -> &String| {
-            chains[range.clone()]
-                .iter()
-                .map(f)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n    ")
-        };
-        format!(
-            "#ifdef __CUDA_ARCH__\n    {}\n#else\n    {}\n#endif",
-            pick(|c| &c.0),
-            pick(|c| &c.1)
-        )
-    };
+    let rounds = paired_rounds(s);
+    let both = |range: std::ops::Range<usize>| both_targets(&rounds[range]);
     let text = format!(
         r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of
 // b, each four carry chains of whole 64-bit word products, split by the parity of their

@@ -5,11 +5,12 @@
 //! registers from 2048 bits on. The steps are those of the single-thread form (see
 //! [`crate::montgomery`]); what changes is the product and its carries:
 //!
-//! - a CIOS round broadcasts the round's word of `b` from the thread that holds it and `q` from
-//!   thread 0 (the only one whose low word is exact), runs the same four carry chains over the
-//!   thread's `L` words, and hands the word that the shift moves down to the thread below; what a
-//!   thread's chains carry out of its top word waits in two pending words (`e0`, `e1`) at the next
-//!   thread's bottom, folded in by the next round's shift;
+//! - two CIOS rounds a step: the rounds' words of `b` are broadcast from the thread that holds
+//!   them and each round's `q` from thread 0 (the only one whose low word is exact); each thread
+//!   runs the single thread's chains of whole word products on paired accumulators over its `L`
+//!   words; what they carry out of its top stays in the words above them, which overlap the next
+//!   thread's bottom, and the step's shift by two words hands each thread's two bottom words to
+//!   the thread below;
 //! - carries and borrows between threads are resolved at the end of a product, as an addition
 //!   resolves them: each thread's generate and propagate bits are balloted and one 32-bit
 //!   addition of the masks (`(G | P) + G`) gives every thread its carry-in.
@@ -18,8 +19,8 @@
 //! on 32-bit values, so the tests can compile it for the host with those four emulated over `T`
 //! host threads.
 
-use super::chain::{chain, Step};
-use super::montgomery::{round_chains_in, square_by_product, windows_walk};
+use super::chain::Step;
+use super::montgomery::{both_targets, paired_rounds, square_by_product, windows_walk};
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
@@ -126,88 +127,93 @@ static __device__ __forceinline__ void bf_group_shr1_{sx}(u32* t, const u32 k, c
 }
 
 /// The Montgomery product over the group: `r = a b / 2^(32 s) mod m`, each operand as this
-/// thread's `L` words; `b` in local memory.
+/// thread's `L` words, `b` in local memory. Each thread runs the single thread's two CIOS rounds of
+/// whole word products (emit/montgomery.rs `paired_rounds`) over its `L` words, two rounds a
+/// step, with `b`'s two words broadcast from the thread that holds them and each round's `q`
+/// from thread 0 (the only one whose bottom word is exact).
+///
+/// A thread's accumulators reach above its `L` words (positions `L`, `L + 1`, `L + 2`: what its
+/// chains carry out of its top), overlapping the next thread's bottom: the group's accumulator is
+/// the sum of the threads' words at their positions, each thread's a number of its own, so no
+/// carry crosses threads inside a step. The step's shift by two words takes each thread's bottom
+/// two words (the values at positions 0 and 1 once the rounds are done: zeros in thread 0) down
+/// to the thread below, which adds them at its positions `L - 2`, `L - 1` after its own shift.
+/// Carries between threads are resolved once, at the end, by the group's ballots.
 fn mont(s: usize, l: usize, tg: usize, form: ProductForm) -> (String, String) {
+    let ProductForm::Group { pairs_per_turn } = form else {
+        unreachable!("a group computes its products as a group")
+    };
     let sx = suffix(l, tg);
     let name = format!("bf_group_mont_{sx}");
-    let [a_lo, a_hi, b_lo, b_hi] = round_chains_in(l, true);
-    let shift_in = vec![
-        Step::new(
-            "add.cc",
-            format!("t[{}]", l - 1),
-            &[format!("t[{}]", l - 1), "nx".into()],
-        ),
-        Step::new("addc", "e0", &["e0".into(), "0".into()]),
-    ];
-    let chains: Vec<(String, String)> = [a_lo, a_hi, b_lo, b_hi, shift_in]
-        .iter()
-        .map(|c| chain(c))
-        .collect();
-    let device: Vec<&str> = chains.iter().map(|c| c.0.as_str()).collect();
-    let host: Vec<&str> = chains.iter().map(|c| c.1.as_str()).collect();
-    let rounds_per_turn = match form {
-        ProductForm::Group { rounds_per_turn } => rounds_per_turn,
-        _ => unreachable!("a group computes its products as a group"),
-    };
+    let rounds = paired_rounds(l);
+    let w = |j: usize| format!("l[{j}]");
+    let receive = both_targets(&[vec![
+        Step::new("add.cc", w(l - 2), &[w(l - 2), "r0".into()]),
+        Step::new("addc.cc", w(l - 1), &[w(l - 1), "r1".into()]),
+        Step::new("addc", w(l), &[w(l), "0".into()]),
+    ]]);
+    let sum = both_targets(&[(0..=l)
+        .map(|j| {
+            let op = match j {
+                0 => "add.cc",
+                j if j == l => "addc",
+                _ => "addc.cc",
+            };
+            Step::new(op, w(j), &[w(j), format!("h[{}]", j + 1)])
+        })
+        .collect()]);
     let text = format!(
-        r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, one round per word of b.
-// t[0..{l}) are this thread's words of the accumulator; e0, e1 the words its chains carried out of
-// its top, pending at the next thread's bottom. r may be a.
+        r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, two rounds a step, on
+// paired accumulators (l: pairs of words from even positions, h: from odd ones) over this thread's
+// {l} words and the few above them, which overlap the next thread's bottom. r may be a.
 static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b, const u32* m, const u32 minv, const u32 k, const u32 gm, const u32 base) {{
-  u32 t[{l}];
-  u32 e0 = 0u, e1 = 0u, w0 = 0u;
+  u32 l[{l3}], h[{l4}];
   #pragma unroll
-  for (int j = 0; j < {l}; ++j) t[j] = 0u;
-  // Several rounds a loop turn: the moves that put the accumulator back in its registers at the
-  // loop's end are shared by more work.
-  #pragma unroll {rounds_per_turn}
-  for (int i = 0; i < {s}; ++i) {{
-    const u32 bi = __shfl_sync(gm, b[i % {l}], i / {l}, {tg});
-#ifdef __CUDA_ARCH__
-    {d0}
-    {d1}
-#else
-    {h0}
-    {h1}
-#endif
-    const u32 q = __shfl_sync(gm, t[0] * minv, 0, {tg});
-#ifdef __CUDA_ARCH__
-    {d2}
-    {d3}
-#else
-    {h2}
-    {h3}
-#endif
-    // Every thread takes part in the exchange; the top one has nothing above it.
-    const u32 down = __shfl_down_sync(gm, w0, 1, {tg});
-    const u32 nx = k == {top}u ? 0u : down;
-#ifdef __CUDA_ARCH__
-    {d4}
-#else
-    {h4}
-#endif
+  for (int j = 0; j < {l3}; ++j) l[j] = 0u;
+  #pragma unroll
+  for (int j = 0; j < {l4}; ++j) h[j] = 0u;
+  #pragma unroll {pairs_per_turn}
+  for (int i = 0; i < {s}; i += 2) {{
+    const u32 b0 = __shfl_sync(gm, b[i % {l}], i / {l}, {tg});
+    const u32 b1 = __shfl_sync(gm, b[(i + 1) % {l}], i / {l}, {tg});
+{r0}
+    u32 q = __shfl_sync(gm, l[0] * minv, 0, {tg});
+{r1}
+    // Position 0 is done: it goes to the thread below.
+    const u32 w0 = l[0];
+{r2}
+    q = __shfl_sync(gm, h[2] * minv, 0, {tg});
+{r3}
+    // Position 1 is done (the shift left it in h[0]); the thread above's two bottom words join
+    // this thread's positions {lm2} and {lm1}. Every thread takes part in the exchange; the top one has
+    // nothing above it.
+    const u32 d0 = __shfl_down_sync(gm, w0, 1, {tg});
+    const u32 d1 = __shfl_down_sync(gm, h[0], 1, {tg});
+    const u32 r0 = k == {top}u ? 0u : d0;
+    const u32 r1 = k == {top}u ? 0u : d1;
+{receive}
   }}
-  // Fold the pending words into the thread above, then t < 2m: subtract m unless t < m.
-  const u32 below = __shfl_up_sync(gm, e0, 1, {tg});
-  const u32 out = bf_group_add_{sx}(t, k == 0u ? 0u : below, k, gm, base);
-  const u32 hi = __shfl_sync(gm, e0, {top}, {tg}) + out;
-  bf_group_reduce_{sx}(t, m, hi, k, gm, base);
+  // t = L + H / 2^32 at positions 0..={l}; the top word joins the next thread's bottom, carries
+  // are resolved over the group, then t < 2m: subtract m unless t < m.
+{sum}
+  const u32 below = __shfl_up_sync(gm, l[{l}], 1, {tg});
+  const u32 out = bf_group_add_{sx}(l, k == 0u ? 0u : below, k, gm, base);
+  const u32 hi = __shfl_sync(gm, l[{l}], {top}, {tg}) + out;
+  bf_group_reduce_{sx}(l, m, hi, k, gm, base);
   #pragma unroll
-  for (int j = 0; j < {l}; ++j) r[j] = t[j];
+  for (int j = 0; j < {l}; ++j) r[j] = l[j];
 }}
 "#,
         bits = 32 * s,
+        l3 = l + 3,
+        l4 = l + 4,
+        lm2 = l - 2,
+        lm1 = l - 1,
         top = tg - 1,
-        d0 = device[0],
-        d1 = device[1],
-        d2 = device[2],
-        d3 = device[3],
-        d4 = device[4],
-        h0 = host[0],
-        h1 = host[1],
-        h2 = host[2],
-        h3 = host[3],
-        h4 = host[4],
+        r0 = both_targets(&rounds[0..2]),
+        r1 = both_targets(&rounds[2..4]),
+        r2 = both_targets(&rounds[4..6]),
+        r3 = both_targets(&rounds[6..8]),
     );
     (name, text)
 }
