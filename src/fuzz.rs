@@ -82,7 +82,7 @@ fn computed(b: &mut Builder, m: ValueId, params: u64) -> IrResult<ValueId> {
 
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
 /// remainders and square roots; up to 1024 bits, gcds, inverses, powers and sums, differences
-/// and products modulo a number), comparisons, selects, bit operations
+/// and products modulo a number; at 2048 bits powers, in groups of threads), comparisons, selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
 /// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
 /// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
@@ -119,10 +119,12 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 let (x, y) = (pick(&mut r, &bigs), pick(&mut r, &bigs));
                 // Division where its kernels stay small (one thread per instance): most of the
                 // time up to 512 bits.
-                let v = if bits <= 1024 && r.chance(25) {
+                let v = if (bits <= 1024 || bits == 2048) && r.chance(25) {
                     // The operations one thread computes through a device function: a gcd, an
-                    // inverse (its flag too) or a power (the modulus a third operand).
-                    match r.below(5) {
+                    // inverse (its flag too) or a power (the modulus a third operand). At 2048
+                    // bits only the power, which a group of threads computes together.
+                    let kind = if bits > 1024 { 2 } else { r.below(5) };
+                    match kind {
                         // Arithmetic modulo a number: mostly one odd modulus, so that chains form
                         // (kept in Montgomery form), sometimes any value (an even one: all ones).
                         3 | 4 => {

@@ -81,6 +81,47 @@ fn random_programs_on_the_gpu() {
     }
 }
 
+/// The first `count` random programs at 2048 bits that raise to a power modulo a number: a group
+/// of threads computes each power, and the rest of the program runs on that group's schedule.
+fn programs_with_powers_in_groups(count: usize) -> Vec<Program> {
+    (0u64..)
+        .map(|seed| program(seed, true).unwrap())
+        .filter(|p| p.bits == 2048 && bigfuse::ir::print(&p.func).contains("pow_mod"))
+        .take(count)
+        .collect()
+}
+
+#[test]
+fn random_programs_with_powers_in_groups_on_the_cpu() {
+    for (i, p) in programs_with_powers_in_groups(6).iter().enumerate() {
+        let plan = Kernel::new(p.func.clone())
+            .unwrap()
+            .plan(&[p.bits], &Target::h100(), &Hints::default())
+            .unwrap();
+        assert!(
+            plan.parts
+                .iter()
+                .any(|part| part.compiled.source.contains("_g4(")),
+            "seed {}: the power is not computed by a group",
+            p.seed
+        );
+        check(p, &Device::cpu_lowered(), i < 2);
+    }
+}
+
+#[test]
+fn random_programs_with_powers_in_groups_on_the_gpu() {
+    let Some(gpu) =
+        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
+    else {
+        return;
+    };
+    let dev = Device::Gpu(gpu);
+    for p in programs_with_powers_in_groups(24) {
+        check(&p, &dev, false);
+    }
+}
+
 #[test]
 fn random_array_programs_on_the_cpu() {
     // Bounded like the big-integer programs; NVRTC compiles one in ten.

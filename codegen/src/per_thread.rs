@@ -12,13 +12,21 @@
 use crate::error::CgResult;
 use bigfuse_core::{Builder, Func, Op, Size, Type, ValueId};
 
-/// Programs with a product or a division whose values have at most this many bits run one thread
-/// per instance (divisions up to this divisor width with dividends up to twice as wide). Measured
+/// Programs with a division whose values have at most this many bits run one thread per instance
+/// (divisions up to this divisor width with dividends up to twice as wide; products alone: up to
+/// [`MAX_PRODUCT_BITS`]). Measured
 /// on an H200 (bench/RESULTS.md, 2026-11-25): 1-Mul at 256 / 512 bits 321,485 / 286,154 Gu32ops/s
 /// against 56,421 / 237,761 spread over threads, Poly 952,529 / 531,205 against 62,003 / 331,058,
-/// division 5-8x; at 1024 bits one thread's registers spill (1-Mul 153,510 against 230,321) and a
-/// division's CUDA takes NVRTC 12-18 s.
+/// division 5-8x; at 1024 bits a division's CUDA takes NVRTC 12-18 s (and column-sum products spilled,
+/// before they became whole device functions: 1-Mul 153,510 against 230,321).
 pub const MAX_BITS: u64 = 512;
+
+/// Programs whose only heavy operations are products (no division) run one thread per instance
+/// up to this width: one thread's products are whole device functions of carry chains
+/// (`limb.mul_words`). Measured on an H200 (bench/RESULTS.md 2026-11-26 sixth session): at 1024
+/// bits 1-Mul 527 K and Poly 712 K Gu32ops/s against 277 K and 318 K for the classical product
+/// on two threads per instance.
+pub const MAX_PRODUCT_BITS: u64 = 1024;
 
 /// True when every value of `func` can live in one thread: big integers and scalars (no arrays
 /// or residues), and every operation one a closure may compute, or a loop of such operations.
@@ -50,7 +58,7 @@ pub fn widest(func: &Func) -> u64 {
 
 /// The rule of [`crate::compile`]: `before` is the program as the `divide` pass got it, `after`
 /// what it made of it. One thread per instance when [`eligible`] accepts `after` and `before`
-/// multiplies or divides values of at most [`MAX_BITS`] (a division: divisors of at most
+/// multiplies values of at most [`MAX_PRODUCT_BITS`] or divides (divisors of at most
 /// [`MAX_BITS`], values of at most twice that). Additions and bit operations alone keep the
 /// parallel lowering, whose accesses to memory are coalesced. `wanted` (a hint) overrides the rule
 /// where the program is eligible. A program that kept a loop ([`crate::loops`]) or exponentiates
@@ -87,7 +95,7 @@ pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
                 .max();
             match divisor {
                 Some(d) => d <= MAX_BITS && w <= 2 * MAX_BITS,
-                None => product && w <= MAX_BITS,
+                None => product && w <= MAX_PRODUCT_BITS,
             }
         })
 }

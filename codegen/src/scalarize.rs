@@ -293,12 +293,24 @@ fn product(
     out: usize,
     y_known: &[Option<u64>],
 ) -> CgResult<ValueId> {
+    if n >= MUL_WORDS_FROM_LIMBS && y_known.iter().all(Option::is_none) {
+        return Ok(b.push(Op::LimbMulWords(x, y, out))?);
+    }
     if x == y && n > 1 && y_known.iter().all(Option::is_none) {
         return square(b, x, n, out);
     }
     let (xs, ys) = (limbs(b, x, n)?, limbs(b, y, n)?);
     column_sums(b, &xs, &ys, out, &|_, j| y_known.get(j) == Some(&Some(0)))
 }
+
+/// Products of numbers of at least this many limbs (and no limb known, as a constant's are) go
+/// whole to one device function of carry chains (`limb.mul_words`, emit/mul_words.rs): whole
+/// 64-bit word products that the CUDA compiler fuses into wide multiply-adds, about one
+/// instruction per 32-bit word product against four or more for column sums of 64-bit limbs.
+/// Measured on an H200 (bench mul, same session, bench/RESULTS.md 2026-11-26 sixth session): Poly
+/// at 2^8 / 2^9 bits 1.028 M / 678 K -> 1.277 M / 1.021 M Gu32ops/s, 1-Mul unchanged (bound by
+/// memory); at 2^7 (two limbs) Poly 868 K -> 858 K, so narrower products keep column sums.
+pub const MUL_WORDS_FROM_LIMBS: usize = 4;
 
 /// Column sums of the word products `x_i * y_j` of two limb lists as `out` limbs, in a 128-bit
 /// accumulator: column k adds the low words of x_i*y_(k-i) and the high words of x_i*y_(k-1-i),

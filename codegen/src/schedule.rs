@@ -284,6 +284,11 @@ pub fn ops_per_word(func: &Func) -> u64 {
                 // A power, a Montgomery product, a gcd, an inverse or a division: a device
                 // function of thousands of operations per word.
                 op if op.is_one_thread_op() => 1 << 20,
+                // A whole product's chains stay in registers: what they add per word moved is
+                // wide multiply-adds, which the transposition buffers' loads do not slow (Poly at
+                // 2^9 bits 1.02 M Gu32ops/s through them, bench/RESULTS.md 2026-11-26 sixth
+                // session).
+                Op::LimbMulWords(..) => 1,
                 op => 1 + op.lambdas().iter().map(|l| ops(l)).sum::<u64>(),
             })
             .fold(0, u64::saturating_add)
@@ -311,6 +316,18 @@ pub const PREFERRED_BLOCK: u32 = 256;
 /// Threads per block of a program that exponentiates modulo a big integer or computes a gcd or an
 /// inverse (see [`crate::montgomery`]).
 pub const POW_MOD_BLOCK: u32 = 128;
+
+/// One thread per instance computing whole products of at least this many limbs
+/// (`limb.mul_words`) runs in blocks of [`WIDE_PRODUCT_BLOCK`] threads, [`WIDE_PRODUCT_MIN_BLOCKS`]
+/// of them per SM (at most 168 registers a thread): Poly at 2^10 bits needs about 220 registers.
+/// Measured on an H200 (bench/RESULTS.md 2026-11-26 sixth session): Poly 712 K Gu32ops/s with
+/// 168 registers (304 B spilled) against 621 K with 128 (640 B spilled) and 514 K with 218 (no
+/// spills, fewer warps); 1-Mul (128 registers) 527 K against 520 K in blocks of 256.
+pub const WIDE_PRODUCT_LIMBS: usize = 16;
+/// See [`WIDE_PRODUCT_LIMBS`].
+pub const WIDE_PRODUCT_BLOCK: u32 = 128;
+/// See [`WIDE_PRODUCT_LIMBS`].
+pub const WIDE_PRODUCT_MIN_BLOCKS: u32 = 3;
 
 /// Threads per block of a program with a classical product: half the shared staging per block
 /// and the same threads per SM. Measured on an H100 (bench/RESULTS.md, 2026-11-25, same run):
@@ -784,6 +801,8 @@ pub fn schedule(
     // A power modulo a big integer in a program of one thread per instance (one-element arrays)
     // runs on the group of threads its plan asks for: a thread's share of the registers.
     let heavy = crate::montgomery::has_one_thread_op(func);
+    let wide_products = max_len == 1
+        && func.any_op(&|op| matches!(op, Op::LimbMulWords(_, _, n) if *n >= WIDE_PRODUCT_LIMBS));
     let classical = sel
         .products()
         .any(|(_, p)| matches!(p, crate::isel::Product::Classical { .. }));
@@ -884,6 +903,14 @@ pub fn schedule(
         // smaller blocks let the SM hold as many as its registers allow, not whole 256-thread
         // blocks only.
         None if heavy => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
+        None if wide_products => {
+            decisions.push(format!(
+                "blocks of {WIDE_PRODUCT_BLOCK} threads, at most {} registers each: one thread \
+                 per instance computes products of {WIDE_PRODUCT_LIMBS} limbs or more",
+                target.regs_per_sm / (WIDE_PRODUCT_BLOCK * WIDE_PRODUCT_MIN_BLOCKS)
+            ));
+            WIDE_PRODUCT_BLOCK
+        }
         None if classical => {
             let b = t.max(CLASSICAL_BLOCK.min(max_t)).max(32);
             decisions.push(format!(
@@ -906,7 +933,9 @@ pub fn schedule(
     // A power modulo a big integer needs its registers (the plan's estimate) more than company.
     // A group's threads need few: room for as many blocks as that estimate allows, which also
     // keeps the CUDA compiler from holding whole operands in registers around the power.
-    let default_min_blocks = if !heavy {
+    let default_min_blocks = if wide_products && !heavy {
+        WIDE_PRODUCT_MIN_BLOCKS
+    } else if !heavy {
         (512 / block).max(1)
     } else if pow_mod_threads > 1 {
         let regs = pow_mod
@@ -991,8 +1020,9 @@ mod tests {
     use super::{choose_q, Hints, TUPLES_COALESCED_UP_TO};
     use bigfuse_core::{Builder, Size, Type};
 
-    /// A lone product moves its big integers through the warps' buffers, Poly (four products)
-    /// and a power do not; explain says which and why.
+    /// A lone product moves its big integers through the warps' buffers, and so does Poly from
+    /// 256 bits (whole products in device functions); Poly of column sums (128 bits) and a power
+    /// do not; explain says which and why.
     #[test]
     fn one_thread_programs_coalesce_what_computes_little() {
         let kernel = |bits: u64, poly: bool, power: bool| {
@@ -1019,8 +1049,10 @@ mod tests {
         for (bits, poly, power, want) in [
             (512, false, false, true),
             (256, false, false, true),
-            (256, true, false, false),
-            (512, true, false, false),
+            (256, true, false, true),
+            (512, true, false, true),
+            (1024, true, false, true),
+            (128, true, false, false),
             (256, false, true, false),
         ] {
             let c = kernel(bits, poly, power);

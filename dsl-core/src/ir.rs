@@ -333,6 +333,10 @@ pub enum Op {
     /// makes it from a `big.pow_mod` that one thread computes; emission writes it as one device
     /// function (codegen's `montgomery` plans it).
     LimbPowMod(ValueId, ValueId, ValueId),
+    /// The product of two tuples of u64 limbs (any lengths) as `n` limbs: `(a b) mod 2^(64 n)`,
+    /// a tuple of `n` u64. `scalarize` makes it from a product one thread computes; emission
+    /// writes it as one device function of carry chains (codegen's `emit/mul_words.rs`).
+    LimbMulWords(ValueId, ValueId, usize),
 
     /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
     BigUnary(UnOp, ValueId),
@@ -428,6 +432,7 @@ impl Op {
             | Op::BigGcd(a, b)
             | Op::BigInvMod(a, b)
             | Op::LimbGcd(a, b)
+            | Op::LimbMulWords(a, b, _)
             | Op::LimbInvMod(a, b)
             | Op::BigDivRem(a, b)
             | Op::LimbDivRem(a, b)
@@ -480,6 +485,7 @@ impl Op {
             | Op::BigGcd(a, b)
             | Op::BigInvMod(a, b)
             | Op::LimbGcd(a, b)
+            | Op::LimbMulWords(a, b, _)
             | Op::LimbInvMod(a, b)
             | Op::BigDivRem(a, b)
             | Op::LimbDivRem(a, b)
@@ -572,6 +578,7 @@ impl Op {
                 | Op::BigInvMod(..)
                 | Op::LimbGcd(..)
                 | Op::LimbInvMod(..)
+                | Op::LimbMulWords(..)
                 | Op::BigDivRem(..)
                 | Op::LimbDivRem(..)
                 | Op::BigCmp(..)

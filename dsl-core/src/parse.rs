@@ -861,6 +861,15 @@ fn operation(
             let (a, b) = two(c, scope, m)?;
             Op::LimbGcd(a, b)
         }
+        "limb.mul_words" => {
+            let (a, b) = two(c, scope, m)?;
+            c.expect(",", "before the limb count of `limb.mul_words`")?;
+            Op::LimbMulWords(
+                a,
+                b,
+                c.number("the limb count of `limb.mul_words`")? as usize,
+            )
+        }
         "limb.inv_mod" => {
             let (a, b) = two(c, scope, m)?;
             Op::LimbInvMod(a, b)

@@ -108,6 +108,7 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::BigGcd(a, b) => format!("big.gcd {a}, {b}"),
         Op::BigInvMod(a, m) => format!("big.inv_mod {a}, {m}"),
         Op::LimbGcd(a, b) => format!("limb.gcd {a}, {b}"),
+        Op::LimbMulWords(a, b, n) => format!("limb.mul_words {a}, {b}, {n}"),
         Op::LimbInvMod(a, m) => format!("limb.inv_mod {a}, {m}"),
         Op::BigUnary(u, a) => format!("big.{} {a}", u.mnemonic()),
         Op::BigBitwise(o, a, b) => format!("big.{} {a}, {b}", o.mnemonic()),

@@ -187,6 +187,27 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 ));
             }
         },
+        Op::LimbMulWords(a, b, n) => {
+            let words = |t: &Type| match t {
+                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
+                    Some(ls.len())
+                }
+                _ => None,
+            };
+            match (words(ty(*a)), words(ty(*b))) {
+                (Some(_), Some(_)) if *n > 0 => Type::Tuple(vec![Type::U64; *n]),
+                _ => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "limb.mul_words needs two tuples of u64 limbs and a limb count above 0, not {}, {} and {n}",
+                            show(ty(*a)),
+                            show(ty(*b))
+                        ),
+                    ))
+                }
+            }
+        }
         Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
             let words = |t: &Type| match t {
                 Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {

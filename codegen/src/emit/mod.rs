@@ -31,6 +31,7 @@ mod memory;
 mod montgomery;
 mod montgomery_group;
 mod mul;
+mod mul_words;
 mod ntt;
 pub(crate) mod ntt_global;
 mod polymul;
@@ -293,6 +294,7 @@ impl<'a> Emitter<'a> {
             | Op::BigInvMod(..)
             | Op::LimbGcd(..)
             | Op::LimbInvMod(..)
+            | Op::LimbMulWords(..)
             | Op::BigDivRem(..)
             | Op::LimbDivRem(..)
             | Op::BigUnary(..)

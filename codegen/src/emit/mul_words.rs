@@ -1,0 +1,330 @@
+//! `limb.mul_words` as C: the product one thread computes whole, as one device function per
+//! shape (limbs of each factor, limbs kept).
+//!
+//! Rows of whole 64-bit word products in PTX carry chains: row `i` adds `a_j b_i` for every `j`,
+//! each product one 64-bit value at words `i + j, i + j + 1`. Products of one parity of `i + j`
+//! never overlap, so a row is two chains, each into an accumulator of its own (`e`: pairs from
+//! even positions, `o`: from odd ones) as `mad.lo.cc`/`madc.hi.cc` pairs, which ptxas fuses into
+//! one wide multiply-add with carry in and out (emit/montgomery.rs does the same for Montgomery
+//! rounds): about one instruction per word product, against four or more for column sums of
+//! 64-bit limbs. The two accumulators are summed once at the end.
+//!
+//! A square (`a == b`) computes each cross product once: rows `i` over `j > i`, the sum doubled
+//! by a one-bit shift, then the squares `a_i^2` (pairs at even positions: one chain).
+//!
+//! Fully unrolled: every array is indexed by constants and stays in registers. Each chain is
+//! rendered for the GPU and, as plain C, for the host, where the tests below compile it.
+
+use super::chain::Step;
+use super::montgomery::both_targets;
+use super::Emitter;
+
+/// The device function for the product of an `na`-limb and an `nb`-limb number kept to `out`
+/// limbs (`square`: the same number twice, `na == nb`): `(name, text)`.
+pub(crate) fn mul_words_function(
+    na: usize,
+    nb: usize,
+    out: usize,
+    square: bool,
+) -> (String, String) {
+    let name = if square {
+        format!("bf_sqr_words_{na}_{out}")
+    } else {
+        format!("bf_mul_words_{na}_{nb}_{out}")
+    };
+    let (wa, wb, w) = (2 * na, 2 * nb, 2 * out);
+    let mut acc = Accumulators::new(w);
+    let mut body = String::new();
+    if square {
+        for i in 0..wa {
+            let row: Vec<usize> = (i + 1..wa).collect();
+            body.push_str(&acc.row(i, &format!("a[{i}]"), &row, "a"));
+        }
+        body.push_str(&acc.sum());
+        body.push_str(&double(w));
+        body.push_str(&diagonal(wa, w));
+    } else {
+        for i in 0..wb {
+            let row: Vec<usize> = (0..wa).collect();
+            body.push_str(&acc.row(i, &format!("b[{i}]"), &row, "a"));
+        }
+        body.push_str(&acc.sum());
+    }
+    let loads = |x: &str, n: usize| {
+        format!(
+            "  u32 {x}[{w2}];\n  #pragma unroll\n  for (int j = 0; j < {n}; ++j) {{ {x}[2 * j] = (u32){x}64[j]; {x}[2 * j + 1] = (u32)({x}64[j] >> 32); }}\n",
+            w2 = 2 * n
+        )
+    };
+    let operands = if square {
+        loads("a", na)
+    } else {
+        format!("{}{}", loads("a", na), loads("b", nb))
+    };
+    let params = if square {
+        "u64* r, const u64* a64".to_string()
+    } else {
+        "u64* r, const u64* a64, const u64* b64".to_string()
+    };
+    let text = format!(
+        r#"// r = {what} mod 2^{bits} ({na} x {nb} limbs): rows of whole word products in carry chains on two
+// accumulators, e (pairs of words from even positions) and o (from odd ones), summed at the end.
+static __device__ __forceinline__ void {name}({params}) {{
+{operands}  u32 e[{w}], o[{w}];
+  #pragma unroll
+  for (int j = 0; j < {w}; ++j) {{ e[j] = 0u; o[j] = 0u; }}
+{body}  #pragma unroll
+  for (int k = 0; k < {out}; ++k) r[k] = ((u64)e[2 * k + 1] << 32) | (u64)e[2 * k];
+}}
+"#,
+        what = if square { "a^2" } else { "a b" },
+        bits = 64 * out,
+    );
+    (name, text)
+}
+
+/// The highest word of each accumulator written so far, so that a chain's carry goes on through
+/// written words only: a word above them is still zero and takes the carry whole.
+struct Accumulators {
+    w: usize,
+    top: [Option<usize>; 2],
+}
+
+impl Accumulators {
+    fn new(w: usize) -> Accumulators {
+        Accumulators {
+            w,
+            top: [None, None],
+        }
+    }
+
+    /// Row `i`: `g` times `f[j]` for the `j` in `js`, at positions `i + j` below the width, as
+    /// one chain per parity.
+    fn row(&mut self, i: usize, g: &str, js: &[usize], f: &str) -> String {
+        let mut chains = Vec::new();
+        for parity in 0..2 {
+            let x = if parity == 0 { 'e' } else { 'o' };
+            let ps: Vec<(usize, usize)> = js
+                .iter()
+                .map(|&j| (j, i + j))
+                .filter(|&(_, p)| p % 2 == parity && p < self.w)
+                .collect();
+            if ps.is_empty() {
+                continue;
+            }
+            let word = |p: usize| format!("{x}[{p}]");
+            let mut steps: Vec<Step> = Vec::new();
+            let mut last = 0;
+            for &(j, p) in &ps {
+                let args = |q: usize| [format!("{f}[{j}]"), g.to_string(), word(q)];
+                let lo = if steps.is_empty() {
+                    "mad.lo.cc"
+                } else {
+                    "madc.lo.cc"
+                };
+                steps.push(Step::new(lo, word(p), &args(p)));
+                if p + 1 < self.w {
+                    steps.push(Step::new("madc.hi.cc", word(p + 1), &args(p + 1)));
+                }
+                last = p + 1;
+            }
+            // The carry on up: through the words written before, into the first one above them
+            // (still zero: it takes the carry whole).
+            let written = self.top[parity].map_or(0, |t| t + 1);
+            let mut q = last + 1;
+            while q < self.w {
+                let fresh = q >= written;
+                let src = if fresh { "0".to_string() } else { word(q) };
+                let op = if fresh || q + 1 == self.w {
+                    "addc"
+                } else {
+                    "addc.cc"
+                };
+                steps.push(Step::new(op, word(q), &[src, "0".to_string()]));
+                q += 1;
+                if fresh {
+                    break;
+                }
+            }
+            self.top[parity] = Some(self.top[parity].map_or(q - 1, |t| t.max(q - 1)));
+            chains.push(steps);
+        }
+        format!("  // Row {i}.\n{}\n", both_targets(&chains))
+    }
+
+    /// `e += o` over the whole width (the carry out of the top is dropped: the product kept).
+    fn sum(&self) -> String {
+        let steps: Vec<Step> = (1..self.w)
+            .map(|p| {
+                let op = if p == 1 { "add.cc" } else { "addc.cc" };
+                Step::new(
+                    op,
+                    format!("e[{p}]"),
+                    &[format!("e[{p}]"), format!("o[{p}]")],
+                )
+            })
+            .collect();
+        if steps.is_empty() {
+            return String::new();
+        }
+        format!("  // e = e + o.\n{}\n", both_targets(&[steps]))
+    }
+}
+
+/// `e <<= 1` over `w` words (the cross products counted twice).
+fn double(w: usize) -> String {
+    format!(
+        "  // The cross products twice.\n  #pragma unroll\n  for (int p = {top}; p > 0; --p) e[p] = __funnelshift_l(e[p - 1], e[p], 1u);\n  e[0] <<= 1;\n",
+        top = w - 1
+    )
+}
+
+/// `e += a_i^2` at positions `2i, 2i + 1` below the width: one chain (the squares do not
+/// overlap).
+fn diagonal(wa: usize, w: usize) -> String {
+    let mut steps = Vec::new();
+    for i in 0..wa {
+        let p = 2 * i;
+        if p >= w {
+            break;
+        }
+        let args = |q: usize| [format!("a[{i}]"), format!("a[{i}]"), format!("e[{q}]")];
+        let lo = if i == 0 { "mad.lo.cc" } else { "madc.lo.cc" };
+        steps.push(Step::new(lo, format!("e[{p}]"), &args(p)));
+        if p + 1 < w {
+            steps.push(Step::new(
+                "madc.hi.cc",
+                format!("e[{}]", p + 1),
+                &args(p + 1),
+            ));
+        }
+    }
+    format!("  // The squares.\n{}\n", both_targets(&[steps]))
+}
+
+impl Emitter<'_> {
+    /// The limbs of `a b` kept to `out` limbs, through the device function of its shape.
+    pub(super) fn mul_words_call(&mut self, a: &[String], b: &[String], out: usize) -> Vec<String> {
+        let square = a == b;
+        let (name, text) = mul_words_function(a.len(), b.len(), out, square);
+        let operands: Vec<&[String]> = if square { vec![a] } else { vec![a, b] };
+        self.device_call(
+            vec![(name.clone(), text)],
+            &name,
+            out,
+            &operands,
+            &[],
+            false,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::host;
+    use super::*;
+    use num_bigint::BigUint;
+
+    /// The device function of a shape compiled for the host, against num-bigint's product.
+    fn check(na: usize, nb: usize, out: usize, square: bool, cases: &[(BigUint, BigUint)]) {
+        let (name, text) = mul_words_function(na, nb, out, square);
+        let call = if square {
+            format!("{name}(r, a);")
+        } else {
+            format!("{name}(r, a, b);")
+        };
+        let src = format!(
+            "{}{text}int main() {{\n  static u64 a[{na}], b[{nb}], r[{out}];\n  for (;;) {{\n    for (int j = 0; j < {na}; ++j) if (scanf(\"%llu\", &a[j]) != 1) return 0;\n    for (int j = 0; j < {nb}; ++j) scanf(\"%llu\", &b[j]);\n    {call}\n    for (int j = 0; j < {out}; ++j) printf(\"%llu \", r[j]);\n    printf(\"\\n\");\n  }}\n}}\n",
+            host::PRELUDE
+        );
+        let mut input = String::new();
+        for (a, b) in cases {
+            input.push_str(&host::limbs(a, na));
+            input.push_str(&host::limbs(b, nb));
+            input.push('\n');
+        }
+        let got = host::run(&format!("mulwords-{na}-{nb}-{out}-{square}"), &src, &input);
+        let lines: Vec<&str> = got.lines().collect();
+        assert_eq!(lines.len(), cases.len());
+        let keep = BigUint::from(1u8) << (64 * out);
+        for ((a, b), line) in cases.iter().zip(lines) {
+            let want = if square { a * a } else { a * b } % &keep;
+            assert_eq!(
+                host::number(line),
+                want,
+                "{na} x {nb} -> {out} limbs, square {square}: {a} * {b}"
+            );
+        }
+    }
+
+    fn cases(na: usize, nb: usize, square: bool, seed: u64) -> Vec<(BigUint, BigUint)> {
+        let mut word = host::words(seed);
+        let mut big = |n: usize| {
+            let digits: Vec<u32> = (0..n)
+                .map(|_| word())
+                .flat_map(|w| [w as u32, (w >> 32) as u32])
+                .collect();
+            BigUint::from_slice(&digits)
+        };
+        let all = |n: usize| (BigUint::from(1u8) << (64 * n)) - 1u8;
+        let one = BigUint::from(1u8);
+        let mut out = vec![
+            (all(na), all(nb)),
+            (BigUint::default(), all(nb)),
+            (one.clone(), all(nb)),
+            (all(na), one.clone()),
+            (&one << (64 * na - 1), &one << (64 * nb - 1)),
+        ];
+        for _ in 0..40 {
+            out.push((big(na), big(nb)));
+        }
+        // Dense ones: products whose carries run far.
+        for _ in 0..10 {
+            let (x, y) = (big(na), big(nb));
+            out.push((all(na) - (x >> 40u32), all(nb) - (y >> 40u32)));
+        }
+        if square {
+            for c in &mut out {
+                c.1 = c.0.clone();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn products_equal_num_bigint_on_the_host() {
+        for (na, nb, out) in [
+            (1, 1, 1),
+            (1, 1, 2),
+            (2, 2, 2),
+            (2, 2, 4),
+            (3, 3, 3),
+            (4, 4, 4),
+            (4, 4, 8),
+            (5, 5, 5),
+            (8, 8, 8),
+            (16, 16, 16),
+            (16, 16, 32),
+            (3, 1, 3),
+            (1, 4, 4),
+            (17, 17, 17),
+        ] {
+            check(
+                na,
+                nb,
+                out,
+                false,
+                &cases(na, nb, false, (na * 100 + out) as u64),
+            );
+            if na == nb {
+                check(
+                    na,
+                    na,
+                    out,
+                    true,
+                    &cases(na, na, true, (na * 1000 + out) as u64),
+                );
+            }
+        }
+    }
+}
