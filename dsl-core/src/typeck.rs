@@ -145,13 +145,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             }
         },
         Op::LimbMontMul(a, b, m) => {
-            let limbs = |t: &Type| match t {
-                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
-                    Some(ls.len())
-                }
-                _ => None,
-            };
-            match (limbs(ty(*a)), limbs(ty(*b)), limbs(ty(*m))) {
+            match (limb_count(ty(*a)), limb_count(ty(*b)), limb_count(ty(*m))) {
                 (Some(na), Some(nb), Some(nm)) if na == nb && na == nm => ty(*a).clone(),
                 _ => {
                     return Err(err(
@@ -188,13 +182,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             }
         },
         Op::LimbMulWords(a, b, n) => {
-            let words = |t: &Type| match t {
-                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
-                    Some(ls.len())
-                }
-                _ => None,
-            };
-            match (words(ty(*a)), words(ty(*b))) {
+            match (limb_count(ty(*a)), limb_count(ty(*b))) {
                 (Some(_), Some(_)) if *n > 0 => Type::Tuple(vec![Type::U64; *n]),
                 _ => {
                     return Err(err(
@@ -209,13 +197,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             }
         }
         Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
-            let words = |t: &Type| match t {
-                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
-                    Some(ls.len())
-                }
-                _ => None,
-            };
-            match (words(ty(*a)), words(ty(*b))) {
+            match (limb_count(ty(*a)), limb_count(ty(*b))) {
                 (Some(na), Some(nb)) if na == nb => match op {
                     Op::LimbGcd(..) => ty(*a).clone(),
                     _ => Type::Tuple(vec![ty(*a).clone(), Type::Bool]),
@@ -233,10 +215,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             }
         }
         Op::LimbDivRem(a, b) => {
-            let limbs = |t: &Type| {
-                matches!(t, Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64))
-            };
-            if !(limbs(ty(*a)) && limbs(ty(*b))) {
+            if limb_count(ty(*a)).is_none() || limb_count(ty(*b)).is_none() {
                 return Err(err(
                     func,
                     format!(
@@ -249,13 +228,7 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
             Type::Tuple(vec![ty(*a).clone(), ty(*b).clone()])
         }
         Op::LimbPowMod(x, e, m) => {
-            let limbs = |t: &Type| match t {
-                Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => {
-                    Some(ls.len())
-                }
-                _ => None,
-            };
-            match (limbs(ty(*x)), limbs(ty(*e)), limbs(ty(*m))) {
+            match (limb_count(ty(*x)), limb_count(ty(*e)), limb_count(ty(*m))) {
                 (Some(nx), Some(_), Some(nm)) if nx == nm => ty(*x).clone(),
                 _ => {
                     return Err(err(
@@ -820,4 +793,12 @@ fn check_operator(
         ));
     }
     Ok(elem)
+}
+
+/// The number of limbs of a tuple of u64 limbs (a `limb.*` operation's operand), if `t` is one.
+fn limb_count(t: &Type) -> Option<usize> {
+    match t {
+        Type::Tuple(ls) if !ls.is_empty() && ls.iter().all(|l| *l == Type::U64) => Some(ls.len()),
+        _ => None,
+    }
 }

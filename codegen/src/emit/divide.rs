@@ -387,12 +387,7 @@ mod tests {
 "#,
             hr = ha + hb
         );
-        let mut input = String::new();
-        for (x, y) in cases {
-            input.push_str(&host::limbs(x, ha));
-            input.push_str(&host::limbs(y, hb));
-            input.push('\n');
-        }
+        let input = host::pairs(cases, ha, hb);
         let out = host::run(&format!("div-{na}-{mb}"), &src, &input);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), cases.len());

@@ -70,6 +70,15 @@ pub fn limbs(v: &BigUint, words: usize) -> String {
     l.iter().map(|w| format!("{w} ")).collect()
 }
 
+/// Pairs of operands as the host programs read them: per line, `x` as `nx` limbs then `y` as
+/// `ny` limbs.
+pub fn pairs(cases: &[(BigUint, BigUint)], nx: usize, ny: usize) -> String {
+    cases
+        .iter()
+        .map(|(x, y)| format!("{}{}\n", limbs(x, nx), limbs(y, ny)))
+        .collect()
+}
+
 /// The number whose 64-bit limbs (decimal, least significant first) these words are.
 pub fn number(words: &str) -> BigUint {
     let digits: Vec<u32> = words

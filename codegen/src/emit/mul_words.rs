@@ -237,12 +237,7 @@ mod tests {
             "{}{text}int main() {{\n  static u64 a[{na}], b[{nb}], r[{out}];\n  for (;;) {{\n    for (int j = 0; j < {na}; ++j) if (scanf(\"%llu\", &a[j]) != 1) return 0;\n    for (int j = 0; j < {nb}; ++j) scanf(\"%llu\", &b[j]);\n    {call}\n    for (int j = 0; j < {out}; ++j) printf(\"%llu \", r[j]);\n    printf(\"\\n\");\n  }}\n}}\n",
             host::PRELUDE
         );
-        let mut input = String::new();
-        for (a, b) in cases {
-            input.push_str(&host::limbs(a, na));
-            input.push_str(&host::limbs(b, nb));
-            input.push('\n');
-        }
+        let input = host::pairs(cases, na, nb);
         let got = host::run(&format!("mulwords-{na}-{nb}-{out}-{square}"), &src, &input);
         let lines: Vec<&str> = got.lines().collect();
         assert_eq!(lines.len(), cases.len());
