@@ -905,9 +905,9 @@ pub fn schedule(
         None if heavy => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
         None if wide_products => {
             decisions.push(format!(
-                "blocks of {WIDE_PRODUCT_BLOCK} threads, at most {} registers each: one thread \
-                 per instance computes products of {WIDE_PRODUCT_LIMBS} limbs or more",
-                target.regs_per_sm / (WIDE_PRODUCT_BLOCK * WIDE_PRODUCT_MIN_BLOCKS)
+                "blocks of {WIDE_PRODUCT_BLOCK} threads, {WIDE_PRODUCT_MIN_BLOCKS} per SM: one \
+                 thread per instance computes products of {WIDE_PRODUCT_LIMBS} limbs or more, \
+                 which need more registers than 256-thread blocks leave"
             ));
             WIDE_PRODUCT_BLOCK
         }
