@@ -308,7 +308,7 @@ fn product(
 /// 64-bit word products that the CUDA compiler fuses into wide multiply-adds, about one
 /// instruction per 32-bit word product against four or more for column sums of 64-bit limbs.
 /// Measured on an H200 (bench mul, same session, bench/RESULTS.md 2026-11-26 sixth session): Poly
-/// at 2^8 / 2^9 bits 1.028 M / 678 K -> 1.277 M / 1.021 M Gu32ops/s, 1-Mul unchanged (bound by
+/// at 2^8 / 2^9 bits 1.028 M / 678 K -> 1.277 M / 1.021 M Gu32ops/s, 1-Mul within 1.4% (bound by
 /// memory); at 2^7 (two limbs) Poly 868 K -> 858 K, so narrower products keep column sums.
 pub const MUL_WORDS_FROM_LIMBS: usize = 4;
 
