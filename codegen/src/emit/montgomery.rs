@@ -425,10 +425,9 @@ fn subtract_once(s: usize, t: &str, base: usize) -> String {
     )
 }
 
-/// The end of a product on paired accumulators: `l[lb + j] += h[hb + j]` for `j <= s` (one
-/// carry chain; `t = l[lb..=lb + s] < 2m`), then [`subtract_once`].
-fn sum_and_subtract(s: usize, lb: usize, hb: usize) -> String {
-    let sum: Vec<Step> = (0..=s)
+/// The sum of paired accumulators: `l[lb + j] += h[hb + j]` for `j <= s`, one carry chain.
+pub(super) fn paired_sum(s: usize, lb: usize, hb: usize) -> Vec<Step> {
+    (0..=s)
         .map(|j| {
             let op = match j {
                 0 => "add.cc",
@@ -438,8 +437,13 @@ fn sum_and_subtract(s: usize, lb: usize, hb: usize) -> String {
             let l = format!("l[{}]", lb + j);
             Step::new(op, l.clone(), &[l, format!("h[{}]", hb + j)])
         })
-        .collect();
-    let (device, host) = chain(&sum);
+        .collect()
+}
+
+/// The end of a product on paired accumulators: [`paired_sum`] (`t = l[lb..=lb + s] < 2m`),
+/// then [`subtract_once`].
+fn sum_and_subtract(s: usize, lb: usize, hb: usize) -> String {
+    let (device, host) = chain(&paired_sum(s, lb, hb));
     format!(
         "#ifdef __CUDA_ARCH__\n  {device}\n#else\n  {host}\n#endif\n{}",
         subtract_once(s, "l", lb)

@@ -20,7 +20,7 @@
 //! host threads.
 
 use super::chain::Step;
-use super::montgomery::{both_targets, paired_rounds, square_by_product, windows_walk};
+use super::montgomery::{both_targets, paired_rounds, paired_sum, square_by_product, windows_walk};
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
@@ -152,16 +152,7 @@ fn mont(s: usize, l: usize, tg: usize, form: ProductForm) -> (String, String) {
         Step::new("addc.cc", w(l - 1), &[w(l - 1), "r1".into()]),
         Step::new("addc", w(l), &[w(l), "0".into()]),
     ]]);
-    let sum = both_targets(&[(0..=l)
-        .map(|j| {
-            let op = match j {
-                0 => "add.cc",
-                j if j == l => "addc",
-                _ => "addc.cc",
-            };
-            Step::new(op, w(j), &[w(j), format!("h[{}]", j + 1)])
-        })
-        .collect()]);
+    let sum = both_targets(&[paired_sum(l, 0, 1)]);
     let text = format!(
         r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, two rounds a step, on
 // paired accumulators (l: pairs of words from even positions, h: from odd ones) over this thread's
