@@ -28,6 +28,14 @@ pub const MAX_BITS: u64 = 512;
 /// on two threads per instance.
 pub const MAX_PRODUCT_BITS: u64 = 1024;
 
+/// Programs with at least as many products as big integers they read and write (Poly: four
+/// products, three values) run one thread per instance up to this width. Measured on an H200
+/// (bench/RESULTS.md 2026-11-26 sixth session): at 2048 bits Poly 384 K Gu32ops/s in one thread
+/// (255 registers) against 287 K for the classical product on four threads per instance; a lone
+/// product (1-Mul) 204 K against 253 K, so it stays on four threads: one thread's 255 registers
+/// leave too few warps to hide its loads.
+pub const MAX_DENSE_PRODUCT_BITS: u64 = 2048;
+
 /// True when every value of `func` can live in one thread: big integers and scalars (no arrays
 /// or residues), and every operation one a closure may compute, or a loop of such operations.
 pub fn eligible(func: &Func) -> bool {
@@ -58,7 +66,8 @@ pub fn widest(func: &Func) -> u64 {
 
 /// The rule of [`crate::compile`]: `before` is the program as the `divide` pass got it, `after`
 /// what it made of it. One thread per instance when [`eligible`] accepts `after` and `before`
-/// multiplies values of at most [`MAX_PRODUCT_BITS`] or divides (divisors of at most
+/// multiplies values of at most [`MAX_PRODUCT_BITS`] (at most [`MAX_DENSE_PRODUCT_BITS`] with
+/// as many products as values read and written) or divides (divisors of at most
 /// [`MAX_BITS`], values of at most twice that). Additions and bit operations alone keep the
 /// parallel lowering, whose accesses to memory are coalesced. `wanted` (a hint) overrides the rule
 /// where the program is eligible. A program that kept a loop ([`crate::loops`]) or exponentiates
@@ -73,10 +82,13 @@ pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
     eligible(after)
         && wanted.unwrap_or_else(|| {
             let w = widest(before);
-            let product = before
+            let products = before
                 .nodes
                 .iter()
-                .any(|n| matches!(n.op, Op::BigMul(..) | Op::BigMulWide(..)));
+                .filter(|n| matches!(n.op, Op::BigMul(..) | Op::BigMulWide(..)))
+                .count();
+            let product = products > 0;
+            let dense = products >= before.params.len() + before.outputs.len();
             let divisor = before
                 .nodes
                 .iter()
@@ -95,7 +107,7 @@ pub fn chosen(before: &Func, after: &Func, wanted: Option<bool>) -> bool {
                 .max();
             match divisor {
                 Some(d) => d <= MAX_BITS && w <= 2 * MAX_BITS,
-                None => product && w <= MAX_PRODUCT_BITS,
+                None => product && (w <= MAX_PRODUCT_BITS || dense && w <= MAX_DENSE_PRODUCT_BITS),
             }
         })
 }
@@ -153,6 +165,39 @@ mod tests {
     use super::*;
     use bigfuse_core::{eval, Value};
     use num_bigint::BigUint;
+
+    /// Products alone: one thread up to 1024 bits; up to 2048 with as many products as values
+    /// read and written (Poly), not for a lone product.
+    #[test]
+    fn products_run_one_thread_up_to_their_widths() {
+        let program = |bits: u64, poly: bool| {
+            let mut b = Builder::new("f", &[]);
+            let x = b.param("a", Type::Big(Size::lit(bits)));
+            let y = b.param("b", Type::Big(Size::lit(bits)));
+            let r = if poly {
+                let a2 = b.mul(x, x).unwrap();
+                let b2 = b.mul(y, y).unwrap();
+                let l = b.add(a2, y).unwrap();
+                let r = b.add(b2, y).unwrap();
+                let p = b.mul(l, r).unwrap();
+                let ab = b.mul(x, y).unwrap();
+                b.add(p, ab).unwrap()
+            } else {
+                b.mul(x, y).unwrap()
+            };
+            b.finish(&[r]).unwrap()
+        };
+        for (bits, poly, want) in [
+            (1024, false, true),
+            (1024, true, true),
+            (2048, false, false),
+            (2048, true, true),
+            (4096, true, false),
+        ] {
+            let f = program(bits, poly);
+            assert_eq!(chosen(&f, &f, None), want, "{bits} bits, poly {poly}");
+        }
+    }
 
     #[test]
     fn one_map_over_one_element_means_the_program() {

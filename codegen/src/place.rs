@@ -54,6 +54,12 @@ pub struct Transpose {
     pub vectors: u32,
 }
 
+/// The widest tuple (64-bit words) that goes through a transposition buffer: wider ones take
+/// more shared memory per warp than the coalescing pays for. Measured on an H200 (bench/RESULTS.md
+/// 2026-11-26 sixth session): Poly at 2^11 bits (32 words, one thread per instance) 135,637
+/// Gu32ops/s through the buffers against 383,328 read directly.
+pub const TUPLE_MAX_WORDS: u64 = 16;
+
 /// Vectors of 16 bytes per thread when the global loads and stores of an array of `len` 64-bit
 /// words go through the warp's transposition buffer, `None` when they access memory directly.
 ///
@@ -86,7 +92,7 @@ pub fn coalesced_vectors(sel: &Selection, sched: &Schedule, len: u64, w: u64) ->
         return (len == 1
             && sched.tuples_coalesced
             && w.is_multiple_of(2)
-            && w <= 16
+            && w <= TUPLE_MAX_WORDS
             && sched.block_threads.is_multiple_of(32))
         .then_some((w / 2) as u32);
     }

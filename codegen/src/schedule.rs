@@ -271,6 +271,21 @@ impl Schedule {
 /// products unchanged.
 pub const TUPLES_COALESCED_UP_TO: u64 = 24;
 
+/// The most 64-bit words of one element `func` reads or writes (a whole big integer's limbs in a
+/// program of one thread per instance).
+fn widest_tuple(func: &Func) -> u64 {
+    let words = |t: &Type| match t {
+        Type::Array(e, _) => e.leaves().len() as u64,
+        t => t.leaves().len() as u64,
+    };
+    func.params
+        .iter()
+        .map(|p| words(&p.ty))
+        .chain(func.outputs.iter().map(|o| words(func.ty(*o))))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Scalar operations per word moved of `func` (lambdas and loops counted whole), for
 /// [`TUPLES_COALESCED_UP_TO`].
 pub fn ops_per_word(func: &Func) -> u64 {
@@ -328,6 +343,10 @@ pub const WIDE_PRODUCT_LIMBS: usize = 16;
 pub const WIDE_PRODUCT_BLOCK: u32 = 128;
 /// See [`WIDE_PRODUCT_LIMBS`].
 pub const WIDE_PRODUCT_MIN_BLOCKS: u32 = 3;
+/// Blocks per SM where the products have twice [`WIDE_PRODUCT_LIMBS`] limbs or more (255
+/// registers): Poly at 2^11 bits 384 K Gu32ops/s against 179 K with 168 registers (2.5 KB
+/// spilled), H200, bench/RESULTS.md 2026-11-26 sixth session.
+pub const WIDER_PRODUCT_MIN_BLOCKS: u32 = 2;
 
 /// Threads per block of a program with a classical product: half the shared staging per block
 /// and the same threads per SM. Measured on an H100 (bench/RESULTS.md, 2026-11-25, same run):
@@ -801,8 +820,10 @@ pub fn schedule(
     // A power modulo a big integer in a program of one thread per instance (one-element arrays)
     // runs on the group of threads its plan asks for: a thread's share of the registers.
     let heavy = crate::montgomery::has_one_thread_op(func);
-    let wide_products = max_len == 1
-        && func.any_op(&|op| matches!(op, Op::LimbMulWords(_, _, n) if *n >= WIDE_PRODUCT_LIMBS));
+    let products_of = |limbs: usize| {
+        max_len == 1 && func.any_op(&|op| matches!(op, Op::LimbMulWords(_, _, n) if *n >= limbs))
+    };
+    let wide_products = products_of(WIDE_PRODUCT_LIMBS);
     let classical = sel
         .products()
         .any(|(_, p)| matches!(p, crate::isel::Product::Classical { .. }));
@@ -905,9 +926,9 @@ pub fn schedule(
         None if heavy => t.max(POW_MOD_BLOCK.min(max_t)).max(32),
         None if wide_products => {
             decisions.push(format!(
-                "blocks of {WIDE_PRODUCT_BLOCK} threads, {WIDE_PRODUCT_MIN_BLOCKS} per SM: one \
-                 thread per instance computes products of {WIDE_PRODUCT_LIMBS} limbs or more, \
-                 which need more registers than 256-thread blocks leave"
+                "blocks of {WIDE_PRODUCT_BLOCK} threads: one thread per instance computes \
+                 products of {WIDE_PRODUCT_LIMBS} limbs or more, which need more registers \
+                 than 256-thread blocks leave"
             ));
             WIDE_PRODUCT_BLOCK
         }
@@ -934,7 +955,11 @@ pub fn schedule(
     // A group's threads need few: room for as many blocks as that estimate allows, which also
     // keeps the CUDA compiler from holding whole operands in registers around the power.
     let default_min_blocks = if wide_products && !heavy {
-        WIDE_PRODUCT_MIN_BLOCKS
+        if products_of(2 * WIDE_PRODUCT_LIMBS) {
+            WIDER_PRODUCT_MIN_BLOCKS
+        } else {
+            WIDE_PRODUCT_MIN_BLOCKS
+        }
     } else if !heavy {
         (512 / block).max(1)
     } else if pow_mod_threads > 1 {
@@ -949,16 +974,21 @@ pub fn schedule(
     };
     let min_blocks = hints.min_blocks.unwrap_or(default_min_blocks).max(1);
     let per_word = ops_per_word(func);
-    let tuples_coalesced = t == 1 && max_len == 1 && per_word <= TUPLES_COALESCED_UP_TO;
+    let widest = widest_tuple(func);
+    let tuples_coalesced = t == 1
+        && max_len == 1
+        && per_word <= TUPLES_COALESCED_UP_TO
+        && widest <= crate::place::TUPLE_MAX_WORDS;
     if t == 1 && max_len == 1 {
         decisions.push(format!(
-            "{per_word} scalar operations per word moved: whole big integers {} (at most {} per word go through the warps' transposition buffers)",
+            "{per_word} scalar operations per word moved, values of up to {widest} words: whole big integers {} (at most {} operations per word and {} words go through the warps' transposition buffers)",
             if tuples_coalesced {
                 "read and written through the warps' transposition buffers, whole lines per access"
             } else {
                 "read and written directly"
             },
-            TUPLES_COALESCED_UP_TO
+            TUPLES_COALESCED_UP_TO,
+            crate::place::TUPLE_MAX_WORDS
         ));
     }
     let mut sched = Schedule {
