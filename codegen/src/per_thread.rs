@@ -160,6 +160,18 @@ pub fn per_thread(func: &Func) -> CgResult<Func> {
     Ok(b.finish(&outputs)?)
 }
 
+/// The reference paper's Poly, `(a^2 + b)(b^2 + b) + a b`, on two values (for tests).
+#[cfg(test)]
+pub(crate) fn poly(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
+    let a2 = b.mul(x, x).unwrap();
+    let b2 = b.mul(y, y).unwrap();
+    let l = b.add(a2, y).unwrap();
+    let r = b.add(b2, y).unwrap();
+    let p = b.mul(l, r).unwrap();
+    let ab = b.mul(x, y).unwrap();
+    b.add(p, ab).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,13 +187,7 @@ mod tests {
             let x = b.param("a", Type::Big(Size::lit(bits)));
             let y = b.param("b", Type::Big(Size::lit(bits)));
             let r = if poly {
-                let a2 = b.mul(x, x).unwrap();
-                let b2 = b.mul(y, y).unwrap();
-                let l = b.add(a2, y).unwrap();
-                let r = b.add(b2, y).unwrap();
-                let p = b.mul(l, r).unwrap();
-                let ab = b.mul(x, y).unwrap();
-                b.add(p, ab).unwrap()
+                super::poly(&mut b, x, y)
             } else {
                 b.mul(x, y).unwrap()
             };

@@ -1063,13 +1063,7 @@ mod tests {
             let r = if power {
                 b.pow_mod(x, y, y).unwrap()
             } else if poly {
-                let a2 = b.mul(x, x).unwrap();
-                let b2 = b.mul(y, y).unwrap();
-                let l = b.add(a2, y).unwrap();
-                let r = b.add(b2, y).unwrap();
-                let p = b.mul(l, r).unwrap();
-                let ab = b.mul(x, y).unwrap();
-                b.add(p, ab).unwrap()
+                crate::per_thread::poly(&mut b, x, y)
             } else {
                 b.mul(x, y).unwrap()
             };
