@@ -82,7 +82,8 @@ fn computed(b: &mut Builder, m: ValueId, params: u64) -> IrResult<ValueId> {
 
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
 /// remainders and square roots; up to 1024 bits, gcds, inverses, powers and sums, differences
-/// and products modulo a number; at 2048 bits powers, in groups of threads), comparisons, selects, bit operations
+/// and products modulo a number; at 2048 bits powers, in groups of threads), comparisons,
+/// selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
 /// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
 /// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four

@@ -293,10 +293,11 @@ fn product(
     out: usize,
     y_known: &[Option<u64>],
 ) -> CgResult<ValueId> {
-    if n >= MUL_WORDS_FROM_LIMBS && y_known.iter().all(Option::is_none) {
+    let unknown = y_known.iter().all(Option::is_none);
+    if n >= MUL_WORDS_FROM_LIMBS && unknown {
         return Ok(b.push(Op::LimbMulWords(x, y, out))?);
     }
-    if x == y && n > 1 && y_known.iter().all(Option::is_none) {
+    if x == y && n > 1 && unknown {
         return square(b, x, n, out);
     }
     let (xs, ys) = (limbs(b, x, n)?, limbs(b, y, n)?);

@@ -474,8 +474,7 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             let (a, _) = limb_tuple(v(*a))?;
             let (b, _) = limb_tuple(v(*b))?;
             let mut w = (a * b).to_u64_digits();
-            w.resize(w.len().max(*n), 0);
-            w.truncate(*n);
+            w.resize(*n, 0);
             Value::Tuple(w.into_iter().map(Value::U64).collect())
         }
         Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {

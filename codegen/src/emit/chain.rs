@@ -6,6 +6,7 @@
 /// c [+ CF]`), `add{c}{.cc}.u32 d, a, b` (`d = a + b [+ CF]`) or `sub{c}{.cc}.u32 d, a, b`
 /// (`d = a - b [- CF]`, CF the borrow). Operands are C expressions: the chain's accumulators
 /// (read and written), other values (read) or `0`.
+#[derive(Clone)]
 pub(crate) struct Step {
     op: &'static str,
     d: String,
@@ -112,4 +113,17 @@ pub(crate) fn chain(steps: &[Step]) -> (String, String) {
     }
     host.push('}');
     (device, host)
+}
+
+/// Carry chains as one text for both targets: the GPU's `asm` statements under
+/// `#ifdef __CUDA_ARCH__`, the host's C otherwise ([`chain`]), each statement on a line of its
+/// own after `indent`.
+pub(crate) fn both_targets(chains: &[Vec<Step>], indent: &str) -> String {
+    let (device, host): (Vec<String>, Vec<String>) = chains.iter().map(|c| chain(c)).unzip();
+    let sep = format!("\n{indent}");
+    format!(
+        "#ifdef __CUDA_ARCH__\n{indent}{}\n#else\n{indent}{}\n#endif",
+        device.join(&sep),
+        host.join(&sep)
+    )
 }

@@ -15,7 +15,7 @@
 //! Plain C over `u32`/`u64` (CUDA's funnel shifts have host equivalents in the tests' prelude), so
 //! the tests below compile it for the host and check it against num-bigint without a GPU.
 
-use super::chain::{chain, Step};
+use super::chain::{both_targets, Step};
 use super::Emitter;
 
 /// A row's quotient word `qh` from the window's top words `n2 n1 n0`, the divisor's top words
@@ -61,7 +61,7 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
         return vec![in_memory(na, mb)];
     }
     let name = format!("bf_div_rem_{na}_{mb}");
-    let [(d_low, h_low), (d_high, h_high)] = row_chains(mb);
+    let row = both_targets(&row_chains(mb), "    ");
     let products: String = (0..mb)
         .map(|k| format!("const u64 p{k} = (u64)qh * (u64)d[{k}]; "))
         .collect();
@@ -153,13 +153,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 {estimate}    // w -= qh d; negative when qh was one above.
     {products}
     u32 ba, bb;
-#ifdef __CUDA_ARCH__
-    {d_low}
-    {d_high}
-#else
-    {h_low}
-    {h_high}
-#endif
+{row}
     if ((ba | bb) != 0u) {{
       qh -= 1u;
       u32 cy = 0u;
@@ -324,7 +318,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 /// (one wide multiply, its halves free): the low halves subtracted from `w[0..]`, the high halves
 /// from `w[1..]`, each chain with its own borrow out (`ba`, `bb`: all ones when it borrowed). The
 /// difference is above `-d`, so it is negative exactly when either chain borrowed.
-fn row_chains(mb: usize) -> [(String, String); 2] {
+fn row_chains(mb: usize) -> [Vec<Step>; 2] {
     let s = |x: &str| x.to_string();
     let zero = s("0");
     let lo = |k: usize| format!("(u32)p{k}");
@@ -339,7 +333,7 @@ fn row_chains(mb: usize) -> [(String, String); 2] {
     low.push(Step::new("subc.cc", w(mb), &[w(mb), zero.clone()]));
     low.push(Step::new("subc", "ba", &[zero.clone(), zero.clone()]));
     high.push(Step::new("subc", "bb", &[zero.clone(), zero]));
-    [chain(&low), chain(&high)]
+    [low, high]
 }
 
 impl Emitter<'_> {

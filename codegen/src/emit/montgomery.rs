@@ -6,7 +6,7 @@
 //! `u64`, which the CUDA compiler turns into wide multiply-adds and which cannot overflow:
 //! `(2^32-1)^2 + 2 (2^32-1) = 2^64 - 1`.
 
-use super::chain::{chain, Step};
+use super::chain::{both_targets, Step};
 use super::Emitter;
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
@@ -167,17 +167,6 @@ pub(super) fn paired_rounds(s: usize) -> [Vec<Step>; 8] {
     ]
 }
 
-/// Carry chains as one text for both targets: the GPU's `asm` statements under
-/// `#ifdef __CUDA_ARCH__`, the host's C otherwise (see [`chain`]).
-pub(super) fn both_targets(chains: &[Vec<Step>]) -> String {
-    let (device, host): (Vec<String>, Vec<String>) = chains.iter().map(|c| chain(c)).unzip();
-    format!(
-        "#ifdef __CUDA_ARCH__\n    {}\n#else\n    {}\n#endif",
-        device.join("\n    "),
-        host.join("\n    ")
-    )
-}
-
 /// One chain of [`paired_rounds`]: accumulator `acc` += `f[j] g` for the `j < s` of one
 /// `parity`, each at words `j + at, j + at + 1`, written `down` words lower; then the carry into
 /// the words `top`, each (word, fresh): a fresh word is written as the carry alone (nothing
@@ -198,10 +187,6 @@ struct Products<'a> {
 fn mont_function_halves(s: usize) -> (String, String) {
     let name = format!("bf_mont_{s}");
     let [a_lo, a_hi, b_lo, b_hi] = round_chains(s);
-    let (d_alo, h_alo) = chain(&a_lo);
-    let (d_ahi, h_ahi) = chain(&a_hi);
-    let (d_blo, h_blo) = chain(&b_lo);
-    let (d_bhi, h_bhi) = chain(&b_hi);
     let text = format!(
         r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of
 // b, each four carry chains of multiply-adds (low and high halves of t += a b_i, then of
@@ -213,26 +198,16 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
   #pragma unroll 1
   for (int i = 0; i < {s}; ++i) {{
     const u32 bi = b[i];
-#ifdef __CUDA_ARCH__
-    {d_alo}
-    {d_ahi}
-#else
-    {h_alo}
-    {h_ahi}
-#endif
+{products}
     const u32 q = t[0] * minv;
-#ifdef __CUDA_ARCH__
-    {d_blo}
-    {d_bhi}
-#else
-    {h_blo}
-    {h_bhi}
-#endif
+{reduction}
   }}
 {subtract}}}
 "#,
         bits = 32 * s,
         s2 = s + 2,
+        products = both_targets(&[a_lo, a_hi], "    "),
+        reduction = both_targets(&[b_lo, b_hi], "    "),
         subtract = subtract_once(s, "t", 0),
     );
     (name, text)
@@ -250,7 +225,7 @@ fn mont_function(s: usize, form: ProductForm) -> (String, String) {
     };
     let name = format!("bf_mont_{s}");
     let rounds = paired_rounds(s);
-    let both = |range: std::ops::Range<usize>| both_targets(&rounds[range]);
+    let both = |range: std::ops::Range<usize>| both_targets(&rounds[range], "    ");
     let text = format!(
         r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of
 // b, each four carry chains of whole 64-bit word products, split by the parity of their
@@ -341,16 +316,8 @@ fn sqr_function(s: usize) -> (String, String) {
             steps
         };
         let text = |cs: &[Vec<Step>]| {
-            let (d, h): (Vec<String>, Vec<String>) = cs
-                .iter()
-                .filter(|c| !c.is_empty())
-                .map(|c| chain(c))
-                .unzip();
-            format!(
-                "#ifdef __CUDA_ARCH__\n  {}\n#else\n  {}\n#endif\n",
-                d.join("\n  "),
-                h.join("\n  ")
-            )
+            let cs: Vec<Vec<Step>> = cs.iter().filter(|c| !c.is_empty()).cloned().collect();
+            format!("{}\n", both_targets(&cs, "  "))
         };
         let a_i = format!("a[{i}]");
         let _ = writeln!(body, "  // Round {i}: a_{i} D_{i}, then q m.");
@@ -443,9 +410,9 @@ pub(super) fn paired_sum(s: usize, lb: usize, hb: usize) -> Vec<Step> {
 /// The end of a product on paired accumulators: [`paired_sum`] (`t = l[lb..=lb + s] < 2m`),
 /// then [`subtract_once`].
 fn sum_and_subtract(s: usize, lb: usize, hb: usize) -> String {
-    let (device, host) = chain(&paired_sum(s, lb, hb));
     format!(
-        "#ifdef __CUDA_ARCH__\n  {device}\n#else\n  {host}\n#endif\n{}",
+        "{}\n{}",
+        both_targets(&[paired_sum(s, lb, hb)], "  "),
         subtract_once(s, "l", lb)
     )
 }

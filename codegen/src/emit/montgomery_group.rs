@@ -19,8 +19,8 @@
 //! on 32-bit values, so the tests can compile it for the host with those four emulated over `T`
 //! host threads.
 
-use super::chain::Step;
-use super::montgomery::{both_targets, paired_rounds, paired_sum, square_by_product, windows_walk};
+use super::chain::{both_targets, Step};
+use super::montgomery::{paired_rounds, paired_sum, square_by_product, windows_walk};
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
@@ -147,12 +147,15 @@ fn mont(s: usize, l: usize, tg: usize, form: ProductForm) -> (String, String) {
     let name = format!("bf_group_mont_{sx}");
     let rounds = paired_rounds(l);
     let w = |j: usize| format!("l[{j}]");
-    let receive = both_targets(&[vec![
-        Step::new("add.cc", w(l - 2), &[w(l - 2), "r0".into()]),
-        Step::new("addc.cc", w(l - 1), &[w(l - 1), "r1".into()]),
-        Step::new("addc", w(l), &[w(l), "0".into()]),
-    ]]);
-    let sum = both_targets(&[paired_sum(l, 0, 1)]);
+    let receive = both_targets(
+        &[vec![
+            Step::new("add.cc", w(l - 2), &[w(l - 2), "r0".into()]),
+            Step::new("addc.cc", w(l - 1), &[w(l - 1), "r1".into()]),
+            Step::new("addc", w(l), &[w(l), "0".into()]),
+        ]],
+        "    ",
+    );
+    let sum = both_targets(&[paired_sum(l, 0, 1)], "    ");
     let text = format!(
         r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, two rounds a step, on
 // paired accumulators (l: pairs of words from even positions, h: from odd ones) over this thread's
@@ -201,10 +204,10 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
         lm2 = l - 2,
         lm1 = l - 1,
         top = tg - 1,
-        r0 = both_targets(&rounds[0..2]),
-        r1 = both_targets(&rounds[2..4]),
-        r2 = both_targets(&rounds[4..6]),
-        r3 = both_targets(&rounds[6..8]),
+        r0 = both_targets(&rounds[0..2], "    "),
+        r1 = both_targets(&rounds[2..4], "    "),
+        r2 = both_targets(&rounds[4..6], "    "),
+        r3 = both_targets(&rounds[6..8], "    "),
     );
     (name, text)
 }

@@ -15,8 +15,7 @@
 //! Fully unrolled: every array is indexed by constants and stays in registers. Each chain is
 //! rendered for the GPU and, as plain C, for the host, where the tests below compile it.
 
-use super::chain::Step;
-use super::montgomery::both_targets;
+use super::chain::{both_targets, Step};
 use super::Emitter;
 
 /// The device function for the product of an `na`-limb and an `nb`-limb number kept to `out`
@@ -38,7 +37,7 @@ pub(crate) fn mul_words_function(
     if square {
         for i in 0..wa {
             let row: Vec<usize> = (i + 1..wa).collect();
-            body.push_str(&acc.row(i, &format!("a[{i}]"), &row, "a"));
+            body.push_str(&acc.row(i, &format!("a[{i}]"), &row));
         }
         body.push_str(&acc.sum());
         body.push_str(&double(w));
@@ -46,7 +45,7 @@ pub(crate) fn mul_words_function(
     } else {
         for i in 0..wb {
             let row: Vec<usize> = (0..wa).collect();
-            body.push_str(&acc.row(i, &format!("b[{i}]"), &row, "a"));
+            body.push_str(&acc.row(i, &format!("b[{i}]"), &row));
         }
         body.push_str(&acc.sum());
     }
@@ -98,9 +97,9 @@ impl Accumulators {
         }
     }
 
-    /// Row `i`: `g` times `f[j]` for the `j` in `js`, at positions `i + j` below the width, as
+    /// Row `i`: `g` times `a[j]` for the `j` in `js`, at positions `i + j` below the width, as
     /// one chain per parity.
-    fn row(&mut self, i: usize, g: &str, js: &[usize], f: &str) -> String {
+    fn row(&mut self, i: usize, g: &str, js: &[usize]) -> String {
         let mut chains = Vec::new();
         for parity in 0..2 {
             let x = if parity == 0 { 'e' } else { 'o' };
@@ -116,7 +115,7 @@ impl Accumulators {
             let mut steps: Vec<Step> = Vec::new();
             let mut last = 0;
             for &(j, p) in &ps {
-                let args = |q: usize| [format!("{f}[{j}]"), g.to_string(), word(q)];
+                let args = |q: usize| [format!("a[{j}]"), g.to_string(), word(q)];
                 let lo = if steps.is_empty() {
                     "mad.lo.cc"
                 } else {
@@ -149,7 +148,7 @@ impl Accumulators {
             self.top[parity] = Some(self.top[parity].map_or(q - 1, |t| t.max(q - 1)));
             chains.push(steps);
         }
-        format!("  // Row {i}.\n{}\n", both_targets(&chains))
+        format!("  // Row {i}.\n{}\n", both_targets(&chains, "    "))
     }
 
     /// `e += o` over the whole width (the carry out of the top is dropped: the product kept).
@@ -167,7 +166,7 @@ impl Accumulators {
         if steps.is_empty() {
             return String::new();
         }
-        format!("  // e = e + o.\n{}\n", both_targets(&[steps]))
+        format!("  // e = e + o.\n{}\n", both_targets(&[steps], "    "))
     }
 }
 
@@ -199,13 +198,19 @@ fn diagonal(wa: usize, w: usize) -> String {
             ));
         }
     }
-    format!("  // The squares.\n{}\n", both_targets(&[steps]))
+    format!("  // The squares.\n{}\n", both_targets(&[steps], "    "))
 }
 
 impl Emitter<'_> {
-    /// The limbs of `a b` kept to `out` limbs, through the device function of its shape.
-    pub(super) fn mul_words_call(&mut self, a: &[String], b: &[String], out: usize) -> Vec<String> {
-        let square = a == b;
+    /// The limbs of `a b` kept to `out` limbs, through the device function of its shape (`square`:
+    /// `a` and `b` are one value).
+    pub(super) fn mul_words_call(
+        &mut self,
+        a: &[String],
+        b: &[String],
+        out: usize,
+        square: bool,
+    ) -> Vec<String> {
         let (name, text) = mul_words_function(a.len(), b.len(), out, square);
         let operands: Vec<&[String]> = if square { vec![a] } else { vec![a, b] };
         self.device_call(

@@ -133,7 +133,7 @@ impl Emitter<'_> {
                 Op::LimbPowMod(x, e, m) => self.pow_mod_call(&arg(*x), &arg(*e), &arg(*m)),
                 Op::LimbMontMul(a, b, m) => self.mont_mul_call(&arg(*a), &arg(*b), &arg(*m)),
                 Op::LimbGcd(a, b) => self.gcd_call(&arg(*a), &arg(*b)),
-                Op::LimbMulWords(a, b, n) => self.mul_words_call(&arg(*a), &arg(*b), *n),
+                Op::LimbMulWords(a, b, n) => self.mul_words_call(&arg(*a), &arg(*b), *n, a == b),
                 Op::LimbDivRem(a, b) => self.div_rem_call(&arg(*a), &arg(*b)),
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
                 Op::Loop { count, body, args } => {
