@@ -94,91 +94,116 @@ fn round_chains(l: usize) -> [Vec<Step>; 4] {
 /// of each accumulator moves it down two words (folded into its destinations), which keeps each
 /// pair in its registers from one pair of rounds to the next. Words that first receive a carry
 /// in a pair of rounds are written, not read, so nothing needs clearing between them.
-pub(super) fn paired_rounds(s: usize) -> [Vec<Step>; 8] {
+pub(super) fn paired_rounds(s: usize, joins: Joins) -> [Vec<Step>; 8] {
     let l = |j: usize| format!("l[{j}]");
     let h = |j: usize| format!("h[{j}]");
-    let chain = |join: Option<(String, String)>, p: Products| {
-        let x = |j: usize| format!("{}[{j}]", p.acc);
-        let mut steps: Vec<Step> = join
-            .into_iter()
-            .map(|(d, y)| Step::new("add.cc", d.clone(), &[d, y]))
-            .collect();
-        for j in (p.parity..s).step_by(2) {
-            let w = j + p.at;
-            let lo = if steps.is_empty() {
-                "mad.lo.cc"
-            } else {
-                "madc.lo.cc"
-            };
-            let args = |k: usize| [format!("{}[{j}]", p.f), p.g.to_string(), x(k)];
-            steps.push(Step::new(lo, x(w - p.down), &args(w)));
-            steps.push(Step::new("madc.hi.cc", x(w + 1 - p.down), &args(w + 1)));
-        }
-        for (n, &(w, fresh)) in p.top.iter().enumerate() {
-            let op = if n + 1 == p.top.len() {
-                "addc"
-            } else {
-                "addc.cc"
-            };
-            let src = if fresh { "0".to_string() } else { x(w) };
-            steps.push(Step::new(op, x(w - p.down), &[src, "0".to_string()]));
-        }
-        steps
-    };
+    let a = |j: usize| format!("a[{j}]");
+    let m = |j: usize| format!("m[{j}]");
     let products = |acc, f, g, parity, at, down, top| Products {
         acc,
         f,
         g,
         parity,
+        from: 0,
         at,
         down,
         top,
+        top_add: None,
+    };
+    // Each round's join, into the chain of its odd products (which starts a word above the
+    // bottom) of the factors' or of the reduction's.
+    let (join0, join1) = (Some((l(0), h(1))), Some((h(2), l(1))));
+    let (ab0, qm0, ab1, qm1) = match joins {
+        Joins::Products => (join0, None, join1, None),
+        Joins::Reduction => (None, join0, None, join1),
     };
     [
         // Base 2i: h[1] joins l[0]; the odd products a_j b at h[j+1..], the even ones at l[j..].
-        chain(
-            Some((l(0), h(1))),
-            products('h', "a", "b0", 1, 1, 0, &[(s + 2, true)]),
-        ),
-        chain(
-            None,
-            products('l', "a", "b0", 0, 0, 0, &[(s, false), (s + 1, true)]),
-        ),
-        chain(
-            None,
-            products('l', "m", "q", 0, 0, 0, &[(s, false), (s + 1, false)]),
-        ),
-        chain(None, products('h', "m", "q", 1, 1, 0, &[(s + 2, false)])),
+        products('h', &a, "b0", 1, 1, 0, &[(s + 2, true)]).chain(s, ab0),
+        products('l', &a, "b0", 0, 0, 0, &[(s, false), (s + 1, true)]).chain(s, None),
+        products('l', &m, "q", 0, 0, 0, &[(s, false), (s + 1, false)]).chain(s, None),
+        products('h', &m, "q", 1, 1, 0, &[(s + 2, false)]).chain(s, qm0),
         // Base 2i + 1: l[1] joins h[2]; the odd products at l[j+1..], the even ones at h[j+2..];
         // the last chain of each accumulator moves it down two words.
-        chain(
-            Some((h(2), l(1))),
-            products('l', "a", "b1", 1, 1, 0, &[(s + 2, true)]),
-        ),
-        chain(
-            None,
-            products('h', "a", "b1", 0, 2, 0, &[(s + 2, false), (s + 3, true)]),
-        ),
-        chain(
-            None,
-            products('h', "m", "q", 0, 2, 2, &[(s + 2, false), (s + 3, false)]),
-        ),
-        chain(None, products('l', "m", "q", 1, 1, 2, &[(s + 2, false)])),
+        products('l', &a, "b1", 1, 1, 0, &[(s + 2, true)]).chain(s, ab1),
+        products('h', &a, "b1", 0, 2, 0, &[(s + 2, false), (s + 3, true)]).chain(s, None),
+        products('h', &m, "q", 0, 2, 2, &[(s + 2, false), (s + 3, false)]).chain(s, None),
+        products('l', &m, "q", 1, 1, 2, &[(s + 2, false)]).chain(s, qm1),
     ]
 }
 
-/// One chain of [`paired_rounds`]: accumulator `acc` += `f[j] g` for the `j < s` of one
-/// `parity`, each at words `j + at, j + at + 1`, written `down` words lower; then the carry into
-/// the words `top`, each (word, fresh): a fresh word is written as the carry alone (nothing
-/// earlier in the pair of rounds wrote it), the others are added to.
-struct Products<'a> {
-    acc: char,
-    f: &'a str,
-    g: &'a str,
-    parity: usize,
-    at: usize,
-    down: usize,
-    top: &'a [(usize, bool)],
+/// Where [`paired_rounds`] adds the words of a round's bottom position that the other
+/// accumulator holds: in the chain of the round's odd word products of the factors (whose
+/// `q` then reads the joined word), or of the reduction (`q` from the sum of the two words; the
+/// chains of the factors' products may then start anywhere, as a square's do). With
+/// `Reduction`, the second round's join reads `h[2]` before the shift of `H` (chain 6) moves
+/// it: chain 7 goes first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Joins {
+    Products,
+    Reduction,
+}
+
+/// One chain of [`paired_rounds`]: accumulator `acc` += `f(j) g` for the `j` of one `parity`
+/// from `from` up to the accumulator's width, each at words `j + at, j + at + 1`, written `down`
+/// words lower; then the carry into the words `top`, each (word, fresh): a fresh word is written
+/// as the carry alone (nothing earlier in the pair of rounds wrote it), the others are added to,
+/// the first with `top_add` too where there is one.
+pub(super) struct Products<'a> {
+    pub acc: char,
+    pub f: &'a dyn Fn(usize) -> String,
+    pub g: &'a str,
+    pub parity: usize,
+    pub from: usize,
+    pub at: usize,
+    pub down: usize,
+    pub top: &'a [(usize, bool)],
+    pub top_add: Option<String>,
+}
+
+impl Products<'_> {
+    /// The chain's steps over an accumulator of `s` words (and those above), after `join`, an
+    /// addition `d += y` at the chain's bottom whose carry enters its first product (which must
+    /// then be the first of its parity).
+    pub(super) fn chain(&self, s: usize, join: Option<(String, String)>) -> Vec<Step> {
+        let x = |j: usize| format!("{}[{j}]", self.acc);
+        let first = (self.parity..s)
+            .step_by(2)
+            .find(|&j| j >= self.from)
+            .unwrap_or(s + self.parity);
+        let mut steps: Vec<Step> = Vec::new();
+        if let Some((d, y)) = join {
+            debug_assert_eq!(first, self.parity, "a join's carry enters the chain's first word");
+            steps.push(Step::new("add.cc", d.clone(), &[d, y]));
+        }
+        for j in (first..s).step_by(2) {
+            let w = j + self.at;
+            let lo = if steps.is_empty() {
+                "mad.lo.cc"
+            } else {
+                "madc.lo.cc"
+            };
+            let args = |k: usize| [(self.f)(j), self.g.to_string(), x(k)];
+            steps.push(Step::new(lo, x(w - self.down), &args(w)));
+            steps.push(Step::new("madc.hi.cc", x(w + 1 - self.down), &args(w + 1)));
+        }
+        for (n, &(w, fresh)) in self.top.iter().enumerate() {
+            let last = n + 1 == self.top.len();
+            let op = match (steps.is_empty(), last) {
+                (true, true) => "add",
+                (true, false) => "add.cc",
+                (false, true) => "addc",
+                (false, false) => "addc.cc",
+            };
+            let src = if fresh { "0".to_string() } else { x(w) };
+            let addend = match (&self.top_add, n) {
+                (Some(t), 0) => t.clone(),
+                _ => "0".to_string(),
+            };
+            steps.push(Step::new(op, x(w - self.down), &[src, addend]));
+        }
+        steps
+    }
 }
 
 /// [`mont_function`] on one accumulator, in chains of low and high halves of the word products:
@@ -224,7 +249,7 @@ fn mont_function(s: usize, form: ProductForm) -> (String, String) {
         ProductForm::Group { .. } => unreachable!("a group's product is montgomery_group's"),
     };
     let name = format!("bf_mont_{s}");
-    let rounds = paired_rounds(s);
+    let rounds = paired_rounds(s, Joins::Products);
     let both = |range: std::ops::Range<usize>| both_targets(&rounds[range], "    ");
     let text = format!(
         r#"// r = a b / 2^{bits} mod m ({s} 32-bit words; odd m, a b < m 2^{bits}): CIOS, one round per word of

@@ -20,7 +20,7 @@
 //! host threads.
 
 use super::chain::{both_targets, Step};
-use super::montgomery::{paired_rounds, paired_sum, square_by_product, windows_walk};
+use super::montgomery::{paired_rounds, paired_sum, windows_walk, Joins, Products};
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
@@ -32,6 +32,7 @@ pub(crate) fn group_functions(plan: &PowModPlan) -> Vec<(String, String)> {
     vec![
         helpers(l, tg),
         mont(s, l, tg, plan.product_form()),
+        square(s, l, tg),
         power(plan, l, tg),
     ]
 }
@@ -145,49 +146,126 @@ fn mont(s: usize, l: usize, tg: usize, form: ProductForm) -> (String, String) {
     };
     let sx = suffix(l, tg);
     let name = format!("bf_group_mont_{sx}");
-    let rounds = paired_rounds(l);
-    let w = |j: usize| format!("l[{j}]");
-    let receive = both_targets(
-        &[vec![
-            Step::new("add.cc", w(l - 2), &[w(l - 2), "r0".into()]),
-            Step::new("addc.cc", w(l - 1), &[w(l - 1), "r1".into()]),
-            Step::new("addc", w(l), &[w(l), "0".into()]),
-        ]],
-        "    ",
-    );
-    let sum = both_targets(&[paired_sum(l, 0, 1)], "    ");
     let text = format!(
         r#"// r = a b / 2^{bits} mod m over the group (odd m, a b < m 2^{bits}): CIOS, two rounds a step, on
 // paired accumulators (l: pairs of words from even positions, h: from odd ones) over this thread's
 // {l} words and the few above them, which overlap the next thread's bottom. r may be a.
 static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b, const u32* m, const u32 minv, const u32 k, const u32 gm, const u32 base) {{
-  u32 l[{l3}], h[{l4}];
-  #pragma unroll
-  for (int j = 0; j < {l3}; ++j) l[j] = 0u;
-  #pragma unroll
-  for (int j = 0; j < {l4}; ++j) h[j] = 0u;
-  #pragma unroll {pairs_per_turn}
+{start}  #pragma unroll {pairs_per_turn}
   for (int i = 0; i < {s}; i += 2) {{
     const u32 b0 = __shfl_sync(gm, b[i % {l}], i / {l}, {tg});
     const u32 b1 = __shfl_sync(gm, b[(i + 1) % {l}], i / {l}, {tg});
-{r0}
-    u32 q = __shfl_sync(gm, l[0] * minv, 0, {tg});
+{step}  }}
+{end}}}
+"#,
+        bits = 32 * s,
+        start = accumulators(l),
+        step = StepChains::product(l).text(l, tg, "    "),
+        end = product_end(l, tg),
+    );
+    (name, text)
+}
+
+/// The accumulators of a product over the group, cleared.
+fn accumulators(l: usize) -> String {
+    format!(
+        "  u32 l[{l3}], h[{l4}];\n  #pragma unroll\n  for (int j = 0; j < {l3}; ++j) l[j] = 0u;\n  \
+         #pragma unroll\n  for (int j = 0; j < {l4}; ++j) h[j] = 0u;\n",
+        l3 = l + 3,
+        l4 = l + 4,
+    )
+}
+
+/// The chains of one step of a product over the group (two CIOS rounds, `b0` and `b1` the
+/// step's words of the second factor), of [`paired_rounds`] or a square's: each round's products
+/// of the factors, the expression whose product by `minv` is its `q` (the round's bottom word),
+/// and its reduction by `q m`, the second round's with the shift by two words.
+struct StepChains {
+    first: Vec<Vec<Step>>,
+    q0: &'static str,
+    reduce0: Vec<Vec<Step>>,
+    second: Vec<Vec<Step>>,
+    q1: &'static str,
+    reduce1: Vec<Vec<Step>>,
+}
+
+impl StepChains {
+    /// A product's: the joins in the chains of the factors' products.
+    fn product(l: usize) -> StepChains {
+        let [c0, c1, c2, c3, c4, c5, c6, c7] = paired_rounds(l, Joins::Products);
+        StepChains {
+            first: vec![c0, c1],
+            q0: "l[0]",
+            reduce0: vec![c2, c3],
+            second: vec![c4, c5],
+            q1: "h[2]",
+            reduce1: vec![c6, c7],
+        }
+    }
+
+    /// A square's: `first` and `second` its rounds' products; the joins in the reduction.
+    fn square(l: usize, first: Vec<Vec<Step>>, second: Vec<Vec<Step>>) -> StepChains {
+        let [_, _, c2, c3, _, _, c6, c7] = paired_rounds(l, Joins::Reduction);
+        StepChains {
+            first,
+            q0: "(l[0] + h[1])",
+            reduce0: vec![c2, c3],
+            second,
+            q1: "(h[2] + l[1])",
+            reduce1: vec![c7, c6],
+        }
+    }
+
+    /// The step's text: the chains, each round's `q` from thread 0, the exchange of the bottom
+    /// words.
+    fn text(&self, l: usize, tg: usize, indent: &str) -> String {
+        let w = |j: usize| format!("l[{j}]");
+        let receive = both_targets(
+            &[vec![
+                Step::new("add.cc", w(l - 2), &[w(l - 2), "r0".into()]),
+                Step::new("addc.cc", w(l - 1), &[w(l - 1), "r1".into()]),
+                Step::new("addc", w(l), &[w(l), "0".into()]),
+            ]],
+            indent,
+        );
+        format!(
+            r#"{r0}
+{i}u32 q = __shfl_sync(gm, {q0} * minv, 0, {tg});
 {r1}
-    // Position 0 is done: it goes to the thread below.
-    const u32 w0 = l[0];
+{i}// Position 0 is done: it goes to the thread below.
+{i}const u32 w0 = l[0];
 {r2}
-    q = __shfl_sync(gm, h[2] * minv, 0, {tg});
+{i}q = __shfl_sync(gm, {q1} * minv, 0, {tg});
 {r3}
-    // Position 1 is done (the shift left it in h[0]); the thread above's two bottom words join
-    // this thread's positions {lm2} and {lm1}. Every thread takes part in the exchange; the top one has
-    // nothing above it.
-    const u32 d0 = __shfl_down_sync(gm, w0, 1, {tg});
-    const u32 d1 = __shfl_down_sync(gm, h[0], 1, {tg});
-    const u32 r0 = k == {top}u ? 0u : d0;
-    const u32 r1 = k == {top}u ? 0u : d1;
+{i}// Position 1 is done (the shift left it in h[0]); the thread above's two bottom words join
+{i}// this thread's positions {lm2} and {lm1}. Every thread takes part in the exchange; the top one has
+{i}// nothing above it.
+{i}const u32 d0 = __shfl_down_sync(gm, w0, 1, {tg});
+{i}const u32 d1 = __shfl_down_sync(gm, h[0], 1, {tg});
+{i}const u32 r0 = k == {top}u ? 0u : d0;
+{i}const u32 r1 = k == {top}u ? 0u : d1;
 {receive}
-  }}
-  // t = L + H / 2^32 at positions 0..={l}; the top word joins the next thread's bottom, carries
+"#,
+            i = indent,
+            lm2 = l - 2,
+            lm1 = l - 1,
+            top = tg - 1,
+            q0 = self.q0,
+            q1 = self.q1,
+            r0 = both_targets(&self.first, indent),
+            r1 = both_targets(&self.reduce0, indent),
+            r2 = both_targets(&self.second, indent),
+            r3 = both_targets(&self.reduce1, indent),
+        )
+    }
+}
+
+/// The end of a product over the group: the accumulators' sum, carries resolved over the group,
+/// one conditional subtraction, the result in `r`.
+fn product_end(l: usize, tg: usize) -> String {
+    let sx = suffix(l, tg);
+    format!(
+        r#"  // t = L + H / 2^32 at positions 0..={l}; the top word joins the next thread's bottom, carries
   // are resolved over the group, then t < 2m: subtract m unless t < m.
 {sum}
   const u32 below = __shfl_up_sync(gm, l[{l}], 1, {tg});
@@ -196,18 +274,135 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* b
   bf_group_reduce_{sx}(l, m, hi, k, gm, base);
   #pragma unroll
   for (int j = 0; j < {l}; ++j) r[j] = l[j];
-}}
 "#,
-        bits = 32 * s,
-        l3 = l + 3,
-        l4 = l + 4,
-        lm2 = l - 2,
-        lm1 = l - 1,
+        sum = both_targets(&[paired_sum(l, 0, 1)], "  "),
         top = tg - 1,
-        r0 = both_targets(&rounds[0..2], "    "),
-        r1 = both_targets(&rounds[2..4], "    "),
-        r2 = both_targets(&rounds[4..6], "    "),
-        r3 = both_targets(&rounds[6..8], "    "),
+    )
+}
+
+/// Pairs of rounds a loop turn of a square over the group: as the product's
+/// (`ProductForm::Group`), whose chains interleave past the GPU's carry flags from eight pairs.
+const SQUARE_PAIRS_PER_TURN: usize = 4;
+
+/// The Montgomery square over the group: `r = a^2 / 2^(32 s) mod m` for `a < m`, each cross
+/// product `a_i a_j` once. The rounds are those of [`mont`] with `b = a`, but round `i` (the word
+/// `p = i mod L` of thread `blk`) adds in each thread `k` only `a_i` times the thread's words from
+/// `p` up, doubled: the pair of words at `p < q` of two threads' shares is computed in the round
+/// of the one at `p`, so every thread computes as many products in a round as the others (the
+/// rounds run in step) and each pair once. The words at the same `p` of threads `blk < k` are
+/// computed (doubled) in `blk`'s round; `k == blk` adds the square `a_i^2`. Doubling: the words of
+/// `2 a`'s share, `d[q] = (a[q] << 1) | (a[q - 1] >> 31)`, except at `p` and `p + 1` (whose
+/// doubling depends on `k > blk`), and the share's top bit times `a_i` one word above the top.
+/// About `s^2 / 2 + s^2` word products instead of `2 s^2`; `p` must be known to the compiler,
+/// so a loop turn is a whole thread's words (`L / 2` steps).
+fn square(s: usize, l: usize, tg: usize) -> (String, String) {
+    let sx = suffix(l, tg);
+    let name = format!("bf_group_msq_{sx}");
+    // The steps of a turn's part: SQUARE_PAIRS_PER_TURN pairs of rounds each.
+    let per_part = 2 * SQUARE_PAIRS_PER_TURN;
+    let parts = l.div_ceil(per_part);
+    let mut steps = String::new();
+    for p in (0..l).step_by(2) {
+        let i = "        ";
+        if p % per_part == 0 {
+            let _ = writeln!(steps, "    case {}: {{", p / per_part);
+        }
+        let f0 = move |j: usize| match j {
+            _ if j == p => "x0".to_string(),
+            _ if j == p + 1 => "y0".to_string(),
+            _ => format!("d[{j}]"),
+        };
+        let f1 = move |j: usize| match j {
+            _ if j == p + 1 => "x1".to_string(),
+            _ if j == p + 2 => "y1".to_string(),
+            _ => format!("d[{j}]"),
+        };
+        #[allow(clippy::too_many_arguments)]
+        fn cross<'a>(
+            acc: char,
+            f: &'a dyn Fn(usize) -> String,
+            g: &'a str,
+            parity: usize,
+            from: usize,
+            at: usize,
+            top: &'a [(usize, bool)],
+            top_add: Option<String>,
+        ) -> Products<'a> {
+            Products {
+                acc,
+                f,
+                g,
+                parity,
+                from,
+                at,
+                down: 0,
+                top,
+                top_add,
+            }
+        }
+        let top0 = [(l + 2, true)];
+        let top1 = [(l, false), (l + 1, true)];
+        let top4 = [(l + 2, true)];
+        let top5 = [(l + 2, false), (l + 3, true)];
+        let first = [
+            cross('h', &f0, "b0", 1, p, 1, &top0[..], None).chain(l, None),
+            cross('l', &f0, "b0", 0, p, 0, &top1[..], Some("e0".into())).chain(l, None),
+        ];
+        let second = [
+            cross('l', &f1, "b1", 1, p + 1, 1, &top4[..], None).chain(l, None),
+            cross('h', &f1, "b1", 0, p + 1, 2, &top5[..], Some("e1".into())).chain(l, None),
+        ];
+        let y1 = if p + 2 < l {
+            format!("const u32 y1 = gt ? d[{}] : a[{}] << 1;\n{i}const u32 e1 = b1 & (0u - top);", p + 2, p + 2)
+        } else {
+            "const u32 e1 = b1 & (0u - (gt ? top : 0u));".to_string()
+        };
+        let _ = write!(
+            steps,
+            r#"      {{
+        // Rounds at words {p} and {p1} of thread blk.
+        const u32 b0 = __shfl_sync(gm, a[{p}], blk, {tg});
+        const u32 b1 = __shfl_sync(gm, a[{p1}], blk, {tg});
+        const u32 x0 = gt ? a[{p}] << 1 : (eq ? a[{p}] : 0u);
+        const u32 y0 = gt ? d[{p1}] : a[{p1}] << 1;
+        const u32 e0 = b0 & (0u - top);
+        const u32 x1 = gt ? a[{p1}] << 1 : (eq ? a[{p1}] : 0u);
+        {y1}
+{step}      }}
+"#,
+            p1 = p + 1,
+            step = StepChains::square(l, first.to_vec(), second.to_vec()).text(l, tg, i),
+        );
+        if p + 2 == l || (p + 2) % per_part == 0 {
+            steps.push_str("      break;\n    }\n");
+        }
+    }
+    let text = format!(
+        r#"// r = a^2 / 2^{bits} mod m over the group (odd m, a < m): the rounds of bf_group_mont_{sx} with
+// each cross product once, doubled. r may be a.
+static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m, const u32 minv, const u32 k, const u32 gm, const u32 base) {{
+{start}  // d: this thread's words of 2 a (the bit from below only within the share); top: its top bit.
+  u32 d[{l}];
+  d[0] = a[0] << 1;
+  #pragma unroll
+  for (int j = 1; j < {l}; ++j) d[j] = (a[j] << 1) | (a[j - 1] >> 31);
+  const u32 top = a[{last}] >> 31;
+  // A loop turn is a part of a thread's words (a branch of its own, which keeps the compiler from
+  // interleaving more carry chains than it has carry flags for).
+  #pragma unroll 1
+  for (u32 turn = 0; turn < {turns}u; ++turn) {{
+    const u32 blk = turn / {parts}u;
+    const bool gt = k > blk, eq = k == blk;
+    switch (turn % {parts}u) {{
+{steps}    }}
+  }}
+{end}}}
+"#,
+        turns = tg * parts,
+        bits = 32 * s,
+        last = l - 1,
+        start = accumulators(l),
+        end = product_end(l, tg),
     );
     (name, text)
 }
@@ -292,9 +487,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
   // R^2 mod m: a squaring per bit of {n} from the top, a doubling where the bit is set.
   #pragma unroll 1
   for (int bit = {top_bit}; bit >= 0; --bit) {{
-    #pragma unroll
-    for (int j = 0; j < {l}; ++j) sq[j] = acc[j];
-    {mont}(acc, acc, sq, m, minv, k, gm, base);
+    bf_group_msq_{sx}(acc, acc, m, minv, k, gm, base);
     if (({n}u >> bit) & 1u) {{
       const u32 over = bf_group_shl1_{sx}(acc, k, gm);
       bf_group_reduce_{sx}(acc, m, over, k, gm, base);
@@ -330,7 +523,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
             plan,
             l,
             &|r, a, b| format!("{mont}({r}, {a}, {b}, m, minv, k, gm, base)"),
-            &square_by_product(l, &format!("{mont}(acc, acc, sq, m, minv, k, gm, base)")),
+            &format!("bf_group_msq_{sx}(acc, acc, m, minv, k, gm, base);"),
         ),
     );
     (name, t)
