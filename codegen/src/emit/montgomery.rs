@@ -148,7 +148,7 @@ pub(super) enum Joins {
 /// from `from` up to the accumulator's width, each at words `j + at, j + at + 1`, written `down`
 /// words lower; then the carry into the words `top`, each (word, fresh): a fresh word is written
 /// as the carry alone (nothing earlier in the pair of rounds wrote it), the others are added to,
-/// the first with `top_add` too where there is one.
+/// the first with the product `top_add` too where there is one (below 2^32: one factor a bit).
 pub(super) struct Products<'a> {
     pub acc: char,
     pub f: &'a dyn Fn(usize) -> String,
@@ -158,7 +158,7 @@ pub(super) struct Products<'a> {
     pub at: usize,
     pub down: usize,
     pub top: &'a [(usize, bool)],
-    pub top_add: Option<String>,
+    pub top_add: Option<(String, String)>,
 }
 
 impl Products<'_> {
@@ -173,7 +173,10 @@ impl Products<'_> {
             .unwrap_or(s + self.parity);
         let mut steps: Vec<Step> = Vec::new();
         if let Some((d, y)) = join {
-            debug_assert_eq!(first, self.parity, "a join's carry enters the chain's first word");
+            debug_assert_eq!(
+                first, self.parity,
+                "a join's carry enters the chain's first word"
+            );
             steps.push(Step::new("add.cc", d.clone(), &[d, y]));
         }
         for j in (first..s).step_by(2) {
@@ -189,18 +192,29 @@ impl Products<'_> {
         }
         for (n, &(w, fresh)) in self.top.iter().enumerate() {
             let last = n + 1 == self.top.len();
-            let op = match (steps.is_empty(), last) {
-                (true, true) => "add",
-                (true, false) => "add.cc",
-                (false, true) => "addc",
-                (false, false) => "addc.cc",
-            };
+            let carry = !steps.is_empty();
             let src = if fresh { "0".to_string() } else { x(w) };
-            let addend = match (&self.top_add, n) {
-                (Some(t), 0) => t.clone(),
-                _ => "0".to_string(),
+            let step = match (&self.top_add, n) {
+                (Some((f, g)), 0) => {
+                    let op = match (carry, last) {
+                        (true, true) => "madc.lo",
+                        (true, false) => "madc.lo.cc",
+                        (false, true) => "mad.lo",
+                        (false, false) => "mad.lo.cc",
+                    };
+                    Step::new(op, x(w - self.down), &[f.clone(), g.clone(), src])
+                }
+                _ => {
+                    let op = match (carry, last) {
+                        (true, true) => "addc",
+                        (true, false) => "addc.cc",
+                        (false, true) => "add",
+                        (false, false) => "add.cc",
+                    };
+                    Step::new(op, x(w - self.down), &[src, "0".to_string()])
+                }
             };
-            steps.push(Step::new(op, x(w - self.down), &[src, addend]));
+            steps.push(step);
         }
         steps
     }
@@ -769,7 +783,8 @@ static u32 bf_swap(u32 v, int from) {{
   bf_bar->arrive_and_wait();
   return r;
 }}
-static u32 __shfl_sync(u32, u32 v, int src, int w) {{ return bf_swap(v, (bf_lane & ~(w - 1)) + src); }}
+// CUDA's: a source lane outside the segment counts modulo its width.
+static u32 __shfl_sync(u32, u32 v, int src, int w) {{ return bf_swap(v, (bf_lane & ~(w - 1)) + (src & (w - 1))); }}
 static u32 __shfl_down_sync(u32, u32 v, int d, int w) {{
   const int i = (bf_lane & (w - 1)) + d;
   return bf_swap(v, i < w ? (bf_lane & ~(w - 1)) + i : bf_lane);

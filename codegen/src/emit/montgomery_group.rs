@@ -238,18 +238,16 @@ impl StepChains {
 {i}q = __shfl_sync(gm, {q1} * minv, 0, {tg});
 {r3}
 {i}// Position 1 is done (the shift left it in h[0]); the thread above's two bottom words join
-{i}// this thread's positions {lm2} and {lm1}. Every thread takes part in the exchange; the top one has
-{i}// nothing above it.
-{i}const u32 d0 = __shfl_down_sync(gm, w0, 1, {tg});
-{i}const u32 d1 = __shfl_down_sync(gm, h[0], 1, {tg});
-{i}const u32 r0 = k == {top}u ? 0u : d0;
-{i}const u32 r1 = k == {top}u ? 0u : d1;
+{i}// this thread's positions {lm2} and {lm1}. Every thread takes part in the exchange; the top one,
+{i}// with nothing above it, gets thread 0's (the lane numbers wrap around the group), which are
+{i}// zeros.
+{i}const u32 r0 = __shfl_sync(gm, w0, k + 1u, {tg});
+{i}const u32 r1 = __shfl_sync(gm, h[0], k + 1u, {tg});
 {receive}
 "#,
             i = indent,
             lm2 = l - 2,
             lm1 = l - 1,
-            top = tg - 1,
             q0 = self.q0,
             q1 = self.q1,
             r0 = both_targets(&self.first, indent),
@@ -285,93 +283,92 @@ fn product_end(l: usize, tg: usize) -> String {
 const SQUARE_PAIRS_PER_TURN: usize = 4;
 
 /// The Montgomery square over the group: `r = a^2 / 2^(32 s) mod m` for `a < m`, each cross
-/// product `a_i a_j` once. The rounds are those of [`mont`] with `b = a`, but round `i` (the word
-/// `p = i mod L` of thread `blk`) adds in each thread `k` only `a_i` times the thread's words from
-/// `p` up, doubled: the pair of words at `p < q` of two threads' shares is computed in the round
-/// of the one at `p`, so every thread computes as many products in a round as the others (the
-/// rounds run in step) and each pair once. The words at the same `p` of threads `blk < k` are
-/// computed (doubled) in `blk`'s round; `k == blk` adds the square `a_i^2`. Doubling: the words of
-/// `2 a`'s share, `d[q] = (a[q] << 1) | (a[q - 1] >> 31)`, except at `p` and `p + 1` (whose
-/// doubling depends on `k > blk`), and the share's top bit times `a_i` one word above the top.
-/// About `s^2 / 2 + s^2` word products instead of `2 s^2`; `p` must be known to the compiler,
-/// so a loop turn is a whole thread's words (`L / 2` steps).
+/// product of words at different places of the threads' shares once. The rounds are those of
+/// [`mont`] with `b = a`, but round `i` (the word `p = i mod L` of thread `blk`) adds in each
+/// thread only `a_i` times the thread's words from `p` up: its word at `p` once, those above
+/// doubled. So every thread computes as many products in a round as the others (the rounds run in
+/// step), a pair of words at `p < q` of any two shares once (doubled, in the round of the one at
+/// `p`), and a pair at the same `p` of two shares twice (in each one's round), the square of a
+/// word once. Doubling: the words of the share's `2 a` above `p`, `d[q] = (a[q] << 1) | (a[q - 1]
+/// >> 31)` except at `p + 1` (`a[p + 1] << 1`: `a[p]` is not doubled), and the share's top bit times
+/// `a_i` one word above its top. About `s^2 / 2 + s^2` word products instead of `2 s^2`, and no
+/// more instructions than the product beside them; `p` must be known to the compiler, so a loop
+/// turn takes a fixed part of a share's words.
 fn square(s: usize, l: usize, tg: usize) -> (String, String) {
     let sx = suffix(l, tg);
     let name = format!("bf_group_msq_{sx}");
-    // The steps of a turn's part: SQUARE_PAIRS_PER_TURN pairs of rounds each.
     let per_part = 2 * SQUARE_PAIRS_PER_TURN;
     let parts = l.div_ceil(per_part);
+    // The operand of the word at `j` in the round at `p`.
+    let word = |p: usize, j: usize| match j {
+        _ if j == p => format!("a[{j}]"),
+        _ if j == p + 1 => format!("(a[{j}] << 1)"),
+        _ => format!("d[{j}]"),
+    };
     let mut steps = String::new();
     for p in (0..l).step_by(2) {
-        let i = "        ";
         if p % per_part == 0 {
             let _ = writeln!(steps, "    case {}: {{", p / per_part);
         }
-        let f0 = move |j: usize| match j {
-            _ if j == p => "x0".to_string(),
-            _ if j == p + 1 => "y0".to_string(),
-            _ => format!("d[{j}]"),
+        let f0 = move |j: usize| word(p, j);
+        let f1 = move |j: usize| word(p + 1, j);
+        // A round's chains of odd and even products from `from`, the share's top bit times `g`
+        // above the top where the round doubles words (all but the top word's round).
+        let round = |f: &dyn Fn(usize) -> String,
+                     g: &str,
+                     from: usize,
+                     tops: [&[(usize, bool)]; 2],
+                     at: [usize; 2]| {
+            let top_add = (from + 1 < l).then(|| (g.to_string(), "top".to_string()));
+            let chain = |acc, parity: usize, top, top_add| {
+                Products {
+                    acc,
+                    f,
+                    g,
+                    parity,
+                    from,
+                    at: at[parity],
+                    down: 0,
+                    top,
+                    top_add,
+                }
+                .chain(l, None)
+            };
+            let (odd, even) = if from % 2 == 0 {
+                ('h', 'l')
+            } else {
+                ('l', 'h')
+            };
+            vec![
+                chain(odd, 1, tops[1], None),
+                chain(even, 0, tops[0], top_add),
+            ]
         };
-        let f1 = move |j: usize| match j {
-            _ if j == p + 1 => "x1".to_string(),
-            _ if j == p + 2 => "y1".to_string(),
-            _ => format!("d[{j}]"),
-        };
-        #[allow(clippy::too_many_arguments)]
-        fn cross<'a>(
-            acc: char,
-            f: &'a dyn Fn(usize) -> String,
-            g: &'a str,
-            parity: usize,
-            from: usize,
-            at: usize,
-            top: &'a [(usize, bool)],
-            top_add: Option<String>,
-        ) -> Products<'a> {
-            Products {
-                acc,
-                f,
-                g,
-                parity,
-                from,
-                at,
-                down: 0,
-                top,
-                top_add,
-            }
-        }
-        let top0 = [(l + 2, true)];
-        let top1 = [(l, false), (l + 1, true)];
-        let top4 = [(l + 2, true)];
-        let top5 = [(l + 2, false), (l + 3, true)];
-        let first = [
-            cross('h', &f0, "b0", 1, p, 1, &top0[..], None).chain(l, None),
-            cross('l', &f0, "b0", 0, p, 0, &top1[..], Some("e0".into())).chain(l, None),
-        ];
-        let second = [
-            cross('l', &f1, "b1", 1, p + 1, 1, &top4[..], None).chain(l, None),
-            cross('h', &f1, "b1", 0, p + 1, 2, &top5[..], Some("e1".into())).chain(l, None),
-        ];
-        let y1 = if p + 2 < l {
-            format!("const u32 y1 = gt ? d[{}] : a[{}] << 1;\n{i}const u32 e1 = b1 & (0u - top);", p + 2, p + 2)
-        } else {
-            "const u32 e1 = b1 & (0u - (gt ? top : 0u));".to_string()
-        };
+        // The accumulators and positions of paired_rounds' chains of products.
+        let first = round(
+            &f0,
+            "b0",
+            p,
+            [&[(l, false), (l + 1, true)], &[(l + 2, true)]],
+            [0, 1],
+        );
+        let second = round(
+            &f1,
+            "b1",
+            p + 1,
+            [&[(l + 2, false), (l + 3, true)], &[(l + 2, true)]],
+            [2, 1],
+        );
         let _ = write!(
             steps,
             r#"      {{
         // Rounds at words {p} and {p1} of thread blk.
         const u32 b0 = __shfl_sync(gm, a[{p}], blk, {tg});
         const u32 b1 = __shfl_sync(gm, a[{p1}], blk, {tg});
-        const u32 x0 = gt ? a[{p}] << 1 : (eq ? a[{p}] : 0u);
-        const u32 y0 = gt ? d[{p1}] : a[{p1}] << 1;
-        const u32 e0 = b0 & (0u - top);
-        const u32 x1 = gt ? a[{p1}] << 1 : (eq ? a[{p1}] : 0u);
-        {y1}
 {step}      }}
 "#,
             p1 = p + 1,
-            step = StepChains::square(l, first.to_vec(), second.to_vec()).text(l, tg, i),
+            step = StepChains::square(l, first, second).text(l, tg, "        "),
         );
         if p + 2 == l || (p + 2) % per_part == 0 {
             steps.push_str("      break;\n    }\n");
@@ -387,12 +384,11 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m
   #pragma unroll
   for (int j = 1; j < {l}; ++j) d[j] = (a[j] << 1) | (a[j - 1] >> 31);
   const u32 top = a[{last}] >> 31;
-  // A loop turn is a part of a thread's words (a branch of its own, which keeps the compiler from
+  // A loop turn is a part of a share's words (a branch of its own, which keeps the compiler from
   // interleaving more carry chains than it has carry flags for).
   #pragma unroll 1
   for (u32 turn = 0; turn < {turns}u; ++turn) {{
     const u32 blk = turn / {parts}u;
-    const bool gt = k > blk, eq = k == blk;
     switch (turn % {parts}u) {{
 {steps}    }}
   }}
