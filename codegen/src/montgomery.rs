@@ -85,12 +85,12 @@ pub enum ProductForm {
     /// turn against 772.4 K with one).
     Halves,
     /// A group of threads (emit/montgomery_group.rs), each running the one-thread paired rounds
-    /// over its words, `pairs_per_turn` pairs of rounds a loop turn. Measured on an H200
-    /// (512-bit exponents, bench/RESULTS.md 2026-11-26, sixth session): at 2048 bits in groups of
-    /// 4, 0.929 / 1.087 / 1.204 / 1.179 M powers a second with 1 / 2 / 4 / 8 pairs a turn; at
-    /// 4096 bits in groups of 8, 233.9 / 276.5 / 307.0 / 310.5 K (8: the compiler starts keeping
-    /// carries in registers). The same groups on chains of low and high halves (this form's
-    /// predecessor) ran 0.73x / 0.71x CGBN, this one 1.11x / 1.08x.
+    /// over its words, `pairs_per_turn` pairs of rounds a loop turn; its squares compute each
+    /// cross product once. Measured on an H200 (512-bit exponents, bench/RESULTS.md 2026-11-26,
+    /// sixth session, squares by products): at 2048 bits in groups of 4, 0.929 / 1.087 / 1.204 /
+    /// 1.179 M powers a second with 1 / 2 / 4 / 8 pairs a turn; at 4096 bits in groups of 8,
+    /// 233.9 / 276.5 / 307.0 / 310.5 K (8: the compiler starts keeping carries in registers).
+    /// With the squares (seventh session): 1.358 M (1.25x CGBN) and 349.4 K (1.23x).
     Group { pairs_per_turn: usize },
 }
 
@@ -186,9 +186,10 @@ impl PowModPlan {
         }
     }
 
-    /// True when its squarings compute each cross product once ([`MAX_WORDS_SQUARED`]).
+    /// True when its squarings compute each cross product once: a group's always
+    /// (emit/montgomery_group.rs `square`), one thread's up to [`MAX_WORDS_SQUARED`].
     pub fn squares_once(&self) -> bool {
-        self.threads == 1 && self.words() <= MAX_WORDS_SQUARED
+        self.threads > 1 || self.words() <= MAX_WORDS_SQUARED
     }
 
     /// 32-bit words of the modulus.
@@ -323,6 +324,7 @@ mod tests {
         assert_eq!(form(4096), ProductForm::Group { pairs_per_turn: 4 });
         assert!(PowModPlan::new(256, 512).squares_once());
         assert!(!PowModPlan::new(512, 512).squares_once());
+        assert!(PowModPlan::new(2048, 512).squares_once());
         assert!(PowModPlan::new(1024, 512)
             .describe()
             .contains("4 pair(s) of rounds"));

@@ -1081,6 +1081,9 @@ static u32 __ballot_sync(u32, bool p) {{
             (1024, 64, 2, 25),
             (2048, 64, 4, 8),
             (1024, 64, 16, 4),
+            // Four and eight words a thread: squares whose loop turns take a whole share.
+            (512, 64, 4, 8),
+            (1024, 64, 4, 8),
         ] {
             let plan = PowModPlan::new(bits, exp_bits)
                 .with_threads(threads)
