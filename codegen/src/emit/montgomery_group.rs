@@ -289,9 +289,9 @@ const SQUARE_PAIRS_PER_TURN: usize = 4;
 /// doubled. So every thread computes as many products in a round as the others (the rounds run in
 /// step), a pair of words at `p < q` of any two shares once (doubled, in the round of the one at
 /// `p`), and a pair at the same `p` of two shares twice (in each one's round), the square of a
-/// word once. Doubling: the words of the share's `2 a` above `p`, `d[q] = (a[q] << 1) | (a[q - 1]
-/// >> 31)` except at `p + 1` (`a[p + 1] << 1`: `a[p]` is not doubled), and the share's top bit times
-/// `a_i` one word above its top. About `s^2 / 2 + s^2` word products instead of `2 s^2`, and no
+/// word once. Doubling: the words of the share's `2 a` above `p`,
+/// `d[q] = (a[q] << 1) | (a[q - 1] >> 31)` except at `p + 1` (`a[p + 1] << 1`: `a[p]` is not
+/// doubled), and the share's top bit times `a_i` one word above its top. About `s^2 / 2 + s^2` word products instead of `2 s^2`, and no
 /// more instructions than the product beside them; `p` must be known to the compiler, so a loop
 /// turn takes a fixed part of a share's words.
 fn square(s: usize, l: usize, tg: usize) -> (String, String) {
@@ -334,7 +334,7 @@ fn square(s: usize, l: usize, tg: usize) -> (String, String) {
                 }
                 .chain(l, None)
             };
-            let (odd, even) = if from % 2 == 0 {
+            let (odd, even) = if from.is_multiple_of(2) {
                 ('h', 'l')
             } else {
                 ('l', 'h')
