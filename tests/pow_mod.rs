@@ -116,7 +116,8 @@ fn powers_equal_modpow() {
 
 #[test]
 fn a_512_bit_exponent() {
-    // One thread per instance at 256 bits, groups of 2 and 8 at 1024 and 4096.
+    // One thread per instance at 256 and 1024 bits, groups of 8 threads at 4096 (whose squares
+    // compute each cross product once).
     for bits in [256u64, 1024, 4096] {
         let (xs, _, ms) = cases(bits, 7 + bits);
         let mut r = rng(bits);
