@@ -94,6 +94,19 @@ pub enum ProductForm {
     Group { pairs_per_turn: usize },
 }
 
+/// How one thread computes a Montgomery square.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OneThreadSquare {
+    /// Rounds unrolled whole, each cross product once (emit/montgomery.rs `sqr_function`), up to
+    /// [`MAX_WORDS_SQUARED`].
+    Unrolled,
+    /// The paired product's rounds with each cross product once, a loop turn a fixed part of the
+    /// words (emit/montgomery.rs `paired_square_function`).
+    Paired,
+    /// As a product (chains of halves).
+    Products,
+}
+
 /// How one thread computes a Montgomery product of `words` 32-bit words: a power's (up to
 /// [`MAX_WORDS_ALONE`], or wider where it does not split into a group), and each product of
 /// `big.mul_mod` (up to [`crate::residue::MAX_BITS`]).
@@ -187,9 +200,20 @@ impl PowModPlan {
     }
 
     /// True when its squarings compute each cross product once: a group's always
-    /// (emit/montgomery_group.rs `square`), one thread's up to [`MAX_WORDS_SQUARED`].
+    /// (emit/montgomery_group.rs `square`), one thread's unless its products are in halves.
     pub fn squares_once(&self) -> bool {
-        self.threads > 1 || self.words() <= MAX_WORDS_SQUARED
+        self.threads > 1 || self.one_thread_square() != OneThreadSquare::Products
+    }
+
+    /// How one thread squares (a group squares as a group).
+    pub fn one_thread_square(&self) -> OneThreadSquare {
+        if self.words() <= MAX_WORDS_SQUARED {
+            OneThreadSquare::Unrolled
+        } else if matches!(one_thread_form(self.words()), ProductForm::Paired { .. }) {
+            OneThreadSquare::Paired
+        } else {
+            OneThreadSquare::Products
+        }
     }
 
     /// 32-bit words of the modulus.
@@ -323,7 +347,15 @@ mod tests {
         assert_eq!(form(1088), ProductForm::Halves);
         assert_eq!(form(4096), ProductForm::Group { pairs_per_turn: 4 });
         assert!(PowModPlan::new(256, 512).squares_once());
-        assert!(!PowModPlan::new(512, 512).squares_once());
+        assert!(PowModPlan::new(512, 512).squares_once());
+        assert_eq!(
+            PowModPlan::new(1024, 512).one_thread_square(),
+            OneThreadSquare::Paired
+        );
+        assert!(
+            !PowModPlan::new(2112, 512).squares_once(),
+            "66 words: halves, one thread"
+        );
         assert!(PowModPlan::new(2048, 512).squares_once());
         assert!(PowModPlan::new(1024, 512)
             .describe()

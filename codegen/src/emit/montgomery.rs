@@ -8,7 +8,7 @@
 
 use super::chain::{both_targets, Step};
 use super::Emitter;
-use crate::montgomery::{PowModPlan, ProductForm};
+use crate::montgomery::{OneThreadSquare, PowModPlan, ProductForm};
 use std::fmt::Write;
 
 /// The steps of one CIOS round on `t[0..l]` and the two words above it (`t[l]`, `t[l+1]`, zero
@@ -142,6 +142,69 @@ pub(super) fn paired_rounds(s: usize, joins: Joins) -> [Vec<Step>; 8] {
 pub(super) enum Joins {
     Products,
     Reduction,
+}
+
+/// The chains of a square's products in the pair of rounds at words `p` and `p + 1` of a share
+/// of `l` words (a group's thread, or one thread's whole number), in [`paired_rounds`]'
+/// accumulators and positions: round `p` multiplies `b0` by the share's word at `p` once and
+/// those above it doubled (`a[p + 1] << 1`, then `d[q]`, the words of `2 a`), the share's top
+/// bit `top` times `b0` one word above the top where it doubled words; round `p + 1` the same
+/// with `b1`. Each pair of words computed once, the words' squares once (see
+/// emit/montgomery_group.rs `square` for a group's words at the same place).
+pub(super) fn square_products(l: usize, p: usize) -> [Vec<Vec<Step>>; 2] {
+    let word = |p: usize, j: usize| match j {
+        _ if j == p => format!("a[{j}]"),
+        _ if j == p + 1 => format!("(a[{j}] << 1)"),
+        _ => format!("d[{j}]"),
+    };
+    let f0 = move |j: usize| word(p, j);
+    let f1 = move |j: usize| word(p + 1, j);
+    let round = |f: &dyn Fn(usize) -> String,
+                 g: &str,
+                 from: usize,
+                 tops: [&[(usize, bool)]; 2],
+                 at: [usize; 2]| {
+        let top_add = (from + 1 < l).then(|| (g.to_string(), "top".to_string()));
+        let chain = |acc, parity: usize, top, top_add| {
+            Products {
+                acc,
+                f,
+                g,
+                parity,
+                from,
+                at: at[parity],
+                down: 0,
+                top,
+                top_add,
+            }
+            .chain(l, None)
+        };
+        let (odd, even) = if from.is_multiple_of(2) {
+            ('h', 'l')
+        } else {
+            ('l', 'h')
+        };
+        vec![
+            chain(odd, 1, tops[1], None),
+            chain(even, 0, tops[0], top_add),
+        ]
+    };
+    [
+        round(
+            &f0,
+            "b0",
+            p,
+            [&[(l, false), (l + 1, true)], &[(l + 2, true)]],
+            [0, 1],
+        ),
+        round(
+            &f1,
+            "b1",
+            p + 1,
+            [&[(l + 2, false), (l + 3, true)], &[(l + 2, true)]],
+            [2, 1],
+        ),
+    ]
 }
 
 /// One chain of [`paired_rounds`]: accumulator `acc` += `f(j) g` for the `j` of one `parity`
@@ -400,6 +463,82 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m
         s1 = s + 1,
         end = sum_and_subtract(s, s, s),
         a_top = s - 1,
+    );
+    (name, text)
+}
+
+/// Pairs of rounds a loop turn of a square on paired accumulators (one thread's, or each thread's
+/// of a group): as the products', whose chains interleave past the GPU's carry flags from eight
+/// pairs. A turn takes a fixed part of the words (a branch of its own), since a round's word must
+/// be known to the compiler.
+pub(super) const SQUARE_PAIRS_PER_TURN: usize = 4;
+
+/// The Montgomery square `r = a^2 / 2^(32 s) mod m` for `a < m` (odd `m`), below `m`, on the
+/// paired accumulators of [`mont_function`]: its rounds with `b = a`, round `p` adding `a_p`
+/// times the words from `p` up, those above `p` doubled ([`square_products`]), so each cross
+/// product once: `s^2 / 2 + s^2` word products instead of `2 s^2`.
+fn paired_square_function(s: usize) -> (String, String) {
+    let name = format!("bf_mont_psq_{s}");
+    let per_part = 2 * SQUARE_PAIRS_PER_TURN;
+    let [_, _, c2, c3, _, _, c6, c7] = paired_rounds(s, Joins::Reduction);
+    let mut steps = String::new();
+    for p in (0..s).step_by(2) {
+        if p % per_part == 0 {
+            let _ = writeln!(steps, "    case {}: {{", p / per_part);
+        }
+        let [first, second] = square_products(s, p);
+        let i = "        ";
+        let _ = write!(
+            steps,
+            r#"      {{
+        const u32 b0 = a[{p}], b1 = a[{p1}];
+{r0}
+        u32 q = (l[0] + h[1]) * minv;
+{r1}
+{r2}
+        q = (h[2] + l[1]) * minv;
+{r3}
+      }}
+"#,
+            p1 = p + 1,
+            r0 = both_targets(&first, i),
+            r1 = both_targets(&[c2.clone(), c3.clone()], i),
+            r2 = both_targets(&second, i),
+            r3 = both_targets(&[c7.clone(), c6.clone()], i),
+        );
+        if p + 2 == s || (p + 2) % per_part == 0 {
+            steps.push_str("      break;\n    }\n");
+        }
+    }
+    let text = format!(
+        r#"// r = a^2 / 2^{bits} mod m ({s} 32-bit words; odd m, a < m): the rounds of bf_mont_{s} with each
+// cross product once, doubled. r may be a.
+static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m, const u32 minv) {{
+  u32 l[{s3}], h[{s4}];
+  #pragma unroll
+  for (int j = 0; j < {s3}; ++j) l[j] = 0u;
+  #pragma unroll
+  for (int j = 0; j < {s4}; ++j) h[j] = 0u;
+  // d: the words of 2 a; top: a's top bit.
+  u32 d[{s}];
+  d[0] = a[0] << 1;
+  #pragma unroll
+  for (int j = 1; j < {s}; ++j) d[j] = (a[j] << 1) | (a[j - 1] >> 31);
+  const u32 top = a[{last}] >> 31;
+  #pragma unroll 1
+  for (u32 part = 0; part < {parts}u; ++part) {{
+    switch (part) {{
+{steps}    }}
+  }}
+  // t = L + H / 2^32.
+{end}}}
+"#,
+        bits = 32 * s,
+        s3 = s + 3,
+        s4 = s + 4,
+        last = s - 1,
+        parts = s.div_ceil(per_part),
+        end = sum_and_subtract(s, 0, 1),
     );
     (name, text)
 }
@@ -694,17 +833,21 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* x64, const u6
             plan,
             s,
             &|r, a, b| format!("{mont}({r}, {a}, {b}, m, minv)"),
-            &if plan.squares_once() {
-                format!("bf_mont_sqr_{s}(acc, acc, m, minv);")
-            } else {
-                square_by_product(s, &format!("{mont}(acc, acc, sq, m, minv)"))
+            &match plan.one_thread_square() {
+                OneThreadSquare::Unrolled => format!("bf_mont_sqr_{s}(acc, acc, m, minv);"),
+                OneThreadSquare::Paired => format!("bf_mont_psq_{s}(acc, acc, m, minv);"),
+                OneThreadSquare::Products => {
+                    square_by_product(s, &format!("{mont}(acc, acc, sq, m, minv)"))
+                }
             }
         ),
         ehalf = e / 2,
     );
     let mut functions = vec![mont_function(s, plan.product_form()), double_function(s)];
-    if plan.squares_once() {
-        functions.push(sqr_function(s));
+    match plan.one_thread_square() {
+        OneThreadSquare::Unrolled => functions.push(sqr_function(s)),
+        OneThreadSquare::Paired => functions.push(paired_square_function(s)),
+        OneThreadSquare::Products => {}
     }
     functions.push((name, t));
     functions

@@ -20,7 +20,9 @@
 //! host threads.
 
 use super::chain::{both_targets, Step};
-use super::montgomery::{paired_rounds, paired_sum, windows_walk, Joins, Products};
+use super::montgomery::{
+    paired_rounds, paired_sum, square_products, windows_walk, Joins, SQUARE_PAIRS_PER_TURN,
+};
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
 
@@ -278,10 +280,6 @@ fn product_end(l: usize, tg: usize) -> String {
     )
 }
 
-/// Pairs of rounds a loop turn of a square over the group: as the product's
-/// (`ProductForm::Group`), whose chains interleave past the GPU's carry flags from eight pairs.
-const SQUARE_PAIRS_PER_TURN: usize = 4;
-
 /// The Montgomery square over the group: `r = a^2 / 2^(32 s) mod m` for `a < m`, each cross
 /// product of words at different places of the threads' shares once. The rounds are those of
 /// [`mont`] with `b = a`, but round `i` (the word `p = i mod L` of thread `blk`) adds in each
@@ -299,66 +297,12 @@ fn square(s: usize, l: usize, tg: usize) -> (String, String) {
     let name = format!("bf_group_msq_{sx}");
     let per_part = 2 * SQUARE_PAIRS_PER_TURN;
     let parts = l.div_ceil(per_part);
-    // The operand of the word at `j` in the round at `p`.
-    let word = |p: usize, j: usize| match j {
-        _ if j == p => format!("a[{j}]"),
-        _ if j == p + 1 => format!("(a[{j}] << 1)"),
-        _ => format!("d[{j}]"),
-    };
     let mut steps = String::new();
     for p in (0..l).step_by(2) {
         if p % per_part == 0 {
             let _ = writeln!(steps, "    case {}: {{", p / per_part);
         }
-        let f0 = move |j: usize| word(p, j);
-        let f1 = move |j: usize| word(p + 1, j);
-        // A round's chains of odd and even products from `from`, the share's top bit times `g`
-        // above the top where the round doubles words (all but the top word's round).
-        let round = |f: &dyn Fn(usize) -> String,
-                     g: &str,
-                     from: usize,
-                     tops: [&[(usize, bool)]; 2],
-                     at: [usize; 2]| {
-            let top_add = (from + 1 < l).then(|| (g.to_string(), "top".to_string()));
-            let chain = |acc, parity: usize, top, top_add| {
-                Products {
-                    acc,
-                    f,
-                    g,
-                    parity,
-                    from,
-                    at: at[parity],
-                    down: 0,
-                    top,
-                    top_add,
-                }
-                .chain(l, None)
-            };
-            let (odd, even) = if from.is_multiple_of(2) {
-                ('h', 'l')
-            } else {
-                ('l', 'h')
-            };
-            vec![
-                chain(odd, 1, tops[1], None),
-                chain(even, 0, tops[0], top_add),
-            ]
-        };
-        // The accumulators and positions of paired_rounds' chains of products.
-        let first = round(
-            &f0,
-            "b0",
-            p,
-            [&[(l, false), (l + 1, true)], &[(l + 2, true)]],
-            [0, 1],
-        );
-        let second = round(
-            &f1,
-            "b1",
-            p + 1,
-            [&[(l + 2, false), (l + 3, true)], &[(l + 2, true)]],
-            [2, 1],
-        );
+        let [first, second] = square_products(l, p);
         let _ = write!(
             steps,
             r#"      {{
