@@ -46,8 +46,8 @@ impl Emitter<'_> {
         for (ci, &(lo, hi)) in chunks.iter().enumerate() {
             let n = hi - lo;
             let mut text = Vec::new();
-            let mut ops_out: Vec<String> = (lo..hi).map(|i| format!("\"=l\"({r}[{i}])")).collect();
-            ops_out.push(format!("\"+r\"({carry})"));
+            let mut ops_out: Vec<String> = (lo..hi).map(|i| format!("\"=&l\"({r}[{i}])")).collect();
+            ops_out.push(format!("\"+&r\"({carry})"));
             let mut ops_in: Vec<String> = Vec::new();
             for i in lo..hi {
                 ops_in.push(format!("\"l\"({x}[{i}])"));

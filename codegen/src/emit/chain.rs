@@ -28,7 +28,9 @@ impl Step {
 /// the host-compiled tests run the very steps the GPU does. Only chains differ between the two
 /// branches; everything around them is one text.
 pub(crate) fn chain(steps: &[Step]) -> (String, String) {
-    // Accumulators are the destinations ("+r"); every other named source is an input ("r").
+    // Accumulators are the destinations ('+&r': early clobber, since a chain writes some before
+    // it reads the last inputs, and an input equal to an accumulator's value on entry, such as a
+    // zero, must not share its register); every other named source is an input ("r").
     let mut outs: Vec<&str> = Vec::new();
     for s in steps {
         if !outs.contains(&s.d.as_str()) {
@@ -68,7 +70,7 @@ pub(crate) fn chain(steps: &[Step]) -> (String, String) {
         "asm(\"{}\" : {} : {});",
         text.join(" "),
         outs.iter()
-            .map(|o| format!("\"+r\"({o})"))
+            .map(|o| format!("\"+&r\"({o})"))
             .collect::<Vec<_>>()
             .join(", "),
         ins.iter()

@@ -297,7 +297,7 @@ impl Emitter<'_> {
             text.push(format!("addc.cc.u32 %{}, %{}, 0;", top - 1, top - 1));
             text.push(format!("addc.u32 %{top}, %{top}, 0;"));
         }
-        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+r\"({acc}{i})")).collect();
+        let outputs: Vec<String> = outs.iter().map(|i| format!("\"+&r\"({acc}{i})")).collect();
         self.line(format!(
             "asm(\"{}\" : {} : {});",
             text.join(" "),
@@ -369,7 +369,7 @@ impl Emitter<'_> {
             };
             text.push(format!("{op} %{i}, %{i}, %{i};"));
         }
-        let outs: Vec<String> = (0..n).map(|i| format!("\"+r\"({acc}{i})")).collect();
+        let outs: Vec<String> = (0..n).map(|i| format!("\"+&r\"({acc}{i})")).collect();
         self.line(format!(
             "asm(\"{}\" : {});",
             text.join(" "),
@@ -394,7 +394,7 @@ impl Emitter<'_> {
         }
         text.push(format!("addc.cc.u32 %{w}, %{w}, 0;"));
         text.push(format!("addc.u32 %{}, %{}, 0;", w + 1, w + 1));
-        let outs: Vec<String> = (0..n).map(|i| format!("\"+r\"({acc}{i})")).collect();
+        let outs: Vec<String> = (0..n).map(|i| format!("\"+&r\"({acc}{i})")).collect();
         self.line(format!(
             "asm(\"{}\" : {} : {});",
             text.join(" "),
