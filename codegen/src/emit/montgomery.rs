@@ -473,23 +473,46 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m
 /// be known to the compiler.
 pub(super) const SQUARE_PAIRS_PER_TURN: usize = 4;
 
+/// The operands of a square's rounds ([`square_products`]) over a share of `l` words `a`: `d`, the
+/// share's words of `2 a` (no bit from below the share), and `top`, its top bit.
+pub(super) fn square_operands(l: usize) -> String {
+    format!(
+        "  // d: the share's words of 2 a (no bit from below it); top: its top bit.\n  u32 d[{l}];\n  \
+         d[0] = a[0] << 1;\n  #pragma unroll\n  for (int j = 1; j < {l}; ++j) d[j] = (a[j] << 1) | \
+         (a[j - 1] >> 31);\n  const u32 top = a[{last}] >> 31;\n",
+        last = l - 1
+    )
+}
+
+/// The steps of a square over a share of `l` words as the cases of a `switch` on a loop turn's
+/// part ([`SQUARE_PAIRS_PER_TURN`] pairs of rounds each), `step(p)` the text of the pair of rounds
+/// at words `p` and `p + 1`; and the number of parts.
+pub(super) fn square_parts(l: usize, step: &dyn Fn(usize) -> String) -> (String, usize) {
+    let per_part = 2 * SQUARE_PAIRS_PER_TURN;
+    let mut cases = String::new();
+    for p in (0..l).step_by(2) {
+        if p % per_part == 0 {
+            let _ = writeln!(cases, "    case {}: {{", p / per_part);
+        }
+        cases.push_str(&step(p));
+        if p + 2 == l || (p + 2) % per_part == 0 {
+            cases.push_str("      break;\n    }\n");
+        }
+    }
+    (cases, l.div_ceil(per_part))
+}
+
 /// The Montgomery square `r = a^2 / 2^(32 s) mod m` for `a < m` (odd `m`), below `m`, on the
 /// paired accumulators of [`mont_function`]: its rounds with `b = a`, round `p` adding `a_p`
 /// times the words from `p` up, those above `p` doubled ([`square_products`]), so each cross
 /// product once: `s^2 / 2 + s^2` word products instead of `2 s^2`.
 fn paired_square_function(s: usize) -> (String, String) {
     let name = format!("bf_mont_psq_{s}");
-    let per_part = 2 * SQUARE_PAIRS_PER_TURN;
     let [_, _, c2, c3, _, _, c6, c7] = paired_rounds(s, Joins::Reduction);
-    let mut steps = String::new();
-    for p in (0..s).step_by(2) {
-        if p % per_part == 0 {
-            let _ = writeln!(steps, "    case {}: {{", p / per_part);
-        }
+    let i = "        ";
+    let (cases, parts) = square_parts(s, &|p| {
         let [first, second] = square_products(s, p);
-        let i = "        ";
-        let _ = write!(
-            steps,
+        format!(
             r#"      {{
         const u32 b0 = a[{p}], b1 = a[{p1}];
 {r0}
@@ -505,11 +528,8 @@ fn paired_square_function(s: usize) -> (String, String) {
             r1 = both_targets(&[c2.clone(), c3.clone()], i),
             r2 = both_targets(&second, i),
             r3 = both_targets(&[c7.clone(), c6.clone()], i),
-        );
-        if p + 2 == s || (p + 2) % per_part == 0 {
-            steps.push_str("      break;\n    }\n");
-        }
-    }
+        )
+    });
     let text = format!(
         r#"// r = a^2 / 2^{bits} mod m ({s} 32-bit words; odd m, a < m): the rounds of bf_mont_{s} with each
 // cross product once, doubled. r may be a.
@@ -519,16 +539,10 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m
   for (int j = 0; j < {s3}; ++j) l[j] = 0u;
   #pragma unroll
   for (int j = 0; j < {s4}; ++j) h[j] = 0u;
-  // d: the words of 2 a; top: a's top bit.
-  u32 d[{s}];
-  d[0] = a[0] << 1;
-  #pragma unroll
-  for (int j = 1; j < {s}; ++j) d[j] = (a[j] << 1) | (a[j - 1] >> 31);
-  const u32 top = a[{last}] >> 31;
-  #pragma unroll 1
+{operands}  #pragma unroll 1
   for (u32 part = 0; part < {parts}u; ++part) {{
     switch (part) {{
-{steps}    }}
+{cases}    }}
   }}
   // t = L + H / 2^32.
 {end}}}
@@ -536,8 +550,7 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m
         bits = 32 * s,
         s3 = s + 3,
         s4 = s + 4,
-        last = s - 1,
-        parts = s.div_ceil(per_part),
+        operands = square_operands(s),
         end = sum_and_subtract(s, 0, 1),
     );
     (name, text)

@@ -21,7 +21,7 @@
 
 use super::chain::{both_targets, Step};
 use super::montgomery::{
-    paired_rounds, paired_sum, square_products, windows_walk, Joins, SQUARE_PAIRS_PER_TURN,
+    paired_rounds, paired_sum, square_operands, square_parts, square_products, windows_walk, Joins,
 };
 use crate::montgomery::{PowModPlan, ProductForm};
 use std::fmt::Write;
@@ -295,16 +295,9 @@ fn product_end(l: usize, tg: usize) -> String {
 fn square(s: usize, l: usize, tg: usize) -> (String, String) {
     let sx = suffix(l, tg);
     let name = format!("bf_group_msq_{sx}");
-    let per_part = 2 * SQUARE_PAIRS_PER_TURN;
-    let parts = l.div_ceil(per_part);
-    let mut steps = String::new();
-    for p in (0..l).step_by(2) {
-        if p % per_part == 0 {
-            let _ = writeln!(steps, "    case {}: {{", p / per_part);
-        }
+    let (cases, parts) = square_parts(l, &|p| {
         let [first, second] = square_products(l, p);
-        let _ = write!(
-            steps,
+        format!(
             r#"      {{
         // Rounds at words {p} and {p1} of thread blk.
         const u32 b0 = __shfl_sync(gm, a[{p}], blk, {tg});
@@ -313,35 +306,26 @@ fn square(s: usize, l: usize, tg: usize) -> (String, String) {
 "#,
             p1 = p + 1,
             step = StepChains::square(l, first, second).text(l, tg, "        "),
-        );
-        if p + 2 == l || (p + 2) % per_part == 0 {
-            steps.push_str("      break;\n    }\n");
-        }
-    }
+        )
+    });
     let text = format!(
         r#"// r = a^2 / 2^{bits} mod m over the group (odd m, a < m): the rounds of bf_group_mont_{sx} with
 // each cross product once, doubled. r may be a.
 static __device__ __forceinline__ void {name}(u32* r, const u32* a, const u32* m, const u32 minv, const u32 k, const u32 gm, const u32 base) {{
-{start}  // d: this thread's words of 2 a (the bit from below only within the share); top: its top bit.
-  u32 d[{l}];
-  d[0] = a[0] << 1;
-  #pragma unroll
-  for (int j = 1; j < {l}; ++j) d[j] = (a[j] << 1) | (a[j - 1] >> 31);
-  const u32 top = a[{last}] >> 31;
-  // A loop turn is a part of a share's words (a branch of its own, which keeps the compiler from
+{start}{operands}  // A loop turn is a part of a share's words (a branch of its own, which keeps the compiler from
   // interleaving more carry chains than it has carry flags for).
   #pragma unroll 1
   for (u32 turn = 0; turn < {turns}u; ++turn) {{
     const u32 blk = turn / {parts}u;
     switch (turn % {parts}u) {{
-{steps}    }}
+{cases}    }}
   }}
 {end}}}
 "#,
         turns = tg * parts,
         bits = 32 * s,
-        last = l - 1,
         start = accumulators(l),
+        operands = square_operands(l),
         end = product_end(l, tg),
     );
     (name, text)
