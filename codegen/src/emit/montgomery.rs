@@ -212,23 +212,23 @@ pub(super) fn square_products(l: usize, p: usize) -> [Vec<Vec<Step>>; 2] {
 /// words lower; then the carry into the words `top`, each (word, fresh): a fresh word is written
 /// as the carry alone (nothing earlier in the pair of rounds wrote it), the others are added to,
 /// the first with the product `top_add` too where there is one (below 2^32: one factor a bit).
-pub(super) struct Products<'a> {
-    pub acc: char,
-    pub f: &'a dyn Fn(usize) -> String,
-    pub g: &'a str,
-    pub parity: usize,
-    pub from: usize,
-    pub at: usize,
-    pub down: usize,
-    pub top: &'a [(usize, bool)],
-    pub top_add: Option<(String, String)>,
+struct Products<'a> {
+    acc: char,
+    f: &'a dyn Fn(usize) -> String,
+    g: &'a str,
+    parity: usize,
+    from: usize,
+    at: usize,
+    down: usize,
+    top: &'a [(usize, bool)],
+    top_add: Option<(String, String)>,
 }
 
 impl Products<'_> {
     /// The chain's steps over an accumulator of `s` words (and those above), after `join`, an
     /// addition `d += y` at the chain's bottom whose carry enters its first product (which must
     /// then be the first of its parity).
-    pub(super) fn chain(&self, s: usize, join: Option<(String, String)>) -> Vec<Step> {
+    fn chain(&self, s: usize, join: Option<(String, String)>) -> Vec<Step> {
         let x = |j: usize| format!("{}[{j}]", self.acc);
         let first = (self.parity..s)
             .step_by(2)
@@ -638,7 +638,7 @@ static __device__ __forceinline__ void {name}(u32* r, const u32* m) {{
 
 /// `acc = acc^2` through the product `mont` (the C of `acc = acc sq`), `sq` a copy of `acc` in
 /// local memory (the product reads its second factor at run-time indices).
-pub(super) fn square_by_product(words: usize, mont: &str) -> String {
+fn square_by_product(words: usize, mont: &str) -> String {
     format!(
         "#pragma unroll\n        for (int j = 0; j < {words}; ++j) sq[j] = acc[j];\n        {mont};"
     )
