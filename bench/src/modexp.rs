@@ -1,8 +1,9 @@
 //! `bench modexp`: `x.pow_mod(e, m)` (Montgomery; one thread per instance up to 1024 bits, a group
 //! of threads from 2048) at 256..4096-bit odd moduli, a 512-bit exponent (CGBN's own benchmark
-//! shape) and a full-length one, in operations per second: the kernel alone (CUDA events, median), checked against num-bigint's `modpow` on
-//! sampled instances first, next to GMP's `mpz_powm` on all host cores (through rug, behind the
-//! `gmp` feature) and CGBN's figures measured on an H200 (../shared/anchors).
+//! shape) and a full-length one, in operations per second: the kernel alone (CUDA events,
+//! median), checked against num-bigint's `modpow` on sampled instances first, next to GMP's
+//! `mpz_powm` on all host cores (through rug, behind the `gmp` feature) and CGBN's figures
+//! measured on an H200 (../shared/anchors).
 
 use crate::measure::{odd_modulus, rate_cell, Measured};
 use bigfuse::ir::{Builder, Func, Size, Type};
