@@ -99,17 +99,6 @@ pub(super) fn paired_rounds(s: usize, joins: Joins) -> [Vec<Step>; 8] {
     let h = |j: usize| format!("h[{j}]");
     let a = |j: usize| format!("a[{j}]");
     let m = |j: usize| format!("m[{j}]");
-    let products = |acc, f, g, parity, at, down, top| Products {
-        acc,
-        f,
-        g,
-        parity,
-        from: 0,
-        at,
-        down,
-        top,
-        top_add: None,
-    };
     // Each round's join, into the chain of its odd products (which starts a word above the
     // bottom) of the factors' or of the reduction's.
     let (join0, join1) = (Some((l(0), h(1))), Some((h(2), l(1))));
@@ -117,20 +106,93 @@ pub(super) fn paired_rounds(s: usize, joins: Joins) -> [Vec<Step>; 8] {
         Joins::Products => (join0, None, join1, None),
         Joins::Reduction => (None, join0, None, join1),
     };
-    [
-        // Base 2i: h[1] joins l[0]; the odd products a_j b at h[j+1..], the even ones at l[j..].
-        products('h', &a, "b0", 1, 1, 0, &[(s + 2, true)]).chain(s, ab0),
-        products('l', &a, "b0", 0, 0, 0, &[(s, false), (s + 1, true)]).chain(s, None),
-        products('l', &m, "q", 0, 0, 0, &[(s, false), (s + 1, false)]).chain(s, None),
-        products('h', &m, "q", 1, 1, 0, &[(s + 2, false)]).chain(s, qm0),
-        // Base 2i + 1: l[1] joins h[2]; the odd products at l[j+1..], the even ones at h[j+2..];
-        // the last chain of each accumulator moves it down two words.
-        products('l', &a, "b1", 1, 1, 0, &[(s + 2, true)]).chain(s, ab1),
-        products('h', &a, "b1", 0, 2, 0, &[(s + 2, false), (s + 3, true)]).chain(s, None),
-        products('h', &m, "q", 0, 2, 2, &[(s + 2, false), (s + 3, false)]).chain(s, None),
-        products('l', &m, "q", 1, 1, 2, &[(s + 2, false)]).chain(s, qm1),
-    ]
+    let factors: [(Operand, &str, Join); 8] = [
+        (&a, "b0", ab0),
+        (&a, "b0", None),
+        (&m, "q", None),
+        (&m, "q", qm0),
+        (&a, "b1", ab1),
+        (&a, "b1", None),
+        (&m, "q", None),
+        (&m, "q", qm1),
+    ];
+    let mut chains = factors
+        .into_iter()
+        .zip(PAIRED_CHAINS)
+        .map(|((f, g, join), at)| at.products(f, g, 0, None).chain(s, join));
+    std::array::from_fn(|_| chains.next().expect("eight chains"))
 }
+
+/// A chain's first factor: the C of its word `j`.
+type Operand<'a> = &'a dyn Fn(usize) -> String;
+
+/// An addition `d += y` at a chain's bottom, before its products.
+type Join = Option<(String, String)>;
+
+/// Where one chain of [`paired_rounds`] adds its word products `f(j) g` (`j` of one parity):
+/// into accumulator `acc` at words `j + at, j + at + 1`, written `down` words lower, then its
+/// carry into the words `s + top.0` (`top.1`: fresh, written as the carry alone).
+#[derive(Clone, Copy)]
+struct ChainAt {
+    acc: char,
+    parity: usize,
+    at: usize,
+    down: usize,
+    top: &'static [(usize, bool)],
+}
+
+impl ChainAt {
+    const fn new(
+        acc: char,
+        parity: usize,
+        at: usize,
+        down: usize,
+        top: &'static [(usize, bool)],
+    ) -> ChainAt {
+        ChainAt {
+            acc,
+            parity,
+            at,
+            down,
+            top,
+        }
+    }
+
+    fn products<'a>(
+        &self,
+        f: &'a dyn Fn(usize) -> String,
+        g: &'a str,
+        from: usize,
+        top_add: Option<(String, String)>,
+    ) -> Products<'a> {
+        Products {
+            acc: self.acc,
+            f,
+            g,
+            parity: self.parity,
+            from,
+            at: self.at,
+            down: self.down,
+            top: self.top,
+            top_add,
+        }
+    }
+}
+
+/// The eight chains of a pair of rounds, in order: base `2i` (its bottom word in `L`): the odd
+/// products `a_j b0` at `h[j+1..]`, the even ones at `l[j..]`, then `q m` likewise; base `2i + 1`
+/// (bottom word in `H`): the odd products at `l[j+1..]`, the even ones at `h[j+2..]`, then `q m`,
+/// whose chains move each accumulator down two words.
+const PAIRED_CHAINS: [ChainAt; 8] = [
+    ChainAt::new('h', 1, 1, 0, &[(2, true)]),
+    ChainAt::new('l', 0, 0, 0, &[(0, false), (1, true)]),
+    ChainAt::new('l', 0, 0, 0, &[(0, false), (1, false)]),
+    ChainAt::new('h', 1, 1, 0, &[(2, false)]),
+    ChainAt::new('l', 1, 1, 0, &[(2, true)]),
+    ChainAt::new('h', 0, 2, 0, &[(2, false), (3, true)]),
+    ChainAt::new('h', 0, 2, 2, &[(2, false), (3, false)]),
+    ChainAt::new('l', 1, 1, 2, &[(2, false)]),
+];
 
 /// Where [`paired_rounds`] adds the words of a round's bottom position that the other
 /// accumulator holds: in the chain of the round's odd word products of the factors (whose
@@ -159,59 +221,27 @@ pub(super) fn square_products(l: usize, p: usize) -> [Vec<Vec<Step>>; 2] {
     };
     let f0 = move |j: usize| word(p, j);
     let f1 = move |j: usize| word(p + 1, j);
-    let round = |f: &dyn Fn(usize) -> String,
-                 g: &str,
-                 from: usize,
-                 tops: [&[(usize, bool)]; 2],
-                 at: [usize; 2]| {
+    // A round's chains of odd and even products (paired_rounds' own) from `from`, the top bit's
+    // product on the even chain where the round doubles words (all but the top word's round).
+    let round = |f: &dyn Fn(usize) -> String, g: &str, from: usize, [odd, even]: [ChainAt; 2]| {
         let top_add = (from + 1 < l).then(|| (g.to_string(), "top".to_string()));
-        let chain = |acc, parity: usize, top, top_add| {
-            Products {
-                acc,
-                f,
-                g,
-                parity,
-                from,
-                at: at[parity],
-                down: 0,
-                top,
-                top_add,
-            }
-            .chain(l, None)
-        };
-        let (odd, even) = if from.is_multiple_of(2) {
-            ('h', 'l')
-        } else {
-            ('l', 'h')
-        };
         vec![
-            chain(odd, 1, tops[1], None),
-            chain(even, 0, tops[0], top_add),
+            odd.products(f, g, from, None).chain(l, None),
+            even.products(f, g, from, top_add).chain(l, None),
         ]
     };
     [
-        round(
-            &f0,
-            "b0",
-            p,
-            [&[(l, false), (l + 1, true)], &[(l + 2, true)]],
-            [0, 1],
-        ),
-        round(
-            &f1,
-            "b1",
-            p + 1,
-            [&[(l + 2, false), (l + 3, true)], &[(l + 2, true)]],
-            [2, 1],
-        ),
+        round(&f0, "b0", p, [PAIRED_CHAINS[0], PAIRED_CHAINS[1]]),
+        round(&f1, "b1", p + 1, [PAIRED_CHAINS[4], PAIRED_CHAINS[5]]),
     ]
 }
 
 /// One chain of [`paired_rounds`]: accumulator `acc` += `f(j) g` for the `j` of one `parity`
-/// from `from` up to the accumulator's width, each at words `j + at, j + at + 1`, written `down`
-/// words lower; then the carry into the words `top`, each (word, fresh): a fresh word is written
-/// as the carry alone (nothing earlier in the pair of rounds wrote it), the others are added to,
-/// the first with the product `top_add` too where there is one (below 2^32: one factor a bit).
+/// from `from` up to the accumulator's width `s`, each at words `j + at, j + at + 1`, written
+/// `down` words lower; then the carry into the words `s + top.0`, each with `top.1` fresh: a
+/// fresh word is written as the carry alone (nothing earlier in the pair of rounds wrote it), the
+/// others are added to, the first with the product `top_add` too where there is one (below 2^32:
+/// one factor a bit).
 struct Products<'a> {
     acc: char,
     f: &'a dyn Fn(usize) -> String,
@@ -228,7 +258,7 @@ impl Products<'_> {
     /// The chain's steps over an accumulator of `s` words (and those above), after `join`, an
     /// addition `d += y` at the chain's bottom whose carry enters its first product (which must
     /// then be the first of its parity).
-    fn chain(&self, s: usize, join: Option<(String, String)>) -> Vec<Step> {
+    fn chain(&self, s: usize, join: Join) -> Vec<Step> {
         let x = |j: usize| format!("{}[{j}]", self.acc);
         let first = (self.parity..s)
             .step_by(2)
@@ -253,7 +283,8 @@ impl Products<'_> {
             steps.push(Step::new(lo, x(w - self.down), &args(w)));
             steps.push(Step::new("madc.hi.cc", x(w + 1 - self.down), &args(w + 1)));
         }
-        for (n, &(w, fresh)) in self.top.iter().enumerate() {
+        for (n, &(above, fresh)) in self.top.iter().enumerate() {
+            let w = s + above;
             let last = n + 1 == self.top.len();
             let carry = !steps.is_empty();
             let src = if fresh { "0".to_string() } else { x(w) };

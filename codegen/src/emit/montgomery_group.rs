@@ -287,11 +287,9 @@ fn product_end(l: usize, tg: usize) -> String {
 /// doubled. So every thread computes as many products in a round as the others (the rounds run in
 /// step), a pair of words at `p < q` of any two shares once (doubled, in the round of the one at
 /// `p`), and a pair at the same `p` of two shares twice (in each one's round), the square of a
-/// word once. Doubling: the words of the share's `2 a` above `p`,
-/// `d[q] = (a[q] << 1) | (a[q - 1] >> 31)` except at `p + 1` (`a[p + 1] << 1`: `a[p]` is not
-/// doubled), and the share's top bit times `a_i` one word above its top. About `s^2 / 2 + s^2` word products instead of `2 s^2`, and no
-/// more instructions than the product beside them; `p` must be known to the compiler, so a loop
-/// turn takes a fixed part of a share's words.
+/// word once. Doubling: see [`square_products`]. About `s^2 / 2 + s^2` word products instead of
+/// `2 s^2`, and no more instructions than the product beside them; `p` must be known to the
+/// compiler, so a loop turn takes a fixed part of a share's words ([`square_parts`]).
 fn square(s: usize, l: usize, tg: usize) -> (String, String) {
     let sx = suffix(l, tg);
     let name = format!("bf_group_msq_{sx}");
