@@ -310,22 +310,33 @@ fn nvrtc_compiles_every_division_kernel() {
     }
 }
 
-/// Divisors wider than a thread's registers hold (4096 and 4160 bits), divided whole in local
-/// memory where the hint `divw` asks for it: the kernel calls the device function, NVRTC compiles
-/// it, and on a GPU the quotients and remainders equal num-bigint's (the CPU backend's evaluators
-/// compute the same program: `codegen/src/divide.rs` checks that).
+/// Divisors wider than a thread's registers hold (4096 and 4160 bits; 4096 with a dividend of
+/// twice the width), divided whole in local memory (by default up to 4096 bits, beyond where the
+/// hint `divw` asks for it): the kernel calls the device function, NVRTC compiles it, and on a
+/// GPU the quotients and remainders equal num-bigint's (the CPU backend's evaluators compute the
+/// same program: `codegen/src/divide.rs` checks that), quotients of one word (the short path) and
+/// of many, the edge values included.
 #[test]
 fn wide_divisors_divided_whole_in_local_memory() {
-    let hints: bigfuse::Hints = "divw=16384".parse().unwrap();
-    let k = divrem::kernel().unwrap();
-    for bits in [4096u64, 4160] {
+    for (wide, bits, function, hint) in [
+        (false, 4096u64, "bf_div_rem_128_128(", ""),
+        (true, 4096, "bf_div_rem_256_128(", ""),
+        (false, 4160, "bf_div_rem_130_130(", "divw=16384"),
+    ] {
+        let k = if wide {
+            wide_divrem::kernel().unwrap()
+        } else {
+            divrem::kernel().unwrap()
+        };
+        let na = if wide { 2 * bits } else { bits };
+        let hints: bigfuse::Hints = hint.parse().unwrap();
         let plan = k.plan(&[bits], &bigfuse::Target::h100(), &hints).unwrap();
-        let words = bits / 32;
-        let function = format!("bf_div_rem_{words}_{words}");
-        assert!(plan
-            .parts
-            .iter()
-            .all(|p| p.compiled.source.contains(&function)));
+        assert!(
+            plan.parts
+                .iter()
+                .all(|p| p.compiled.source.contains(function)),
+            "{bits} bits: {function}"
+        );
         if bigfuse::runtime::nvrtc::library().is_ok() {
             for part in &plan.parts {
                 let c = &part.compiled;
@@ -335,12 +346,30 @@ fn wide_divisors_divided_whole_in_local_memory() {
         }
         let Some(dev) = common::gpu() else { continue };
         let mut r = rng(bits);
-        let mut a: Vec<BigUint> = (0..37).map(|_| random_big(&mut r, bits)).collect();
+        let mut a: Vec<BigUint> = (0..37)
+            .map(|i| random_big(&mut r, na) >> (i * 31 % 97))
+            .collect();
         let mut b: Vec<BigUint> = (0..37)
             .map(|i| random_big(&mut r, bits) >> (i * 97 % bits as usize))
             .collect();
-        a.extend([all_ones(bits), BigUint::from(5u8), all_ones(bits)]);
-        b.extend([BigUint::from(0u8), BigUint::from(7u8), BigUint::from(3u8)]);
+        // Divisor zero, one, all ones, above the dividend, and a quotient of a few words.
+        let top = BigUint::from(1u8) << (bits - 1);
+        a.extend([
+            all_ones(na),
+            BigUint::from(5u8),
+            all_ones(na),
+            all_ones(na),
+            BigUint::from(0u8),
+            (&top * 12345u32 + 17u32) % modulus(na),
+        ]);
+        b.extend([
+            BigUint::from(0u8),
+            BigUint::from(7u8),
+            BigUint::from(1u8),
+            all_ones(bits),
+            all_ones(bits),
+            &top + 1u32,
+        ]);
         let cols = k
             .run_with(
                 &dev,
@@ -357,7 +386,7 @@ fn wide_divisors_divided_whole_in_local_memory() {
         for i in 0..a.len() {
             assert_eq!(
                 q[i],
-                quotient(&a[i], &b[i], bits),
+                quotient(&a[i], &b[i], na),
                 "{bits}: {:#x} / {:#x}",
                 a[i],
                 b[i]

@@ -120,7 +120,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     #pragma unroll
     for (int j = 0; j < {mb}; ++j) d[j] = __funnelshift_l(bl[{mb} + j - ws - 1], bl[{mb} + j - ws], bs);
   }}
-  // The dividend shifted alike, u = a << (32 ws + bs) ({nu} words), word i read as U(i) from a copy
+{short}  // The dividend shifted alike, u = a << (32 ws + bs) ({nu} words), word i read as U(i) from a copy
   // of a with {mb} zero words on either side.
   u32 al[{alen}];
   int ta = -1;
@@ -200,6 +200,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         na1 = na - 1,
         nu = na + mb,
         alen = na + 2 * mb,
+        short = short_quotient(na, mb, "#pragma unroll"),
     );
     vec![(name, text)]
 }
@@ -238,7 +239,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     const u32 lo = j - ws - 1 >= 0 ? d[j - ws - 1] : 0u;
     d[j] = __funnelshift_l(lo, hi, bs);
   }}
-  // u = a << (32 ws + bs): {nu} words and a zero word above.
+{short}  // u = a << (32 ws + bs): {nu} words and a zero word above.
   u32 u[{nu} + 1];
   int t = -1;
   #pragma unroll 1
@@ -310,8 +311,95 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         mb2m = mb - 2,
         na1 = na - 1,
         nu = na + mb,
+        short = short_quotient(na, mb, "#pragma unroll 4"),
     );
     (name, text)
+}
+
+/// The path of a quotient of one word: a divisor of full width (`ws = 0`: its top word is not
+/// zero) and a dividend no longer than it, the common case for operands of one width, where
+/// `a / b < 2^(32 m) / 2^(32 (m - 1))`. One row: the estimate from the window `u[0..=m]` of the
+/// shifted dividend (its top word what the shift lifts out of `a`; `u[1..=m] < d` since the
+/// quotient has one word) and the normalized divisor `d`, then `r = a - qh b` on the operands as
+/// they are, 64 bits a step, and `b` added back once where that went negative. No shifted copy of
+/// the dividend, no window, no shift of the remainder back down: where the general path moves
+/// every word through local memory several times, this reads each operand once. Every instance of
+/// a batch of such operands takes it, so a warp does not run both paths. `unroll` is the word
+/// loops' pragma.
+fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
+    // Word j of a as a C expression (zero above its length: j is known here).
+    let word = |j: isize| {
+        if j >= 0 && (j as usize) < na {
+            format!("(u32)(a64[{}] >> {})", j / 2, 32 * (j % 2))
+        } else {
+            "0u".to_string()
+        }
+    };
+    let shifted = |j: isize| format!("__funnelshift_l({}, {}, bs)", word(j - 1), word(j));
+    let m = mb as isize;
+    let above = if na > mb {
+        format!(
+            "  {unroll}
+    for (int j = {mb}; j < {na}; ++j) high |= (u32)(a64[j / 2] >> (32 * (j % 2)));
+"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
+  if (ws == 0) {{
+    // a's words from b's length up.
+    u32 high = 0u;
+{above}    if (high == 0u) {{
+      const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
+      const u32 v = (u32)(~0ull / (u64)d1);
+      // The window u[0..{mb}] of u = a << bs: its top word is what the shift lifts out of a.
+      const u32 n2 = bs == 0u ? 0u : ({top} >> (32u - bs)), n1 = {n1}, n0 = {n0};
+{estimate}      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
+      u64 c = 0ull, bo = 0ull;
+      {unroll}
+      for (int k = 0; k < {mbh}; ++k) {{
+        const u64 bk = b64[k];
+        const u64 ak = k < {nah} ? a64[k] : 0ull;
+        const u64 lo = (u64)qh * (u64)(u32)bk + c;
+        const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);
+        c = hi >> 32;
+        const u64 p = (hi << 32) | (u64)(u32)lo;
+        const u64 x = ak - p;
+        out[{nah} + k] = x - bo;
+        bo = (u64)(ak < p) | (u64)(x < bo);
+      }}
+      // Negative (qh one above): b goes back in.
+      if ((c | bo) != 0ull) {{
+        qh -= 1u;
+        u64 cy = 0ull;
+        {unroll}
+        for (int k = 0; k < {mbh}; ++k) {{
+          const u64 x = out[{nah} + k] + b64[k];
+          const u64 y = x + cy;
+          cy = (u64)(x < b64[k]) | (u64)(y < x);
+          out[{nah} + k] = y;
+        }}
+      }}
+      out[0] = (u64)qh;
+      {unroll}
+      for (int j = 1; j < {nah}; ++j) out[j] = 0ull;
+      return;
+    }}
+  }}
+"#,
+        top = word(m - 1),
+        n1 = shifted(m - 1),
+        n0 = shifted(m - 2),
+        estimate = ESTIMATE.replace("
+    ", "
+      ").replacen("    ", "      ", 1),
+        nah = na / 2,
+        mbh = mb / 2,
+        mb1 = mb - 1,
+        mb2m = mb - 2,
+    )
 }
 
 /// The carry chains of a row, `w -= qh d` with each word product `qh d[k]` a 64-bit `pk`
@@ -435,6 +523,25 @@ mod tests {
             (&one << (32 * na - 1), b(2)),
         ] {
             out.push((x, y));
+        }
+        // Divisors of full width (no word shift), every bit shift, with dividends of at most
+        // their length: a quotient of one word (the short path), its add-back at b - 1.
+        for k in 0..24usize {
+            let top = &one << (32 * mb - 1 - (k * 5) % 32);
+            let d = (num(mb) % &top) | &top | &one;
+            let a = (num(na) | (&one << (32 * na.min(mb) - 1))) % (&one << (32 * na.min(mb)));
+            if na >= mb {
+                // Quotients 0..=5 at their edges: the estimate one too high at m d - 1.
+                for m in 1..=5u32 {
+                    let md = &d * m;
+                    if md.bits() <= 32 * mb as u64 {
+                        out.push((&md - 1u8, d.clone()));
+                        out.push((md, d.clone()));
+                    }
+                }
+            }
+            out.push((a, d.clone()));
+            out.push((all(mb.min(na)), d));
         }
         // Knuth's add-back case in this word size: u = (2^31, 0, 0 ..) by d = (2^31, 0 .., 1).
         if na > mb {
