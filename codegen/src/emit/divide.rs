@@ -90,7 +90,7 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
 // words, one quotient word per row from the dividend's top word down. b = 0 gives q = 2^{n} - 1
 // and r = a mod 2^{m}.
 static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64) {{
-  u32 d[{mb}];
+{short}  u32 d[{mb}];
   #pragma unroll
   for (int j = 0; j < {mbh}; ++j) {{ d[2 * j] = (u32)b64[j]; d[2 * j + 1] = (u32)(b64[j] >> 32); }}
   int top = -1;
@@ -120,7 +120,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     #pragma unroll
     for (int j = 0; j < {mb}; ++j) d[j] = __funnelshift_l(bl[{mb} + j - ws - 1], bl[{mb} + j - ws], bs);
   }}
-{short}  // The dividend shifted alike, u = a << (32 ws + bs) ({nu} words), word i read as U(i) from a copy
+  // The dividend shifted alike, u = a << (32 ws + bs) ({nu} words), word i read as U(i) from a copy
   // of a with {mb} zero words on either side.
   u32 al[{alen}];
   int ta = -1;
@@ -215,7 +215,7 @@ fn in_memory(na: usize, mb: usize) -> (String, String) {
 // words in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
 // r = a mod 2^{m}.
 static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64) {{
-  u32 d[{mb}];
+{short}  u32 d[{mb}];
   int top = -1;
   u32 bt = 0u;
   #pragma unroll 1
@@ -239,7 +239,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     const u32 lo = j - ws - 1 >= 0 ? d[j - ws - 1] : 0u;
     d[j] = __funnelshift_l(lo, hi, bs);
   }}
-{short}  // u = a << (32 ws + bs): {nu} words and a zero word above.
+  // u = a << (32 ws + bs): {nu} words and a zero word above.
   u32 u[{nu} + 1];
   int t = -1;
   #pragma unroll 1
@@ -316,14 +316,15 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     (name, text)
 }
 
-/// The path of a quotient of one word: a divisor of full width (`ws = 0`: its top word is not
-/// zero) and a dividend no longer than it, the common case for operands of one width, where
+/// The path of a quotient of one word, first in both forms: a divisor of full width (its top
+/// word is not zero) and a dividend no longer than it, the common case for operands of one width, where
 /// `a / b < 2^(32 m) / 2^(32 (m - 1))`. One row: the estimate from the window `u[0..=m]` of the
 /// shifted dividend (its top word what the shift lifts out of `a`; `u[1..=m] < d` since the
 /// quotient has one word) and the normalized divisor `d`, then `r = a - qh b` on the operands as
 /// they are, 64 bits a step, and `b` added back once where that went negative. No shifted copy of
-/// the dividend, no window, no shift of the remainder back down: where the general path moves
-/// every word through local memory several times, this reads each operand once. Every instance of
+/// the dividend, no normalized divisor, no window, no shift of the remainder back down: where the
+/// general path moves every word through local memory several times, this reads each operand
+/// once. Every instance of
 /// a batch of such operands takes it, so a warp does not run both paths. `unroll` is the word
 /// loops' pragma.
 fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
@@ -336,6 +337,13 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
         }
     };
     let shifted = |j: isize| format!("__funnelshift_l({}, {}, bs)", word(j - 1), word(j));
+    let bword = |j: isize| {
+        if j >= 0 {
+            format!("(u32)(b64[{}] >> {})", j / 2, 32 * (j % 2))
+        } else {
+            "0u".to_string()
+        }
+    };
     let m = mb as isize;
     let above = if na > mb {
         format!(
@@ -348,11 +356,13 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
     };
     format!(
         r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
-  if (ws == 0) {{
+  if ((u32)(b64[{mbh1}] >> 32) != 0u) {{
     // a's words from b's length up.
     u32 high = 0u;
 {above}    if (high == 0u) {{
-      const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
+      // The top words of d = b << bs, b's top word being its top one.
+      const u32 bs = (u32)__clz((int)(u32)(b64[{mbh1}] >> 32));
+      const u32 d1 = {d1}, d0 = {d0};
       const u32 v = (u32)(~0ull / (u64)d1);
       // The window u[0..{mb}] of u = a << bs: its top word is what the shift lifts out of a.
       const u32 n2 = bs == 0u ? 0u : ({top} >> (32u - bs)), n1 = {n1}, n0 = {n0};
@@ -389,16 +399,17 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
     }}
   }}
 "#,
+        d1 = format!("__funnelshift_l({}, {}, bs)", bword(m - 2), bword(m - 1)),
+        d0 = format!("__funnelshift_l({}, {}, bs)", bword(m - 3), bword(m - 2)),
+        mbh1 = mb / 2 - 1,
         top = word(m - 1),
         n1 = shifted(m - 1),
         n0 = shifted(m - 2),
-        estimate = ESTIMATE.replace("
-    ", "
-      ").replacen("    ", "      ", 1),
+        estimate = ESTIMATE
+            .replace("\n    ", "\n      ")
+            .replacen("    ", "      ", 1),
         nah = na / 2,
         mbh = mb / 2,
-        mb1 = mb - 1,
-        mb2m = mb - 2,
     )
 }
 
