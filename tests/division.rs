@@ -310,9 +310,9 @@ fn nvrtc_compiles_every_division_kernel() {
     }
 }
 
-/// Divisors wider than a thread's registers hold (4096 and 4160 bits; 4096 with a dividend of
-/// twice the width), divided whole in local memory (by default up to 4096 bits, beyond where the
-/// hint `divw` asks for it): the kernel calls the device function, NVRTC compiles it, and on a
+/// Divisors wider than a thread's registers hold (4096, 8192 and 4160 bits; 4096 with a dividend
+/// of twice the width), divided whole in local memory (by default up to 4096 bits, and up to 16384
+/// where the dividend is no wider; the hint `divw` sets the widest divisor instead): the kernel calls the device function, NVRTC compiles it, and on a
 /// GPU the quotients and remainders equal num-bigint's (the CPU backend's evaluators compute the
 /// same program: `codegen/src/divide.rs` checks that), quotients of one word (the short path) and
 /// of many, the edge values included.
@@ -320,6 +320,7 @@ fn nvrtc_compiles_every_division_kernel() {
 fn wide_divisors_divided_whole_in_local_memory() {
     for (wide, bits, function, hint) in [
         (false, 4096u64, "bf_div_rem_128_128(", ""),
+        (false, 8192, "bf_div_rem_256_256(", ""),
         (true, 4096, "bf_div_rem_256_128(", ""),
         (false, 4160, "bf_div_rem_130_130(", "divw=16384"),
     ] {

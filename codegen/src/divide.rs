@@ -4,7 +4,8 @@
 //! Algorithm D on 32-bit words in one device function per pair of widths, the divisor and a
 //! window of the dividend in registers, one quotient word per row of a loop. It needs a program
 //! that runs one thread per instance (`per_thread`), or a closure over array elements, and
-//! divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`]; then it is the choice: a row costs about four
+//! divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`] (up to [`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`]
+//! where the dividend is no wider, a quotient of one word); then it is the choice: a row costs about four
 //! instructions per divisor word, where the parallel lowering below runs some 300 big-integer
 //! operations per division with a barrier each (measured: bench/RESULTS.md, 2026-11-25).
 //!
@@ -45,12 +46,24 @@ const DIGIT_CORRECTIONS: usize = 4;
 /// `2^(32(n+h))` by less than `2^(32l) X_h < 2^(32n+1) <= 4a` (see [`recip`]).
 const NEWTON_CORRECTIONS: usize = 4;
 
-/// The widest divisor one thread divides by whole for these hints (`divw`, else
-/// [`ONE_THREAD_MAX_DIVISOR_BITS`]).
-pub fn whole_bits(hints: &crate::Hints) -> u64 {
-    hints
-        .divide_whole_bits
-        .unwrap_or(ONE_THREAD_MAX_DIVISOR_BITS)
+/// The widest divisor one thread divides by whole that these hints ask for (`divw`); `None`:
+/// the default rule of [`divides_whole`].
+pub fn whole_bits(hints: &crate::Hints) -> Option<u64> {
+    hints.divide_whole_bits
+}
+
+/// True when one thread divides an `n`-bit dividend by an `m`-bit divisor whole: every divisor up
+/// to `whole_bits` where the hint `divw` gives it; by default divisors up to
+/// [`ONE_THREAD_MAX_DIVISOR_BITS`], and up to [`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`] where the
+/// dividend is no wider (the short path). Dividends up to [`ONE_THREAD_MAX_DIVIDEND_BITS`].
+fn divides_whole(n: u64, m: u64, whole_bits: Option<u64>) -> bool {
+    n <= ONE_THREAD_MAX_DIVIDEND_BITS
+        && match whole_bits {
+            Some(w) => m <= w,
+            None => {
+                m <= ONE_THREAD_MAX_DIVISOR_BITS || n <= m && m <= ONE_THREAD_MAX_SHORT_DIVISOR_BITS
+            }
+        }
 }
 
 /// The widest divisor one thread divides by whole by default (`big.div_rem`, `emit/divide.rs`;
@@ -60,6 +73,14 @@ pub fn whole_bits(hints: &crate::Hints) -> u64 {
 /// shape 0.036 against 0.024 G/s, `a / b` 0.153 against 0.033). Wider divisors are not timed
 /// against the expansion yet.
 pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 4096;
+
+/// The widest divisor one thread divides by whole by default where the dividend is no wider:
+/// with a divisor of full width the quotient has one word, which `emit/divide.rs` computes in one
+/// row straight from the operands (`short_quotient`). Measured on an H200 (bench/RESULTS.md,
+/// 2026-11-26 eighth session, `a / b` of random operands): 0.205 against 0.015 G/s for the
+/// expansion at 8192 bits, 0.082 against 0.002 at 16384. A dividend twice as wide keeps the
+/// expansion above [`ONE_THREAD_MAX_DIVISOR_BITS`] (8192 bits: 0.003 whole against 0.011).
+pub const ONE_THREAD_MAX_SHORT_DIVISOR_BITS: u64 = 16384;
 
 /// The widest division a square root may compute whole (at its top level): the rest of a
 /// root's one-thread program (the levels' squares and sums, scalarized over 64-bit limbs) grows
@@ -80,9 +101,9 @@ pub const ONE_THREAD_MAX_DIVIDEND_BITS: u64 = 16384;
 /// `func` (concrete, loops unrolled) with every big-integer division replaced by its computation,
 /// in lambdas too. A no-op when there is none. The program's own divisions are computed whole by
 /// one thread where it may run one thread per instance ([`crate::per_thread::eligible`], and
-/// `per_thread` not `Some(false)`, the hint) and every divisor has at most `whole_bits` bits (the
-/// hint `divw`, by default [`ONE_THREAD_MAX_DIVISOR_BITS`]); a closure's always may.
-pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: u64) -> CgResult<Func> {
+/// `per_thread` not `Some(false)`, the hint) and [`divides_whole`] accepts every division's
+/// widths (`whole_bits`: the hint `divw`); a closure's always may.
+pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: Option<u64>) -> CgResult<Func> {
     if !has_division(func) {
         return Ok(func.clone());
     }
@@ -120,12 +141,12 @@ pub fn has_division(f: &Func) -> bool {
 /// of all its levels, the widest at the top). A program whose divisions do not all fit keeps
 /// the parallel lowering for all of them: one wide division expanded in one thread would make
 /// megabytes of straight-line CUDA.
-fn fits_one_thread(func: &Func, op: &Op, whole_bits: u64) -> bool {
+fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>) -> bool {
     let width_of = |v: ValueId| match func.ty(v) {
         Type::Big(s) => s.as_const().unwrap_or(u64::MAX),
         _ => u64::MAX,
     };
-    let fits = |n: u64, m: u64| m <= whole_bits && n <= ONE_THREAD_MAX_DIVIDEND_BITS;
+    let fits = |n: u64, m: u64| divides_whole(n, m, whole_bits);
     match op {
         Op::BigDiv(a, b) | Op::BigRem(a, b) => fits(width_of(*a), width_of(*b)),
         Op::BigIsqrt(a) => {
@@ -165,7 +186,7 @@ fn products_fit_one_thread(func: &Func) -> bool {
     })
 }
 
-fn lambda(f: &Func, whole_bits: u64) -> CgResult<Func> {
+fn lambda(f: &Func, whole_bits: Option<u64>) -> CgResult<Func> {
     if !has_division(f) {
         return Ok(f.clone());
     }
@@ -198,8 +219,8 @@ struct Normalized {
 struct Divider {
     /// Divisions may be computed whole by one thread (within the widths that allow it).
     whole: bool,
-    /// The widest divisor divided whole (see [`divide`]).
-    whole_bits: u64,
+    /// The widest divisor divided whole where the hint `divw` says (see [`divides_whole`]).
+    whole_bits: Option<u64>,
     divisors: HashMap<ValueId, Normalized>,
     divisions: HashMap<(ValueId, ValueId), (ValueId, ValueId)>,
 }
@@ -266,7 +287,7 @@ impl Divider {
             return Ok(*qr);
         }
         let (n, m) = (bits(bld, a), bits(bld, b));
-        if self.whole && m <= self.whole_bits && n <= ONE_THREAD_MAX_DIVIDEND_BITS {
+        if self.whole && divides_whole(n, m, self.whole_bits) {
             let qr = bld.push(Op::BigDivRem(a, b))?;
             let q = bld.extract(qr, 0)?;
             let r = bld.extract(qr, 1)?;
@@ -659,7 +680,7 @@ mod tests {
         let q = b.div(x, y).unwrap();
         let r = b.rem(x, y).unwrap();
         let f = b.finish(&[q, r]).unwrap();
-        let g = divide(&f, Some(false), ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
+        let g = divide(&f, Some(false), None).unwrap();
         (f, g)
     }
 
@@ -766,7 +787,7 @@ mod tests {
         let x = b.param("a", big(n));
         let r = b.isqrt(x).unwrap();
         let f = b.finish(&[r]).unwrap();
-        let g = divide(&f, Some(false), ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
+        let g = divide(&f, Some(false), None).unwrap();
         assert!(!has_division(&g));
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut xs = values(n, &mut rng, random);
@@ -834,7 +855,7 @@ mod choice {
     #[test]
     fn divisions_are_whole_where_one_thread_may_compute_them() {
         let f = program(2048, 1024, true);
-        let g = divide(&f, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
+        let g = divide(&f, None, None).unwrap();
         // a / b and a % b share one; the square root of a 2048-bit value divides at 8 levels.
         assert!(whole_divisions(&g) >= 2, "{}", bigfuse_core::print(&g));
         assert!(!g.any_op(&|op| matches!(op, Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..))));
@@ -842,13 +863,30 @@ mod choice {
         let d = (BigUint::from(7u8) << 900u32) + 1u8;
         let args = [Value::Big(a), Value::Big(d)];
         assert_eq!(eval(&g, &args).unwrap(), eval(&f, &args).unwrap());
+        assert_eq!(whole_divisions(&divide(&f, Some(false), None).unwrap()), 0);
+        // Wider divisors: whole where the dividend is no wider (the short path), else expanded.
+        let wide = program(8192, ONE_THREAD_MAX_DIVISOR_BITS + 64, false);
+        assert_eq!(whole_divisions(&divide(&wide, None, None).unwrap()), 0);
+        let short = program(
+            ONE_THREAD_MAX_SHORT_DIVISOR_BITS,
+            ONE_THREAD_MAX_SHORT_DIVISOR_BITS,
+            false,
+        );
+        assert_eq!(whole_divisions(&divide(&short, None, None).unwrap()), 1);
+        let shorter = program(4096, 8192, false);
+        assert_eq!(whole_divisions(&divide(&shorter, None, None).unwrap()), 1);
+        let widest_short = program(
+            ONE_THREAD_MAX_SHORT_DIVISOR_BITS + 64,
+            ONE_THREAD_MAX_SHORT_DIVISOR_BITS + 64,
+            false,
+        );
         assert_eq!(
-            whole_divisions(&divide(&f, Some(false), ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            whole_divisions(&divide(&widest_short, None, None).unwrap()),
             0
         );
-        let wide = program(4096, ONE_THREAD_MAX_DIVISOR_BITS + 64, false);
+        // The hint `divw` replaces the default rule.
         assert_eq!(
-            whole_divisions(&divide(&wide, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            whole_divisions(&divide(&short, None, Some(4096)).unwrap()),
             0
         );
         let widest = program(
@@ -856,10 +894,7 @@ mod choice {
             ONE_THREAD_MAX_DIVISOR_BITS,
             false,
         );
-        assert_eq!(
-            whole_divisions(&divide(&widest, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
-            1
-        );
+        assert_eq!(whole_divisions(&divide(&widest, None, None).unwrap()), 1);
         // A program with a wide product keeps the expansion, also for a narrow division.
         let mut b = Builder::new("f", &[]);
         let x = b.param("a", big(4096));
@@ -868,11 +903,11 @@ mod choice {
         let r = b.rem(p, y).unwrap();
         let with_product = b.finish(&[r]).unwrap();
         assert_eq!(
-            whole_divisions(&divide(&with_product, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
+            whole_divisions(&divide(&with_product, None, None).unwrap()),
             0
         );
         // A wider limit (the hint) divides wider divisors whole too.
-        let wide_whole = divide(&wide, None, 8192).unwrap();
+        let wide_whole = divide(&wide, None, Some(8192)).unwrap();
         assert_eq!(whole_divisions(&wide_whole), 1);
         let a = (BigUint::from(5u8) << 4000u32) + 99u32;
         let d = (BigUint::from(3u8) << 2100u32) + 7u32;
@@ -884,11 +919,8 @@ mod choice {
         // A square root whose top division is too wide keeps every division expanded, also the
         // narrow one of a / b beside it; one that fits divides whole at every level.
         let root = program(4 * ROOT_MAX_DIVISOR_BITS, 256, true);
-        assert_eq!(
-            whole_divisions(&divide(&root, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()),
-            0
-        );
+        assert_eq!(whole_divisions(&divide(&root, None, None).unwrap()), 0);
         let root = program(2 * ROOT_MAX_DIVISOR_BITS, 256, true);
-        assert!(whole_divisions(&divide(&root, None, ONE_THREAD_MAX_DIVISOR_BITS).unwrap()) > 2);
+        assert!(whole_divisions(&divide(&root, None, None).unwrap()) > 2);
     }
 }

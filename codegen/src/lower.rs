@@ -52,13 +52,7 @@ pub fn lower(func: &Func) -> CgResult<Func> {
 /// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT. Every
 /// instance keeps the parallel lowering (see [`lower_compiled`] for what `compile` does).
 pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
-    lower_passes(
-        func,
-        ntt_from_bits,
-        Some(false),
-        crate::divide::ONE_THREAD_MAX_DIVISOR_BITS,
-        &mut |_, _| {},
-    )
+    lower_passes(func, ntt_from_bits, Some(false), None, &mut |_, _| {})
 }
 
 /// What [`crate::compile`] lowers for these hints: [`lower_with`]'s passes, with `per_thread`
@@ -80,7 +74,7 @@ pub(crate) fn lower_passes(
     func: &Func,
     ntt_from_bits: u64,
     per_thread: Option<bool>,
-    divide_whole_bits: u64,
+    divide_whole_bits: Option<u64>,
     record: &mut dyn FnMut(&'static str, &Func),
 ) -> CgResult<Func> {
     if !func.is_concrete() {

@@ -215,13 +215,10 @@ mod tests {
         let s = b.shl(x, k).unwrap();
         let c = b.lt(x, y).unwrap();
         let f = b.finish(&[q, s, c]).unwrap();
-        let g =
-            crate::divide::divide(&f, None, crate::divide::ONE_THREAD_MAX_DIVISOR_BITS).unwrap();
+        let g = crate::divide::divide(&f, None, None).unwrap();
         assert!(eligible(&g) && chosen(&f, &g, None));
         // With the hint against it, the division is expanded for the parallel lowering.
-        let parallel =
-            crate::divide::divide(&f, Some(false), crate::divide::ONE_THREAD_MAX_DIVISOR_BITS)
-                .unwrap();
+        let parallel = crate::divide::divide(&f, Some(false), None).unwrap();
         assert!(!chosen(&f, &parallel, Some(false)));
         let h = per_thread(&g).unwrap();
         let a = BigUint::from(1u8) << 100u32;

@@ -316,18 +316,21 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     (name, text)
 }
 
-/// The path of a quotient of one word, first in both forms: a divisor of full width (its top
-/// word is not zero) and a dividend no longer than it, the common case for operands of one width, where
+/// The path of a quotient of one word, first in both forms where the dividend is no wider than
+/// the divisor (`a / b` of one width; a dividend twice as wide, a product reduced modulo `m`,
+/// rarely has one): a divisor of full width (its top word is not zero) gives
 /// `a / b < 2^(32 m) / 2^(32 (m - 1))`. One row: the estimate from the window `u[0..=m]` of the
 /// shifted dividend (its top word what the shift lifts out of `a`; `u[1..=m] < d` since the
-/// quotient has one word) and the normalized divisor `d`, then `r = a - qh b` on the operands as
-/// they are, 64 bits a step, and `b` added back once where that went negative. No shifted copy of
-/// the dividend, no normalized divisor, no window, no shift of the remainder back down: where the
-/// general path moves every word through local memory several times, this reads each operand
-/// once. Every instance of
-/// a batch of such operands takes it, so a warp does not run both paths. `unroll` is the word
-/// loops' pragma.
+/// quotient has one word) and the normalized divisor's top words, then `r = a - qh b` on the
+/// operands as they are, 64 bits a step, and `b` added back once where that went negative. No
+/// shifted copy of the dividend, no normalized divisor, no window, no shift of the remainder back
+/// down: where the general path moves every word through local memory several times, this reads
+/// each operand once. Every instance with a divisor of full width takes it, so a warp of such
+/// operands does not run both paths. `unroll` is the word loops' pragma.
 fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
+    if na > mb {
+        return String::new();
+    }
     // Word j of a as a C expression (zero above its length: j is known here).
     let word = |j: isize| {
         if j >= 0 && (j as usize) < na {
@@ -345,21 +348,12 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
         }
     };
     let m = mb as isize;
-    let above = if na > mb {
-        format!(
-            "  {unroll}
-    for (int j = {mb}; j < {na}; ++j) high |= (u32)(a64[j / 2] >> (32 * (j % 2)));
-"
-        )
-    } else {
-        String::new()
-    };
+    let d1 = format!("__funnelshift_l({}, {}, bs)", bword(m - 2), bword(m - 1));
+    let d0 = format!("__funnelshift_l({}, {}, bs)", bword(m - 3), bword(m - 2));
     format!(
         r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
   if ((u32)(b64[{mbh1}] >> 32) != 0u) {{
-    // a's words from b's length up.
-    u32 high = 0u;
-{above}    if (high == 0u) {{
+    {{
       // The top words of d = b << bs, b's top word being its top one.
       const u32 bs = (u32)__clz((int)(u32)(b64[{mbh1}] >> 32));
       const u32 d1 = {d1}, d0 = {d0};
@@ -399,8 +393,8 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
     }}
   }}
 "#,
-        d1 = format!("__funnelshift_l({}, {}, bs)", bword(m - 2), bword(m - 1)),
-        d0 = format!("__funnelshift_l({}, {}, bs)", bword(m - 3), bword(m - 2)),
+        d1 = d1,
+        d0 = d0,
         mbh1 = mb / 2 - 1,
         top = word(m - 1),
         n1 = shifted(m - 1),
