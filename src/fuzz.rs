@@ -81,7 +81,8 @@ fn computed(b: &mut Builder, m: ValueId, params: u64) -> IrResult<ValueId> {
 }
 
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
-/// remainders and square roots; up to 1024 bits, gcds, inverses, powers and sums, differences
+/// remainders and square roots; from 3008 to 8192 bits divisions and remainders by one thread, in
+/// programs without products; up to 1024 bits, gcds, inverses, powers and sums, differences
 /// and products modulo a number; at 2048 bits powers, in groups of threads), comparisons,
 /// selects, bit operations
 /// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
@@ -102,6 +103,10 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
     // u32 values: shift amounts, bit positions, counts.
     let mut amounts: Vec<ValueId> = (0..2).map(|_| b.u32(amount(&mut r, bits))).collect();
     let mut odd: Option<ValueId> = None;
+    // A division above 2048 bits is computed whole by one thread only in a program without
+    // products (one thread's product of these widths would take NVRTC minutes); with one it
+    // would be the Newton expansion. So a program does one or the other.
+    let (mut multiplied, mut divided_wide) = (false, false);
     let steps = 3 + r.below(10);
     for _ in 0..steps {
         let pick = |r: &mut Rng, v: &[ValueId]| v[r.below(v.len() as u64) as usize];
@@ -165,7 +170,17 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                         2 | 3 => b.rem(x, y)?,
                         _ => b.isqrt(x)?,
                     }
+                } else if (3008..=8192).contains(&bits) && !multiplied && r.chance(50) {
+                    divided_wide = true;
+                    if r.chance(50) {
+                        b.div(x, y)?
+                    } else {
+                        b.rem(x, y)?
+                    }
+                } else if divided_wide {
+                    b.add(x, y)?
                 } else {
+                    multiplied = true;
                     b.mul(x, y)?
                 };
                 bigs.push(v);

@@ -101,6 +101,47 @@ fn programs_with_powers_in_groups(count: usize) -> Vec<Program> {
         .collect()
 }
 
+/// The first `count` random programs (among the first 20,000 seeds) whose kernels divide whole
+/// at 3008..8192 bits (one thread per instance, the divisor in local memory).
+fn programs_with_wide_divisions(count: usize) -> Vec<Program> {
+    (0u64..20_000)
+        .map(|seed| program(seed, true).unwrap())
+        .filter(|p| (3008..=8192).contains(&p.bits))
+        .filter(|p| {
+            let plan = Kernel::new(p.func.clone())
+                .unwrap()
+                .plan(&[p.bits], &Target::h100(), &Hints::default())
+                .unwrap();
+            plan.parts
+                .iter()
+                .any(|part| part.compiled.source.contains("bf_div_rem_"))
+        })
+        .take(count)
+        .collect()
+}
+
+#[test]
+fn random_programs_with_wide_divisions_on_the_cpu() {
+    let programs = programs_with_wide_divisions(6);
+    assert_eq!(programs.len(), 6, "the generator divides at these widths");
+    for (i, p) in programs.iter().enumerate() {
+        check(p, &Device::cpu_lowered(), i < 2);
+    }
+}
+
+#[test]
+fn random_programs_with_wide_divisions_on_the_gpu() {
+    let Some(gpu) =
+        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
+    else {
+        return;
+    };
+    let dev = Device::Gpu(gpu);
+    for p in programs_with_wide_divisions(24) {
+        check(&p, &dev, false);
+    }
+}
+
 #[test]
 fn random_programs_with_powers_in_groups_on_the_cpu() {
     for (i, p) in programs_with_powers_in_groups(6).iter().enumerate() {
