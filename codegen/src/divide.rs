@@ -56,7 +56,7 @@ pub fn whole_bits(hints: &crate::Hints) -> Option<u64> {
 /// to `whole_bits` where the hint `divw` gives it; by default divisors up to
 /// [`ONE_THREAD_MAX_DIVISOR_BITS`], and up to [`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`] where the
 /// dividend is no wider (the short path). Dividends up to [`ONE_THREAD_MAX_DIVIDEND_BITS`].
-fn divides_whole(n: u64, m: u64, whole_bits: Option<u64>) -> bool {
+pub fn divides_whole(n: u64, m: u64, whole_bits: Option<u64>) -> bool {
     n <= ONE_THREAD_MAX_DIVIDEND_BITS
         && match whole_bits {
             Some(w) => m <= w,
