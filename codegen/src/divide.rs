@@ -5,9 +5,10 @@
 //! window of the dividend in registers, one quotient word per row of a loop. It needs a program
 //! that runs one thread per instance (`per_thread`), or a closure over array elements, and
 //! divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`] (up to [`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`]
-//! where the dividend is no wider, a quotient of one word); then it is the choice: a row costs about four
-//! instructions per divisor word, where the parallel lowering below runs some 300 big-integer
-//! operations per division with a barrier each (measured: bench/RESULTS.md, 2026-11-25).
+//! where the dividend is no wider, a quotient of one word); then it is the choice: a row costs
+//! about four instructions per divisor word, where the parallel lowering below runs some 300
+//! big-integer operations per division with a barrier each (measured: bench/RESULTS.md,
+//! 2026-11-25).
 //!
 //! **Products, shifts and selects** that the later passes already compile, in a kernel's parallel
 //! lowering and in `scalarize`'s per-thread limbs alike, for everything else (wider divisors, or
@@ -67,11 +68,12 @@ pub fn divides_whole(n: u64, m: u64, whole_bits: Option<u64>) -> bool {
 }
 
 /// The widest divisor one thread divides by whole by default (`big.div_rem`, `emit/divide.rs`;
-/// the hint `divw` moves it). Up to 2048 bits the divisor's words and a window of the dividend's
-/// stay in registers (measured 2.3-2.8x CGBN); at 4096 bits the division runs in local memory
-/// and still beats the Newton expansion on an H100 (bench/RESULTS.md, 2026-11-25: the wide
-/// shape 0.036 against 0.024 G/s, `a / b` 0.153 against 0.033). Wider divisors are not timed
-/// against the expansion yet.
+/// the hint `divw` replaces the rule). Up to 2048 bits the divisor's words and a window of the
+/// dividend's stay in registers (measured 2.3-2.8x CGBN); at 4096 bits the division runs in local
+/// memory and still beats the Newton expansion on an H100 (bench/RESULTS.md, 2026-11-25: the wide
+/// shape 0.036 against 0.024 G/s, `a / b` 0.153 against 0.033). At 8192 bits the wide shape is
+/// faster expanded (H200, 2026-11-26 eighth session: 0.011 against 0.003 G/s whole); divisions
+/// whose dividend is no wider go further ([`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`]).
 pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 4096;
 
 /// The widest divisor one thread divides by whole by default where the dividend is no wider:

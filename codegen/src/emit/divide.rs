@@ -10,7 +10,9 @@
 //! divisor back in the rare case that made it negative. The window (one word more than the
 //! divisor) and the divisor stay in registers; the rows are a loop, and the window moves up a
 //! word per row. Rows above the dividend's top word are skipped, so the time depends on the
-//! operands' lengths: not constant-time.
+//! operands' lengths: not constant-time. Where the dividend is no wider than the divisor, a
+//! divisor of full width gives a quotient of one word, computed first by a path of its own
+//! straight from the operands ([`short_quotient`]).
 //!
 //! Plain C over `u32`/`u64` (CUDA's funnel shifts have host equivalents in the tests' prelude), so
 //! the tests below compile it for the host and check it against num-bigint without a GPU.
