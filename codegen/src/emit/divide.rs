@@ -334,24 +334,23 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
         return String::new();
     }
     // Word j of a as a C expression (zero above its length: j is known here).
-    let word = |j: isize| {
-        if j >= 0 && (j as usize) < na {
-            format!("(u32)(a64[{}] >> {})", j / 2, 32 * (j % 2))
+    // Word j of an operand (`a64` of `na` words, `b64` of `mb`) as a C expression, zero outside.
+    let word = |array: &str, len: usize, j: isize| {
+        if j >= 0 && (j as usize) < len {
+            format!("(u32)({array}[{}] >> {})", j / 2, 32 * (j % 2))
         } else {
             "0u".to_string()
         }
     };
-    let shifted = |j: isize| format!("__funnelshift_l({}, {}, bs)", word(j - 1), word(j));
-    let bword = |j: isize| {
-        if j >= 0 {
-            format!("(u32)(b64[{}] >> {})", j / 2, 32 * (j % 2))
-        } else {
-            "0u".to_string()
-        }
+    // Word j of the operand shifted up by bs bits.
+    let shifted = |array: &str, len: usize, j: isize| {
+        format!(
+            "__funnelshift_l({}, {}, bs)",
+            word(array, len, j - 1),
+            word(array, len, j)
+        )
     };
     let m = mb as isize;
-    let d1 = format!("__funnelshift_l({}, {}, bs)", bword(m - 2), bword(m - 1));
-    let d0 = format!("__funnelshift_l({}, {}, bs)", bword(m - 3), bword(m - 2));
     format!(
         r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
   if ((u32)(b64[{mbh1}] >> 32) != 0u) {{
@@ -395,12 +394,12 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
     }}
   }}
 "#,
-        d1 = d1,
-        d0 = d0,
         mbh1 = mb / 2 - 1,
-        top = word(m - 1),
-        n1 = shifted(m - 1),
-        n0 = shifted(m - 2),
+        top = word("a64", na, m - 1),
+        n1 = shifted("a64", na, m - 1),
+        n0 = shifted("a64", na, m - 2),
+        d1 = shifted("b64", mb, m - 1),
+        d0 = shifted("b64", mb, m - 2),
         estimate = ESTIMATE
             .replace("\n    ", "\n      ")
             .replacen("    ", "      ", 1),
