@@ -91,6 +91,17 @@ fn random_programs_on_the_gpu() {
     }
 }
 
+/// True when the kernels `p` compiles to (default hints) contain `text`.
+fn kernels_contain(p: &Program, text: &str) -> bool {
+    Kernel::new(p.func.clone())
+        .unwrap()
+        .plan(&[p.bits], &Target::h100(), &Hints::default())
+        .unwrap()
+        .parts
+        .iter()
+        .any(|part| part.compiled.source.contains(text))
+}
+
 /// The first `count` random programs at 2048 bits that raise to a power modulo a number: a group
 /// of threads computes each power, and the rest of the program runs on that group's schedule.
 fn programs_with_powers_in_groups(count: usize) -> Vec<Program> {
@@ -106,16 +117,7 @@ fn programs_with_powers_in_groups(count: usize) -> Vec<Program> {
 fn programs_with_wide_divisions(count: usize) -> Vec<Program> {
     (0u64..20_000)
         .map(|seed| program(seed, true).unwrap())
-        .filter(|p| (3008..=8192).contains(&p.bits))
-        .filter(|p| {
-            let plan = Kernel::new(p.func.clone())
-                .unwrap()
-                .plan(&[p.bits], &Target::h100(), &Hints::default())
-                .unwrap();
-            plan.parts
-                .iter()
-                .any(|part| part.compiled.source.contains("bf_div_rem_"))
-        })
+        .filter(|p| (3008..=8192).contains(&p.bits) && kernels_contain(p, "bf_div_rem_"))
         .take(count)
         .collect()
 }
@@ -145,14 +147,8 @@ fn random_programs_with_wide_divisions_on_the_gpu() {
 #[test]
 fn random_programs_with_powers_in_groups_on_the_cpu() {
     for (i, p) in programs_with_powers_in_groups(6).iter().enumerate() {
-        let plan = Kernel::new(p.func.clone())
-            .unwrap()
-            .plan(&[p.bits], &Target::h100(), &Hints::default())
-            .unwrap();
         assert!(
-            plan.parts
-                .iter()
-                .any(|part| part.compiled.source.contains("_g4(")),
+            kernels_contain(p, "_g4("),
             "seed {}: the power is not computed by a group",
             p.seed
         );
