@@ -3,6 +3,8 @@
 //! evaluator — on the CPU (lowered evaluator, every pass, NVRTC for a sample) in every test run,
 //! and on the GPU whenever one is present. `bench fuzz` runs many more on a GPU.
 
+mod common;
+
 use bigfuse::fuzz::{array_program, as_columns, inputs, program, reference, Program};
 use bigfuse::{Device, Hints, Kernel, Target};
 use std::time::{Duration, Instant};
@@ -50,13 +52,12 @@ fn check(p: &Program, dev: &Device, nvrtc: bool) {
 
 #[test]
 fn regressions() {
-    let gpu =
-        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used");
+    let gpu = common::gpu();
     for &seed in REGRESSIONS {
         let p = program(seed, true).unwrap();
         check(&p, &Device::cpu_lowered(), true);
         if let Some(gpu) = &gpu {
-            check(&p, &Device::Gpu(gpu.clone()), false);
+            check(&p, gpu, false);
         }
     }
 }
@@ -80,12 +81,7 @@ fn random_programs_on_the_cpu() {
 
 #[test]
 fn random_programs_on_the_gpu() {
-    let Some(gpu) =
-        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
-    else {
-        return;
-    };
-    let dev = Device::Gpu(gpu);
+    let Some(dev) = common::gpu() else { return };
     for seed in 1000..1200u64 {
         check(&program(seed, seed % 2 == 0).unwrap(), &dev, false);
     }
@@ -133,12 +129,7 @@ fn random_programs_with_wide_divisions_on_the_cpu() {
 
 #[test]
 fn random_programs_with_wide_divisions_on_the_gpu() {
-    let Some(gpu) =
-        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
-    else {
-        return;
-    };
-    let dev = Device::Gpu(gpu);
+    let Some(dev) = common::gpu() else { return };
     for p in programs_with_wide_divisions(24) {
         check(&p, &dev, false);
     }
@@ -158,12 +149,7 @@ fn random_programs_with_powers_in_groups_on_the_cpu() {
 
 #[test]
 fn random_programs_with_powers_in_groups_on_the_gpu() {
-    let Some(gpu) =
-        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
-    else {
-        return;
-    };
-    let dev = Device::Gpu(gpu);
+    let Some(dev) = common::gpu() else { return };
     for p in programs_with_powers_in_groups(24) {
         check(&p, &dev, false);
     }
@@ -188,12 +174,7 @@ fn random_array_programs_on_the_cpu() {
 
 #[test]
 fn random_array_programs_on_the_gpu() {
-    let Some(gpu) =
-        bigfuse::runtime::gpu_for_tests().expect("BIGFUSE_REQUIRE_GPU=1 but no GPU could be used")
-    else {
-        return;
-    };
-    let dev = Device::Gpu(gpu);
+    let Some(dev) = common::gpu() else { return };
     for seed in 1000..1300u64 {
         check(&array_program(seed).unwrap(), &dev, false);
     }
