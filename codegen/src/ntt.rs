@@ -1,13 +1,18 @@
 //! NTT multiplication: the plan (primes, transform length, constants, twiddle tables) and a CPU
 //! model that follows the GPU algorithm step by step, so the arithmetic is tested without a GPU.
 //!
-//! Operands are cut into 32-bit digits. For each of three primes p < 2^31 with p = k * 2^s + 1:
+//! Operands are cut into 32-bit digits. For each of three primes p < 2^30 with p = k * 2^s + 1:
 //! forward transforms of both operands (decimation in frequency, natural order in, bit-reversed
 //! out), pointwise Montgomery products, inverse transform (decimation in time, bit-reversed in,
 //! natural out), scaling by N^-1 (which also removes the Montgomery factor). The three residues of
 //! each column are combined by Garner's CRT into an exact 96-bit column sum, and the column sums are
 //! added into the product with the carry machinery of addition. Multiplications by constants use
 //! Shoup's method; no `%` anywhere.
+//!
+//! The butterflies reduce lazily (Harvey's): the forward transform keeps its values in [0, 2p), the
+//! inverse in [0, 4p), and a twiddle product ends in [0, 2p) without its final subtraction. That
+//! takes three of a butterfly's eleven instructions away and needs 4p < 2^32, hence p < 2^30; the
+//! values are reduced fully only where they leave the transforms (the scaling, Garner's inputs).
 //!
 //! Exactness: a column sum is at most min(n_a, n_b) * (2^32 - 1)^2, which must stay below
 //! p1 * p2 * p3 (about 2^92.6); the transform length N must be at least 2 * digits - 1 so that the
@@ -110,15 +115,16 @@ fn generator(p: u64) -> u64 {
         .expect("a prime has a generator")
 }
 
-/// The three largest primes below 2^31 with 2^22 | p - 1 (transforms up to 2^22 points), largest
-/// first: 2^31 keeps Shoup products (< 2p) inside 32 bits.
+/// The three largest primes below 2^30 with 2^23 | p - 1 (transforms up to 2^23 points), largest
+/// first: 2^30 keeps the lazy butterflies' values (< 4p) inside 32 bits. All three lie within
+/// 2^30 / 5 of 2^30, which [`reduce_digit`] relies on.
 pub fn primes() -> Vec<Prime> {
-    const S: u32 = 22;
+    const S: u32 = 23;
     let mut out = Vec::new();
-    let mut k = ((1u64 << 31) - 1) >> S;
+    let mut k = ((1u64 << 30) - 1) >> S;
     while out.len() < 3 && k > 0 {
         let p = (k << S) + 1;
-        if p < (1u64 << 31) && is_prime(p) {
+        if p < (1u64 << 30) && is_prime(p) {
             let two_adicity = (p - 1).trailing_zeros();
             let inv = (0..5).fold(1u32, |x, _| {
                 x.wrapping_mul(2u32.wrapping_sub((p as u32).wrapping_mul(x)))
@@ -180,8 +186,7 @@ pub fn shoup(w: u32, p: u32) -> u32 {
 
 /// `a * w mod p` by Shoup's method, for any 32-bit `a` and `w < p < 2^31`.
 pub fn mul_shoup(a: u32, w: u32, w_shoup: u32, p: u32) -> u32 {
-    let q = ((a as u64 * w_shoup as u64) >> 32) as u32;
-    let r = a.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p));
+    let r = mul_shoup_lazy(a, w, w_shoup, p);
     if r >= p {
         r - p
     } else {
@@ -189,7 +194,50 @@ pub fn mul_shoup(a: u32, w: u32, w_shoup: u32, p: u32) -> u32 {
     }
 }
 
-/// `a * b / 2^32 mod p` (Montgomery), for `a, b < p`.
+/// `a * w mod p` by Shoup's method without the final subtraction: a value in [0, 2p) congruent to
+/// it, for any 32-bit `a` and `w < p < 2^31` (the butterflies' twiddle products).
+pub fn mul_shoup_lazy(a: u32, w: u32, w_shoup: u32, p: u32) -> u32 {
+    let q = ((a as u64 * w_shoup as u64) >> 32) as u32;
+    a.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
+}
+
+/// A 32-bit digit brought into [0, 2p), the forward transform's input range, in two instructions:
+/// `d - (d >> 30) p` = `(d mod 2^30) + (d >> 30) (2^30 - p)`, below 2^30 + 3 (2^30 - p), which is
+/// below 2p for primes within 2^30 / 5 of 2^30 (those of [`primes`]).
+pub fn reduce_digit(d: u32, p: u32) -> u32 {
+    d.wrapping_sub((d >> 30).wrapping_mul(p))
+}
+
+/// A value in [0, 4p) (the inverse transform's output) brought into [0, p).
+pub fn reduce_4p(x: u32, p: u32) -> u32 {
+    let x = if x >= 2 * p { x - 2 * p } else { x };
+    if x >= p {
+        x - p
+    } else {
+        x
+    }
+}
+
+/// The forward (decimation in frequency) butterfly as the GPU runs it: `(a, b)` in [0, 2p) to
+/// `(a + b, (a - b) w)`, both in [0, 2p).
+pub fn dif_butterfly(a: u32, b: u32, w: u32, ws: u32, p: u32) -> (u32, u32) {
+    debug_assert!(a < 2 * p && b < 2 * p);
+    let s = a + b;
+    let s = if s >= 2 * p { s - 2 * p } else { s };
+    (s, mul_shoup_lazy(a + 2 * p - b, w, ws, p))
+}
+
+/// The inverse (decimation in time) butterfly as the GPU runs it: `(a, b)` in [0, 4p) to
+/// `(a + b w, a - b w)`, both in [0, 4p).
+pub fn dit_butterfly(a: u32, b: u32, w: u32, ws: u32, p: u32) -> (u32, u32) {
+    debug_assert!(a < 4 * p && b < 4 * p);
+    let t = mul_shoup_lazy(b, w, ws, p);
+    let a = if a >= 2 * p { a - 2 * p } else { a };
+    (a + t, a + 2 * p - t)
+}
+
+/// `a * b / 2^32 mod p` (Montgomery), for `a, b < 2p` (the forward transforms' outputs; with
+/// 4p < 2^32 the sum before the shift stays below 2p * 2^32).
 pub fn mul_mont(a: u32, b: u32, prime: &Prime) -> u32 {
     let ab = a as u64 * b as u64;
     let m = (ab as u32).wrapping_mul(prime.neg_inv);
@@ -274,7 +322,7 @@ impl NttPlan {
         for prime in &self.primes {
             let p = prime.p;
             let tw = self.twiddles(prime);
-            let reduce = |d: u32| if d >= p { (d - p) % p } else { d };
+            let reduce = |d: u32| reduce_digit(d, p);
             let mut x: Vec<u32> = (0..n).map(|i| a.get(i).map_or(0, |&d| reduce(d))).collect();
             let mut y: Vec<u32> = (0..n).map(|i| b.get(i).map_or(0, |&d| reduce(d))).collect();
             self.forward(&mut x, &tw, p);
@@ -335,11 +383,8 @@ pub(crate) fn dif(x: &mut [u32], tw: &[(u32, u32)], p: u32) {
             if i % (2 * h) >= h {
                 continue;
             }
-            let (u, v) = (x[i], x[i + h]);
             let e = (i % (2 * h)) << s;
-            let sum = u + v;
-            x[i] = if sum >= p { sum - p } else { sum };
-            x[i + h] = mul_shoup(u + p - v, tw[e].0, tw[e].1, p);
+            (x[i], x[i + h]) = dif_butterfly(x[i], x[i + h], tw[e].0, tw[e].1, p);
         }
     }
 }
@@ -356,11 +401,7 @@ pub(crate) fn dit(x: &mut [u32], tw: &[(u32, u32)], p: u32) {
                 continue;
             }
             let e = (i % (2 * h)) << (log_n - 1 - s);
-            let t = mul_shoup(x[i + h], tw[e].0, tw[e].1, p);
-            let u = x[i];
-            let sum = u + t;
-            x[i] = if sum >= p { sum - p } else { sum };
-            x[i + h] = if u >= t { u - t } else { u + p - t };
+            (x[i], x[i + h]) = dit_butterfly(x[i], x[i + h], tw[e].0, tw[e].1, p);
         }
     }
 }
@@ -382,8 +423,10 @@ mod tests {
         assert_eq!(ps.len(), 3);
         for p in &ps {
             assert!(is_prime(p.p as u64));
-            assert!(p.p < 1 << 31);
-            assert!(p.two_adicity >= 22);
+            assert!(p.p < 1 << 30);
+            assert!(p.two_adicity >= 23);
+            // reduce_digit's bound: within 2^30 / 5 of 2^30.
+            assert!(5 * ((1 << 30) - p.p) < 1 << 30);
             assert_eq!(p.p.wrapping_mul(p.neg_inv.wrapping_neg()), 1);
             assert_eq!(
                 pow_mod(p.generator as u64, (p.p as u64 - 1) / 2, p.p as u64),
@@ -411,6 +454,49 @@ mod tests {
         for (a, b) in [(1u32, 1u32), (p - 1, p - 1), (12345, 67890)] {
             let want = (a as u128 * b as u128 * r_inv as u128 % p as u128) as u32;
             assert_eq!(mul_mont(a, b, prime), want);
+        }
+    }
+
+    #[test]
+    fn lazy_reductions_stay_in_range_and_congruent() {
+        for prime in primes() {
+            let p = prime.p;
+            let m = p as u64;
+            for d in [0u32, 1, p - 1, p, 2 * p - 1, 1 << 30, (1 << 30) - 1, 3 << 30, u32::MAX] {
+                let r = reduce_digit(d, p);
+                assert!(r < 2 * p, "digit {d} mod {p}: {r}");
+                assert_eq!(r as u64 % m, d as u64 % m);
+                if d < 4 * p {
+                    assert_eq!(reduce_4p(d, p), (d as u64 % m) as u32);
+                }
+            }
+            let mul = |x: u32, w: u32| (x as u64 * w as u64 % m) as u32;
+            for w in [1u32, 2, p - 1, p / 2, 123_456_789 % p] {
+                let ws = shoup(w, p);
+                for a in [0u32, 1, p - 1, p, 2 * p - 1] {
+                    for b in [0u32, 1, p - 1, p, 2 * p - 1] {
+                        let (s, d) = dif_butterfly(a, b, w, ws, p);
+                        assert!(s < 2 * p && d < 2 * p, "dif({a}, {b}) mod {p}");
+                        assert_eq!(s as u64 % m, (a as u64 + b as u64) % m);
+                        assert_eq!(d as u64 % m, mul(((a as u64 + 2 * m - b as u64) % m) as u32, w) as u64);
+                    }
+                }
+                for a in [0u32, 1, p - 1, 2 * p, 4 * p - 1] {
+                    for b in [0u32, 1, p, 3 * p, 4 * p - 1] {
+                        let (s, d) = dit_butterfly(a, b, w, ws, p);
+                        assert!(s < 4 * p && d < 4 * p, "dit({a}, {b}) mod {p}");
+                        let t = mul((b as u64 % m) as u32, w) as u64;
+                        assert_eq!(s as u64 % m, (a as u64 + t) % m);
+                        assert_eq!(d as u64 % m, (a as u64 % m + m - t) % m);
+                    }
+                }
+            }
+            // Montgomery products take the forward transforms' outputs, below 2p.
+            let r_inv = pow_mod(1 << 32, m - 2, m);
+            for (a, b) in [(2 * p - 1, 2 * p - 1), (2 * p - 1, 1), (p, p + 1)] {
+                let want = (a as u128 * b as u128 * r_inv as u128 % m as u128) as u32;
+                assert_eq!(mul_mont(a, b, &prime), want);
+            }
         }
     }
 
@@ -476,14 +562,11 @@ mod tests {
                     for k in (0..size).filter(|k| k >> c & 1 == 0) {
                         let (w, ws) = tw[w0 + ((k & ((1 << c) - 1)) << (log_n - 1 - c))];
                         let (u, v) = (e[k], e[k + (1 << c)]);
-                        if fwd {
-                            e[k] = if u + v >= p { u + v - p } else { u + v };
-                            e[k + (1 << c)] = mul_shoup(u + p - v, w, ws, p);
+                        (e[k], e[k + (1 << c)]) = if fwd {
+                            dif_butterfly(u, v, w, ws, p)
                         } else {
-                            let v = mul_shoup(v, w, ws, p);
-                            e[k] = if u + v >= p { u + v - p } else { u + v };
-                            e[k + (1 << c)] = if u >= v { u - v } else { u + p - v };
-                        }
+                            dit_butterfly(u, v, w, ws, p)
+                        };
                     }
                 }
                 for (k, v) in e.into_iter().enumerate() {

@@ -382,12 +382,7 @@ impl GlobalNtt {
                 for col in 0..c {
                     let mut x: Vec<u32> = (0..r)
                         .map(|row| {
-                            let d = digits.get(col + c * row).copied().unwrap_or(0);
-                            if d >= p {
-                                (d - p) % p
-                            } else {
-                                d
-                            }
+                            ntt::reduce_digit(digits.get(col + c * row).copied().unwrap_or(0), p)
                         })
                         .collect();
                     dif(&mut x, &tw.col_f, p);
@@ -450,7 +445,7 @@ impl GlobalNtt {
                     .collect();
                 dit(&mut x, &tw.col_i, p);
                 for (row, v) in x.into_iter().enumerate() {
-                    residues[pi][col + c * row] = v;
+                    residues[pi][col + c * row] = ntt::reduce_4p(v, p);
                 }
             }
         }

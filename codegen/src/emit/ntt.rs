@@ -16,33 +16,39 @@ __device__ __forceinline__ u32 bf_shoup(u32 a, u32 w, u32 ws, u32 p) {
   const u32 r = a * w - q * p;
   return r >= p ? r - p : r;
 }
-// a * b / 2^32 mod p (Montgomery; ni = -p^-1 mod 2^32; a, b < p)
+// a * b / 2^32 mod p (Montgomery; ni = -p^-1 mod 2^32; a, b < 2p, the forward transforms' outputs)
 __device__ __forceinline__ u32 bf_mont(u32 a, u32 b, u32 p, u32 ni) {
   const u64 ab = (u64)a * b;
   const u32 m = (u32)ab * ni;
   const u32 t = (u32)((ab + (u64)m * p) >> 32);
   return t >= p ? t - p : t;
 }
-// Butterflies mod p (w, ws: twiddle and Shoup companion) in PTX: NVVM takes each as one statement
-// instead of a dozen (a transform has hundreds), and the conditional subtractions become
-// predicated ones (two instructions, where C's selects compile to three).
-// Decimation in frequency: (a, b) <- (a + b, (a - b) w).
-__device__ __forceinline__ void bf_dif(u32& a, u32& b, u32 w, u32 ws, u32 p) {
+// Butterflies mod p (w, ws: twiddle and Shoup companion; p2 = 2p, np = -p) in PTX: NVVM takes
+// each as one statement instead of a dozen (a transform has hundreds), and the conditional
+// subtractions become predicated ones. They reduce lazily (Harvey's; p < 2^30 keeps 4p in 32 bits):
+// eight instructions each, where reducing fully took eleven.
+// Decimation in frequency: (a, b) <- (a + b, (a - b) w), from [0, 2p) to [0, 2p).
+__device__ __forceinline__ void bf_dif(u32& a, u32& b, u32 w, u32 ws, u32 p2, u32 np) {
   asm("{ .reg .u32 s, d, q, r; .reg .pred g;\n\t"
       "add.u32 s, %0, %1; sub.u32 d, %0, %1; add.u32 d, d, %4;\n\t"
       "setp.ge.u32 g, s, %4; @g sub.u32 s, s, %4;\n\t"
-      "mul.hi.u32 q, d, %3; mul.lo.u32 r, d, %2; mul.lo.u32 q, q, %4; sub.u32 r, r, q;\n\t"
-      "setp.ge.u32 g, r, %4; @g sub.u32 r, r, %4;\n\t"
-      "mov.u32 %0, s; mov.u32 %1, r; }" : "+r"(a), "+r"(b) : "r"(w), "r"(ws), "r"(p));
+      "mul.hi.u32 q, d, %3; mul.lo.u32 r, d, %2; mad.lo.u32 r, q, %5, r;\n\t"
+      "mov.u32 %0, s; mov.u32 %1, r; }" : "+r"(a), "+r"(b) : "r"(w), "r"(ws), "r"(p2), "r"(np));
 }
-// Decimation in time: (a, b) <- (a + b w, a - b w).
-__device__ __forceinline__ void bf_dit(u32& a, u32& b, u32 w, u32 ws, u32 p) {
-  asm("{ .reg .u32 s, d, q, r; .reg .pred g;\n\t"
-      "mul.hi.u32 q, %1, %3; mul.lo.u32 r, %1, %2; mul.lo.u32 q, q, %4; sub.u32 r, r, q;\n\t"
-      "setp.ge.u32 g, r, %4; @g sub.u32 r, r, %4;\n\t"
-      "add.u32 s, %0, r; setp.ge.u32 g, s, %4; @g sub.u32 s, s, %4;\n\t"
-      "sub.u32 d, %0, r; setp.lt.u32 g, %0, r; @g add.u32 d, d, %4;\n\t"
-      "mov.u32 %0, s; mov.u32 %1, d; }" : "+r"(a), "+r"(b) : "r"(w), "r"(ws), "r"(p));
+// Decimation in time: (a, b) <- (a + b w, a - b w), from [0, 4p) to [0, 4p).
+__device__ __forceinline__ void bf_dit(u32& a, u32& b, u32 w, u32 ws, u32 p2, u32 np) {
+  asm("{ .reg .u32 s, d, q, r, u; .reg .pred g;\n\t"
+      "mul.hi.u32 q, %1, %3; mul.lo.u32 r, %1, %2; mad.lo.u32 r, q, %5, r;\n\t"
+      "setp.ge.u32 g, %0, %4; mov.u32 u, %0; @g sub.u32 u, u, %4;\n\t"
+      "add.u32 s, u, r; sub.u32 d, u, r; add.u32 d, d, %4;\n\t"
+      "mov.u32 %0, s; mov.u32 %1, d; }" : "+r"(a), "+r"(b) : "r"(w), "r"(ws), "r"(p2), "r"(np));
+}
+// A 32-bit digit into [0, 2p), the forward transform's input range (`ntt::reduce_digit`).
+__device__ __forceinline__ u32 bf_digit(u32 d, u32 p) { return d - (d >> 30) * p; }
+// A value in [0, 4p), the inverse transform's output, into [0, p) (`ntt::reduce_4p`).
+__device__ __forceinline__ u32 bf_reduce4(u32 x, u32 p) {
+  x = x >= 2u * p ? x - 2u * p : x;
+  return x >= p ? x - p : x;
 }
 "#;
 
@@ -142,7 +148,7 @@ impl Emitter<'_> {
                     format!("(u32)({leaf}[q] >> 32)")
                 };
                 self.line(format!(
-                    "{{ u32 v = {v}; v = v >= p ? v - p : v; v = v >= p ? v - p : v; const u32 i = d + {half}u; {buf}[i + (i >> 5)] = v; }}"
+                    "{{ const u32 i = d + {half}u; {buf}[i + (i >> 5)] = bf_digit({v}, p); }}"
                 ));
             }
         }
@@ -287,6 +293,7 @@ impl Emitter<'_> {
                 "static __device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
             ));
             e.line(format!("const uint2* ti = tf + {}u; // inverse twiddles", n / 2));
+            e.line("const u32 p2 = 2u * p, np = 0u - p; // the butterflies' constants");
             e.line(
                 "// forward transforms (decimation in frequency): natural order in, bit-reversed out",
             );
@@ -424,11 +431,11 @@ impl Emitter<'_> {
                 let (xa, xb) = (format!("e{k}"), format!("e{}", k + dist));
                 if forward {
                     self.line(format!(
-                        "{{ const uint2 z = __ldg(&w[{e}]); bf_dif({xa}, {xb}, z.x, z.y, p); }}"
+                        "{{ const uint2 z = __ldg(&w[{e}]); bf_dif({xa}, {xb}, z.x, z.y, p2, np); }}"
                     ));
                 } else {
                     self.line(format!(
-                        "{{ const uint2 z = __ldg(&w[{e}]); bf_dit({xa}, {xb}, z.x, z.y, p); }}"
+                        "{{ const uint2 z = __ldg(&w[{e}]); bf_dit({xa}, {xb}, z.x, z.y, p2, np); }}"
                     ));
                 }
             }

@@ -84,6 +84,8 @@ impl Kernel<'_> {
         };
         self.src
             .line(format!("const u32 p = {};", pick(&|i| ps[i].p)));
+        self.src
+            .line("const u32 p2 = 2u * p, np = 0u - p; // the butterflies' constants");
         if montgomery {
             self.src
                 .line(format!("const u32 ni = {};", pick(&|i| ps[i].neg_inv)));
@@ -164,7 +166,7 @@ impl Kernel<'_> {
                     let e = (q & ((1 << c) - 1)) << (l - 1 - c);
                     let f = if forward { "bf_dif" } else { "bf_dit" };
                     self.src.line(format!(
-                        "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{q}, e{}, z.x, z.y, p); }}",
+                        "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{q}, e{}, z.x, z.y, p2, np); }}",
                         q + (1 << c)
                     ));
                 }
@@ -242,10 +244,8 @@ impl Kernel<'_> {
             "const u32 a = threadIdx.x + i * {}u;",
             self.threads
         ));
-        self.src.line("u32 v = dg[i];");
         self.src
-            .line("v = v >= p ? v - p : v; v = v >= p ? v - p : v;");
-        self.src.line(format!("s[a + (a >> {})] = v;", self.pad));
+            .line(format!("s[a + (a >> {})] = bf_digit(dg[i], p);", self.pad));
         self.src.close("}");
         self.src.line("__syncthreads();");
         self.passes(
@@ -483,14 +483,21 @@ impl Kernel<'_> {
             g.log_width, self.pad
         ));
         self.src.line("u64 lo0, hi0, lo1, hi1;");
-        self.src.line(format!(
-            "bf_garner(s[k], s[{pe}u + k], s[{}u + k], lo0, hi0);",
-            2 * pe
-        ));
-        self.src.line(format!(
-            "bf_garner(s[k + 1u], s[{pe}u + k + 1u], s[{}u + k + 1u], lo1, hi1);",
-            2 * pe
-        ));
+        // The inverse column transforms leave their values in [0, 4p); Garner takes them reduced.
+        let ps: Vec<u32> = g.ntt.primes.iter().map(|pr| pr.p).collect();
+        let residues = |k: &str| {
+            format!(
+                "bf_reduce4(s[{k}], {}u), bf_reduce4(s[{pe}u + {k}], {}u), bf_reduce4(s[{}u + {k}], {}u)",
+                ps[0],
+                ps[1],
+                2 * pe,
+                ps[2]
+            )
+        };
+        self.src
+            .line(format!("bf_garner({}, lo0, hi0);", residues("k")));
+        self.src
+            .line(format!("bf_garner({}, lo1, hi1);", residues("k + 1u")));
         self.src.line(format!(
             "const u32 l = (c0 + j + (row << {}u)) >> 1; // columns 2l and 2l + 1",
             g.log_cols
