@@ -55,8 +55,8 @@ pub fn register_estimate(func: &Func, q_of: &dyn Fn(u64) -> u32, mul_width: u32)
             ..
         } = func.nodes[point].op
         {
-            // two groups of 16 transform elements and butterfly temporaries
-            live += 2 * 16 + 16;
+            // a cube of 32 transform elements, its twiddles and butterfly temporaries
+            live += 32 + 32 + 16;
         } else if let Op::LimbMul { .. } = func.nodes[point].op {
             // two slices of accumulators, a window of b, a block of a
             live += 2 * (mul_width + 2) + 2 * mul_width - 1 + mul_width;

@@ -772,7 +772,7 @@ pub fn schedule(
             _ => None,
         })
         .collect();
-    // NTT products want 16 transform elements per thread.
+    // NTT products want 32 transform elements per thread (`NttPlan::threads`).
     let ntt_threads = sel
         .products()
         .filter(|(_, p)| matches!(p, Product::Ntt(_)))
@@ -811,11 +811,18 @@ pub fn schedule(
     }
     if let Some(nt) = ntt_threads {
         let nt = nt.min(max_t);
-        if products.is_empty() && hints.q.is_none() || t < nt {
+        // A `q` hint may halve them: 64 elements per thread, two cubes one after the other.
+        let fewest = if hints.q.is_some() {
+            (nt / 2).max(32)
+        } else {
+            nt
+        };
+        if products.is_empty() && hints.q.is_none() || t < fewest {
             t = nt;
         }
         decisions.push(format!(
-            "NTT product(s): {nt} threads per instance give 16 transform elements each"
+            "NTT product(s): {t} threads per instance give {} transform elements each",
+            16 * nt / t
         ));
     }
     // A power modulo a big integer in a program of one thread per instance (one-element arrays)

@@ -1,9 +1,9 @@
 //! CUDA for `limb_mul.ntt`: three-prime NTT products (plan and constants from `crate::ntt`).
-//! Each pass loads a cube of up to 16 elements per thread from shared memory, runs up to four
-//! butterfly stages in registers, and stores them back: one barrier per pass. The transforms are
-//! one device function per transform size, called by every product and prime, its passes one
-//! loop the compiler unrolls, its butterflies and Garner's CRT in PTX: what NVRTC compiles stays
-//! small however many products a kernel has.
+//! Each pass loads a thread's cubes of up to 32 elements from shared memory, runs up to five
+//! butterfly stages in registers, and stores them back: one barrier per pass
+//! (`ntt::pass_ranges`). The transforms are one device function per transform size, called by
+//! every product and prime, its passes straight-line code, its butterflies and Garner's CRT in
+//! PTX: what NVRTC compiles stays small however many products a kernel has.
 
 use super::{Emitter, Val};
 use crate::ntt::{self, NttPlan};
@@ -81,10 +81,10 @@ impl Emitter<'_> {
         let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
 
         self.line(format!(
-            "// {comment}: NTT of 2^{} points in 3 primes, {} elements per thread, passes of {} stages",
+            "// {comment}: NTT of 2^{} points in 3 primes, {} elements per thread, passes of up to {} stages",
             plan.log_n,
-            cubes.groups << cubes.radix,
-            cubes.radix
+            cubes.per_thread,
+            cubes.stages()
         ));
         let out = self.declare_array(id, q_out);
         self.open("{");
@@ -233,26 +233,28 @@ impl Emitter<'_> {
     }
 }
 
-/// How the threads of an instance cover a transform of `n` points in each register pass: every
-/// thread takes `groups` cubes of 2^`radix` elements (16 with the n/16 threads the schedule gives an
-/// NTT product), and `workers` threads have work (all of them unless the instance has more than
-/// n/2 threads).
+/// How the threads of an instance cover a transform of `n` points: each holds `per_thread`
+/// elements in every register pass (16 with the n/16 threads the schedule gives an NTT product
+/// by default, 32 with half as many), and `workers` threads have work (all of them unless the
+/// instance has more than n/2 threads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Cubes {
-    radix: u32,
-    groups: u64,
+    per_thread: u64,
     workers: u64,
 }
 
 impl Cubes {
     fn new(n: u64, threads: u64) -> Cubes {
         let per_thread = (n / threads).max(2);
-        let radix = ntt::RADIX_LOG.min(per_thread.trailing_zeros());
         Cubes {
-            radix,
-            groups: per_thread >> radix,
+            per_thread,
             workers: n / per_thread,
         }
+    }
+
+    /// The most stages a pass runs: all of a thread's elements in one cube, up to 32.
+    fn stages(self) -> u32 {
+        self.per_thread.trailing_zeros().min(ntt::MAX_PASS_STAGES)
     }
 }
 
@@ -281,12 +283,12 @@ impl Emitter<'_> {
         let name = format!("bf_ntt_{log_n}_{threads}");
         self.device_function(&name, |e| {
             e.line(format!(
-                "// One prime's transforms for NTT products of 2^{log_n} points: cubes of {} elements",
-                1u64 << cubes.radix
+                "// One prime's transforms for NTT products of 2^{log_n} points: {} elements per thread",
+                cubes.per_thread
             ));
             e.line(format!(
-                "// (base | k << lb) per thread in registers, {} stages per pass, one barrier per pass.",
-                cubes.radix
+                "// in registers, as cubes (base | k << lb) of up to {} stages per pass, one barrier per pass.",
+                cubes.stages()
             ));
             // Internal, so that the compiler sees every call and keeps the pointers in shared memory.
             e.open(format!(
@@ -314,12 +316,11 @@ impl Emitter<'_> {
         name
     }
 
-    /// The passes of one direction, as one loop body: pass `s0 / radix` runs stages
-    /// `s0..s0 + radix` on cubes whose lowest bit `lb` it computes; a last pass of `tail` stages
-    /// (when `radix` does not divide `log_n`) runs the same code on the cube at the bottom
-    /// (forward) or the top (inverse) with the other stages skipped. The compiler unrolls the loop,
-    /// so every pass has its offsets as constants (a rolled loop computes sixteen addresses per
-    /// cube: 6% more instructions in the transforms, for 0.07 s less NVRTC at Poly 2^15).
+    /// The passes of one direction ([`ntt::pass_ranges`], straight-line: each pass's lowest bit
+    /// and offsets are constants that fold into the loads' and stores' immediates). A pass of r
+    /// stages from bit lb has each thread take its cubes of 2^r elements base | k << lb, run the
+    /// stages in registers and store them back; forward passes run from the top range down,
+    /// inverse ones from the bottom up.
     ///
     /// Forward stage s acts on bit b = log_n - 1 - s, inverse stage s on bit b = s; both pair
     /// element i with i + 2^b and use the twiddle (i mod 2^b) << (log_n - 1 - b) (`NttPlan::forward`
@@ -327,137 +328,96 @@ impl Emitter<'_> {
     /// (k mod 2^c) << (log_n - 1 - c), a constant.
     fn cube_passes(&mut self, log_n: u32, cubes: Cubes, forward: bool) {
         let Cubes {
-            radix,
-            groups,
+            per_thread,
             workers,
         } = cubes;
-        let tail = log_n % radix;
-        let size = 1u64 << radix;
         let threads = self.sched.threads_per_instance as u64;
-        // Unrolled by the compiler, each pass's lb is a constant: the offsets fold into the
-        // loads' and stores' immediates and the tail's skipped stages vanish.
-        self.line("#pragma unroll");
-        self.open(format!(
-            "for (u32 s0 = 0u; s0 < {log_n}u; s0 += {radix}u) {{"
-        ));
-        if tail > 0 {
-            self.line(format!("const bool full = s0 + {radix}u <= {log_n}u;"));
-        }
-        let lb = match (forward, tail > 0) {
-            (true, true) => format!("full ? {}u - s0 : 0u", log_n - radix),
-            (true, false) => format!("{}u - s0", log_n - radix),
-            (false, true) => format!("full ? s0 : {}u", log_n - radix),
-            (false, false) => "s0".to_string(),
-        };
-        self.line(format!("const u32 lb = {lb};"));
-        // Shared-memory offsets of the cube's elements from its base: i + i / 32 is additive
-        // over disjoint bits, so offset k is the sum of the offsets of k's bits.
-        let offs: Vec<String> = (0..radix)
-            .map(|i| format!("c{i} = (1u << (lb + {i}u)) + ((1u << (lb + {i}u)) >> 5)"))
-            .collect();
-        self.line(format!("const u32 {};", offs.join(", ")));
-        let off = |k: u64| -> String {
-            let parts: Vec<String> = (0..radix)
-                .filter(|i| k >> i & 1 == 1)
-                .map(|i| format!("c{i}"))
-                .collect();
-            if parts.is_empty() {
-                "0u".into()
-            } else {
-                parts.join(" + ")
-            }
-        };
-        let offsets: Vec<String> = (1..size).map(|k| format!("o{k} = {}", off(k))).collect();
-        self.line(format!("const u32 {};", offsets.join(", ")));
-        if workers < threads {
-            self.open(format!("if (t < {workers}u) {{"));
-        }
-        if groups > 1 {
-            self.line("#pragma unroll 1");
-            self.open(format!("for (u32 u = 0u; u < {groups}u; ++u) {{"));
-            self.line(format!("const u32 g = t + u * {workers}u;"));
-        } else {
-            self.open("{");
-            self.line("const u32 g = t;");
-        }
-        self.line("const u32 low = g & ((1u << lb) - 1u);");
-        self.line(format!(
-            "const u32 base = ((g >> lb) << (lb + {radix}u)) | low;"
-        ));
+        let mut ranges = ntt::pass_ranges(log_n, cubes.stages());
         if forward {
-            // The operands one after the other: one cube's registers live at a time, and still
-            // one barrier per pass, as they live in different buffers.
-            self.line("#pragma unroll 1");
-            self.open("for (u32 op = 0u; op < ops; ++op) {");
-            self.line("u32* x = (op == 0u ? nx : ny) + base + (base >> 5);");
-        } else {
-            self.open("{");
-            self.line("u32* x = nx + base + (base >> 5);");
+            ranges.reverse();
         }
-        let regs: Vec<String> = (0..size)
-            .map(|k| {
-                if k == 0 {
-                    "e0 = x[0]".to_string()
-                } else {
-                    format!("e{k} = x[o{k}]")
-                }
-            })
-            .collect();
-        self.line(format!("u32 {};", regs.join(", ")));
-        let tw = if forward { "tf" } else { "ti" };
-        let order: Vec<u32> = if forward {
-            (0..radix).rev().collect()
-        } else {
-            (0..radix).collect()
-        };
-        for c in order {
-            // The tail pass skips the stages of bits that earlier passes did.
-            let skipped = tail > 0 && if forward { c >= tail } else { c < radix - tail };
-            if skipped {
-                self.open("if (full) {");
+        for (lb, radix) in ranges {
+            let size = 1u64 << radix;
+            let groups = per_thread >> radix;
+            self.open(format!(
+                "{{ // stages on bits {lb}..{}: {groups} cube(s) of {size} per thread",
+                lb + radix - 1
+            ));
+            if workers < threads {
+                self.open(format!("if (t < {workers}u) {{"));
+            }
+            let g = if groups > 1 {
+                self.line("#pragma unroll 1");
+                self.open(format!("for (u32 u = 0u; u < {groups}u; ++u) {{"));
+                format!("t + u * {workers}u")
             } else {
                 self.open("{");
+                "t".to_string()
+            };
+            if ntt::swaps_lane_bit(lb, radix, 1 << (log_n - radix)) {
+                self.line(format!(
+                    "const u32 gn = {g}, g = gn ^ ((((gn >> {lb}u) ^ (gn >> 5)) & 1u) * {}u); // ntt::swap_lane_bit",
+                    (1u32 << lb) | 32
+                ));
+            } else {
+                self.line(format!("const u32 g = {g};"));
             }
+            self.line(format!("const u32 low = g & {}u;", (1u64 << lb) - 1));
             self.line(format!(
-                "const uint2* w = {tw} + (low << ({}u - lb));",
-                log_n - 1 - c
+                "const u32 base = ((g >> {lb}u) << {}u) | low;",
+                lb + radix
             ));
-            let dist = 1u64 << c;
-            for k in 0..size {
-                if k & dist != 0 {
-                    continue;
-                }
-                let e = (k & (dist - 1)) << (log_n - 1 - c);
-                let (xa, xb) = (format!("e{k}"), format!("e{}", k + dist));
-                if forward {
-                    self.line(format!(
-                        "{{ const uint2 z = __ldg(&w[{e}]); bf_dif({xa}, {xb}, z.x, z.y, p2, np); }}"
-                    ));
-                } else {
-                    self.line(format!(
-                        "{{ const uint2 z = __ldg(&w[{e}]); bf_dit({xa}, {xb}, z.x, z.y, p2, np); }}"
-                    ));
-                }
+            if forward {
+                // The operands one after the other: one cube's registers live at a time, and still
+                // one barrier per pass, as they live in different buffers.
+                self.line("#pragma unroll 1");
+                self.open("for (u32 op = 0u; op < ops; ++op) {");
+                self.line("u32* x = (op == 0u ? nx : ny) + base + (base >> 5);");
+            } else {
+                self.open("{");
+                self.line("u32* x = nx + base + (base >> 5);");
             }
-            self.close("}");
-        }
-        let stores: Vec<String> = (0..size)
-            .map(|k| {
-                if k == 0 {
-                    "x[0] = e0;".to_string()
-                } else {
-                    format!("x[o{k}] = e{k};")
+            // i + i / 32 is additive over disjoint bits: element k sits at phys(k << lb) from the
+            // cube's base.
+            let regs: Vec<String> = (0..size)
+                .map(|k| format!("e{k} = x[{}]", ntt::phys(k << lb)))
+                .collect();
+            self.line(format!("u32 {};", regs.join(", ")));
+            let tw = if forward { "tf" } else { "ti" };
+            let order: Vec<u32> = if forward {
+                (0..radix).rev().collect()
+            } else {
+                (0..radix).collect()
+            };
+            for c in order {
+                self.open("{");
+                self.line(format!(
+                    "const uint2* w = {tw} + (low << {}u);",
+                    log_n - 1 - lb - c
+                ));
+                let dist = 1u64 << c;
+                let f = if forward { "bf_dif" } else { "bf_dit" };
+                for k in (0..size).filter(|k| k & dist == 0) {
+                    let e = (k & (dist - 1)) << (log_n - 1 - c);
+                    self.line(format!(
+                        "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{k}, e{}, z.x, z.y, p2, np); }}",
+                        k + dist
+                    ));
                 }
-            })
-            .collect();
-        self.line(stores.join(" "));
-        self.close("}");
-        self.close("}");
-        if workers < threads {
+                self.close("}");
+            }
+            let stores: Vec<String> = (0..size)
+                .map(|k| format!("x[{}] = e{k};", ntt::phys(k << lb)))
+                .collect();
+            self.line(stores.join(" "));
+            self.close("}");
+            self.close("}");
+            if workers < threads {
+                self.close("}");
+            }
+            self.line("__syncthreads();");
             self.close("}");
         }
-        self.line("__syncthreads();");
-        self.close("}");
     }
 }
 
