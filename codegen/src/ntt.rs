@@ -229,6 +229,13 @@ pub fn dif_butterfly(a: u32, b: u32, w: u32, ws: u32, p: u32) -> (u32, u32) {
     (s, mul_shoup_lazy(a + 2 * p - b, w, ws, p))
 }
 
+/// The forward butterfly of the first stage, whose second input is zero (the upper half of a
+/// zero-padded operand): `(a, 0)` to `(a, a w)`, in [0, 2p).
+pub fn dif_butterfly_zero(a: u32, w: u32, ws: u32, p: u32) -> (u32, u32) {
+    debug_assert!(a < 2 * p);
+    (a, mul_shoup_lazy(a, w, ws, p))
+}
+
 /// The inverse (decimation in time) butterfly as the GPU runs it: `(a, b)` in [0, 4p) to
 /// `(a + b w, a - b w)`, both in [0, 4p).
 pub fn dit_butterfly(a: u32, b: u32, w: u32, ws: u32, p: u32) -> (u32, u32) {
@@ -535,11 +542,24 @@ mod tests {
     /// [`swap_lane_bit`] where it applies), the twiddle of cube bit c at the sum of
     /// low << (log_n - 1 - lb - c) and (k mod 2^c) << (log_n - 1 - c). Forward passes from the top
     /// range down, each's stages from its top bit; inverse ones from the bottom up.
-    fn cube_passes(x: &mut [u32], log_n: u32, stages: u32, tw: &[(u32, u32)], p: u32, fwd: bool) {
+    ///
+    /// With `trim`, a forward transform takes the upper half of its input as zero (its first
+    /// stage runs `dif_butterfly_zero`) and an inverse one computes the lower half of its output
+    /// only (its last stage skips the differences, which stay unwritten).
+    fn cube_passes(
+        x: &mut [u32],
+        log_n: u32,
+        stages: u32,
+        tw: &[(u32, u32)],
+        p: u32,
+        fwd: bool,
+        trim: bool,
+    ) {
         let mut ranges = pass_ranges(log_n, stages);
         if fwd {
             ranges.reverse();
         }
+        let top = log_n - 1;
         for (lb, radix) in ranges {
             let size = 1usize << radix;
             let cubes = x.len() >> radix;
@@ -562,10 +582,12 @@ mod tests {
                     for k in (0..size).filter(|k| k >> c & 1 == 0) {
                         let (w, ws) = tw[w0 + ((k & ((1 << c) - 1)) << (log_n - 1 - c))];
                         let (u, v) = (e[k], e[k + (1 << c)]);
-                        (e[k], e[k + (1 << c)]) = if fwd {
-                            dif_butterfly(u, v, w, ws, p)
-                        } else {
-                            dit_butterfly(u, v, w, ws, p)
+                        let trimmed = trim && lb + c == top;
+                        (e[k], e[k + (1 << c)]) = match (fwd, trimmed) {
+                            (true, false) => dif_butterfly(u, v, w, ws, p),
+                            (true, true) => dif_butterfly_zero(u, w, ws, p),
+                            (false, false) => dit_butterfly(u, v, w, ws, p),
+                            (false, true) => (dit_butterfly(u, v, w, ws, p).0, v),
                         };
                     }
                 }
@@ -595,16 +617,31 @@ mod tests {
             for stages in 1..=MAX_PASS_STAGES {
                 let (mut want, mut got) = (x.clone(), x.clone());
                 plan.forward(&mut want, &tw, p);
-                cube_passes(&mut got, log_n, stages, &tw, p, true);
+                cube_passes(&mut got, log_n, stages, &tw, p, true, false);
                 assert_eq!(
                     got, want,
                     "forward, 2^{log_n} points, {stages} stages a pass"
                 );
                 plan.inverse(&mut want, &tw[n / 2..], p);
-                cube_passes(&mut got, log_n, stages, &tw[n / 2..], p, false);
+                cube_passes(&mut got, log_n, stages, &tw[n / 2..], p, false, false);
                 assert_eq!(
                     got, want,
                     "inverse, 2^{log_n} points, {stages} stages a pass"
+                );
+                // Trimmed: a zero upper half in, the lower half out, equal modulo p.
+                let mut padded = x.clone();
+                padded[n / 2..].fill(0);
+                let (mut want, mut got) = (padded.clone(), padded);
+                plan.forward(&mut want, &tw, p);
+                cube_passes(&mut got, log_n, stages, &tw, p, true, true);
+                let reduced = |v: &[u32]| v.iter().map(|&e| e % p).collect::<Vec<_>>();
+                assert_eq!(reduced(&got), reduced(&want), "forward, zero upper half");
+                plan.inverse(&mut want, &tw[n / 2..], p);
+                cube_passes(&mut got, log_n, stages, &tw[n / 2..], p, false, true);
+                assert_eq!(
+                    reduced(&got[..n / 2]),
+                    reduced(&want[..n / 2]),
+                    "inverse, lower half"
                 );
             }
         }

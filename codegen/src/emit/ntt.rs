@@ -43,6 +43,20 @@ __device__ __forceinline__ void bf_dit(u32& a, u32& b, u32 w, u32 ws, u32 p2, u3
       "add.u32 s, u, r; sub.u32 d, u, r; add.u32 d, d, %4;\n\t"
       "mov.u32 %0, s; mov.u32 %1, d; }" : "+r"(a), "+r"(b) : "r"(w), "r"(ws), "r"(p2), "r"(np));
 }
+// The first forward stage, whose second input is zero (a zero-padded operand's upper half):
+// (a, 0) <- (a, a w), in [0, 2p), without loading the zero.
+__device__ __forceinline__ void bf_dif0(u32 a, u32& b, u32 w, u32 ws, u32 np) {
+  asm("{ .reg .u32 q, r;\n\t"
+      "mul.hi.u32 q, %1, %3; mul.lo.u32 r, %1, %2; mad.lo.u32 %0, q, %4, r; }"
+      : "=r"(b) : "r"(a), "r"(w), "r"(ws), "r"(np));
+}
+// The last inverse stage where only the lower half of the result is wanted: a <- a + b w.
+__device__ __forceinline__ void bf_dit_lo(u32& a, u32 b, u32 w, u32 ws, u32 p2, u32 np) {
+  asm("{ .reg .u32 q, r, u; .reg .pred g;\n\t"
+      "mul.hi.u32 q, %1, %3; mul.lo.u32 r, %1, %2; mad.lo.u32 r, q, %5, r;\n\t"
+      "setp.ge.u32 g, %0, %4; mov.u32 u, %0; @g sub.u32 u, u, %4;\n\t"
+      "add.u32 %0, u, r; }" : "+r"(a) : "r"(b), "r"(w), "r"(ws), "r"(p2), "r"(np));
+}
 // A 32-bit digit into [0, 2p), the forward transform's input range (`ntt::reduce_digit`).
 __device__ __forceinline__ u32 bf_digit(u32 d, u32 p) { return d - (d >> 30) * p; }
 // A value in [0, 4p), the inverse transform's output, into [0, p) (`ntt::reduce_4p`).
@@ -155,8 +169,9 @@ impl Emitter<'_> {
         self.close("}");
         self.close("}");
         self.line(format!(
-            "for (u32 i = {}u + t; i < {n}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u;{} }}",
+            "for (u32 i = {}u + t; i < {}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u;{} }} // the upper half is not read",
             plan.digits_in,
+            n / 2,
             if square {
                 ""
             } else {
@@ -280,7 +295,15 @@ impl Emitter<'_> {
         let n = plan.n();
         let threads = self.sched.threads_per_instance as u64;
         let cubes = Cubes::new(n, threads);
-        let name = format!("bf_ntt_{log_n}_{threads}");
+        // Every operand fills at most the lower half (n >= 2 digits_in - 1): the forward
+        // transforms skip the zero upper half. A product of no more digits than that keeps only
+        // the lower half of the inverse transform.
+        debug_assert!(2 * plan.digits_in <= n);
+        let half_out = 2 * plan.digits_out <= n;
+        let name = format!(
+            "bf_ntt_{log_n}_{threads}{}",
+            if half_out { "_lo" } else { "" }
+        );
         self.device_function(&name, |e| {
             e.line(format!(
                 "// One prime's transforms for NTT products of 2^{log_n} points: {} elements per thread",
@@ -299,14 +322,14 @@ impl Emitter<'_> {
             e.line(
                 "// forward transforms (decimation in frequency): natural order in, bit-reversed out",
             );
-            e.cube_passes(log_n, cubes, true);
+            e.cube_passes(log_n, cubes, true, true);
             e.line("// pointwise products (Montgomery: the 2^-32 is undone by the final scaling)");
             e.line(format!(
                 "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(nx[k], ny[k], p, ni); }}"
             ));
             e.line("__syncthreads();");
             e.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
-            e.cube_passes(log_n, cubes, false);
+            e.cube_passes(log_n, cubes, false, half_out);
             e.line("// scaled by N^-1 (which also removes the Montgomery factor): the result's digits into `keep`");
             e.line(format!(
                 "if (keep) for (u32 c = t; c < cols; c += {threads}u) {{ const u32 k = c + (c >> 5); keep[k] = bf_shoup(nx[k], sc, scs, p); }}"
@@ -326,7 +349,11 @@ impl Emitter<'_> {
     /// element i with i + 2^b and use the twiddle (i mod 2^b) << (log_n - 1 - b) (`NttPlan::forward`
     /// and `inverse`). In a cube with c = b - lb that is (low << (log_n - 1 - lb - c)) plus
     /// (k mod 2^c) << (log_n - 1 - c), a constant.
-    fn cube_passes(&mut self, log_n: u32, cubes: Cubes, forward: bool) {
+    ///
+    /// With `trim`, forward transforms take the upper half of their input as zero (the first
+    /// stage neither loads it nor adds it: `bf_dif0`) and the inverse one computes and stores the
+    /// lower half of its output only (`bf_dit_lo`), as `ntt`'s model does.
+    fn cube_passes(&mut self, log_n: u32, cubes: Cubes, forward: bool, trim: bool) {
         let Cubes {
             per_thread,
             workers,
@@ -339,6 +366,11 @@ impl Emitter<'_> {
         for (lb, radix) in ranges {
             let size = 1u64 << radix;
             let groups = per_thread >> radix;
+            // The top stage of the whole transform runs in this pass: the first forward stage,
+            // the last inverse one.
+            let trimmed = trim && lb + radix == log_n;
+            // Elements that this pass loads and stores (the lower half where trimmed).
+            let live = if trimmed { size / 2 } else { size };
             self.open(format!(
                 "{{ // stages on bits {lb}..{}: {groups} cube(s) of {size} per thread",
                 lb + radix - 1
@@ -380,7 +412,13 @@ impl Emitter<'_> {
             // i + i / 32 is additive over disjoint bits: element k sits at phys(k << lb) from the
             // cube's base.
             let regs: Vec<String> = (0..size)
-                .map(|k| format!("e{k} = x[{}]", ntt::phys(k << lb)))
+                .map(|k| {
+                    if forward && k >= live {
+                        format!("e{k}")
+                    } else {
+                        format!("e{k} = x[{}]", ntt::phys(k << lb))
+                    }
+                })
                 .collect();
             self.line(format!("u32 {};", regs.join(", ")));
             let tw = if forward { "tf" } else { "ti" };
@@ -396,17 +434,23 @@ impl Emitter<'_> {
                     log_n - 1 - lb - c
                 ));
                 let dist = 1u64 << c;
-                let f = if forward { "bf_dif" } else { "bf_dit" };
+                let top = trimmed && c == radix - 1;
+                let (f, consts) = match (forward, top) {
+                    (true, false) => ("bf_dif", "p2, np"),
+                    (true, true) => ("bf_dif0", "np"),
+                    (false, false) => ("bf_dit", "p2, np"),
+                    (false, true) => ("bf_dit_lo", "p2, np"),
+                };
                 for k in (0..size).filter(|k| k & dist == 0) {
                     let e = (k & (dist - 1)) << (log_n - 1 - c);
                     self.line(format!(
-                        "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{k}, e{}, z.x, z.y, p2, np); }}",
+                        "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{k}, e{}, z.x, z.y, {consts}); }}",
                         k + dist
                     ));
                 }
                 self.close("}");
             }
-            let stores: Vec<String> = (0..size)
+            let stores: Vec<String> = (0..if forward { size } else { live })
                 .map(|k| format!("x[{}] = e{k};", ntt::phys(k << lb)))
                 .collect();
             self.line(stores.join(" "));
