@@ -25,7 +25,10 @@ use bigfuse_core::{
 /// A full product (twice the operands' width) does twice a truncated one's classical work, so it
 /// uses the NTT from half this width ([`choose_mul`]). Measured on an H100 (bench/RESULTS.md, 2026-11-25, classical rows of whole word products in
 /// 128-thread blocks): at 2^15 bits classical 1-Mul 37,274 Gu32ops/s and Poly 49,055 against the
-/// NTT's 35,019 and 38,308; at 2^16 classical 20,772 against the NTT's 30,787.
+/// NTT's 35,019 and 38,308; at 2^16 classical 20,772 against the NTT's 30,787. Since the NTT's
+/// five-stage passes (NVIDIA H200, 2026-11-27, `bench mul --variant ntt=32768`): at 2^15 the NTT
+/// 1-Mul runs 43,797 against the classical 37,263, but Poly (four products) 43,436 against 49,085,
+/// so 2^16 stays; at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308).
 pub const NTT_FROM_BITS: u64 = 1 << 16;
 
 /// The algorithm for a product of two `bits`-bit operands into `out_limbs` limbs, given a

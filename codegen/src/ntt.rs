@@ -26,7 +26,7 @@ pub const DIGIT_BITS: u32 = 32;
 pub const ELEMENTS_LOG: u32 = 5;
 /// The most stages one register pass runs (cubes of 32 elements).
 pub const MAX_PASS_STAGES: u32 = 5;
-/// The fewest points a transform has: 16 elements for each of 16 threads.
+/// The fewest points a transform has (2^8): smaller products are classical anyway.
 const MIN_LOG_N: u32 = 8;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -800,10 +800,10 @@ impl NttPlan {
     }
 
     /// Threads per instance: 32 elements of each transform per thread, so that passes of five
-    /// stages hold a thread's elements in one cube. Same run, NVIDIA H200, against 16 elements
-    /// (passes of four stages): 1-Mul at 2^16 / 2^17 / 2^18 bits 44,060 / 41,927 / 31,340
-    /// Gu32ops/s against 33,529 / 30,281 / 29,603; Poly 44,431 / 40,891 / 30,763 against 36,560 /
-    /// 32,986 / 30,169.
+    /// stages hold a thread's elements in one cube. NVIDIA H200, same run (bench/RESULTS.md,
+    /// 2026-11-27): with the other changes of that day, 1-Mul at 2^16 / 2^17 / 2^18 bits ran
+    /// 33,529 / 30,281 / 29,603 Gu32ops/s with 16 elements a thread (passes of four stages) and
+    /// 44,060 / 41,927 / 31,340 with 32.
     pub fn threads(&self) -> u32 {
         (self.n() >> ELEMENTS_LOG).clamp(1, 1024) as u32
     }
