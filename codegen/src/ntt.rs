@@ -15,7 +15,7 @@
 //! values are reduced fully only where they leave the transforms (the scaling, Garner's inputs).
 //!
 //! Exactness: a column sum is at most min(n_a, n_b) * (2^32 - 1)^2, which must stay below
-//! p1 * p2 * p3 (about 2^92.6); the transform length N must be at least 2 * digits - 1 so that the
+//! p1 * p2 * p3 (about 2^89.4); the transform length N must be at least 2 * digits - 1 so that the
 //! cyclic convolution does not wrap into the result. [`plan`] refuses anything else.
 
 use crate::error::{CgResult, CodegenError};

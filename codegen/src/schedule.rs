@@ -822,7 +822,7 @@ pub fn schedule(
         }
         decisions.push(format!(
             "NTT product(s): {t} threads per instance give {} transform elements each",
-            16 * nt / t
+            (nt << crate::ntt::ELEMENTS_LOG) / t
         ));
     }
     // A power modulo a big integer in a program of one thread per instance (one-element arrays)

@@ -249,9 +249,9 @@ impl Emitter<'_> {
 }
 
 /// How the threads of an instance cover a transform of `n` points: each holds `per_thread`
-/// elements in every register pass (16 with the n/16 threads the schedule gives an NTT product
-/// by default, 32 with half as many), and `workers` threads have work (all of them unless the
-/// instance has more than n/2 threads).
+/// elements in every register pass (32 with the n/32 threads the schedule gives an NTT product
+/// by default, `NttPlan::threads`; 64 with half as many under a `q` hint), and `workers` threads
+/// have work (all of them unless the instance has more than n/2 threads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Cubes {
     per_thread: u64,
@@ -267,7 +267,7 @@ impl Cubes {
         }
     }
 
-    /// The most stages a pass runs: all of a thread's elements in one cube, up to 32.
+    /// The most stages a pass runs: a thread's elements in one cube, up to 32 of them.
     fn stages(self) -> u32 {
         self.per_thread.trailing_zeros().min(ntt::MAX_PASS_STAGES)
     }
