@@ -4,8 +4,9 @@
 //! that `crate::place` gives scans, reductions and gathers for crossing threads.
 
 use super::{scalar::ctype, Emitter, Val};
+use crate::isel::Product;
 use crate::layout::Unit;
-use bigfuse_core::{Type, ValueId};
+use bigfuse_core::{Op, Type, ValueId};
 
 impl Emitter<'_> {
     /// Parameter `param` (node `id`): arrays of scalars and of scalar tuples into registers, scalars
@@ -501,6 +502,29 @@ impl Emitter<'_> {
     /// memory by the gathers that use it ([`crate::schedule::only_gathered`]).
     pub(super) fn read_in_place(&self, id: ValueId) -> bool {
         self.sched.blocks_per_instance > 1 && crate::schedule::only_gathered(self.func, id)
+            || self.only_ntt_operand(id)
+    }
+
+    /// Whether array `id`, a parameter's 64-bit words, is only ever an operand of NTT products:
+    /// they read it from global memory once per prime ([`Self::ntt_mul`]), so that no register
+    /// holds it across the transforms' calls, where the calling convention would spill it to
+    /// local memory (1-Mul at 2^16 bits: 232 bytes a thread, 8 without).
+    fn only_ntt_operand(&self, id: ValueId) -> bool {
+        let Some(param) = crate::schedule::global_words(self.func, id) else {
+            return false;
+        };
+        let mut users = self
+            .func
+            .ids()
+            .filter(|&u| self.func.node(u).op.args().contains(&id))
+            .peekable();
+        self.inputs[param as usize].unit == Unit::U64
+            && !self.func.outputs.contains(&id)
+            && users.peek().is_some()
+            && users.all(|u| {
+                matches!(self.func.node(u).op, Op::LimbMul { .. })
+                    && matches!(self.sel.product(u), Some(Product::Ntt(_)))
+            })
     }
 
     /// `src[idx[k]]` (0 past the end): every thread stages its elements of `src` in the instance's

@@ -7,7 +7,7 @@
 
 use super::{Emitter, Val};
 use crate::ntt::{self, NttPlan};
-use bigfuse_core::{Op, ValueId};
+use bigfuse_core::{Op, Type, ValueId};
 
 /// Device helpers the NTT code calls (emitted once per kernel that has an NTT).
 pub(super) const HELPERS: &str = r#"// a * w mod p by Shoup's method (ws = floor(w * 2^32 / p), p < 2^31, any 32-bit a)
@@ -71,8 +71,10 @@ impl Emitter<'_> {
         let Op::LimbMul { a, b, out_len, .. } = self.func.node(id).op.clone() else {
             unreachable!("ntt_mul() is called on limb_mul nodes")
         };
-        let (a_leaves, q_in, in_len) = self.array_parts(a);
-        let (b_leaves, _, _) = self.array_parts(b);
+        let in_len = match self.func.ty(a) {
+            Type::Array(_, n) => n.as_const().expect("specialized lengths"),
+            t => unreachable!("an NTT product of {t:?}"),
+        };
         // A square transforms its operand once and multiplies the transform by itself.
         let square = a == b;
         let out_len = out_len.as_const().unwrap_or(0);
@@ -145,29 +147,14 @@ impl Emitter<'_> {
         ));
 
         self.line("// both operands as 32-bit digits mod p");
-        self.line("#pragma unroll");
-        self.open(format!("for (int q = 0; q < {q_in}; ++q) {{"));
-        self.line(format!("const u32 d = 2u * (t * {q_in}u + (u32)q);"));
-        self.open(format!("if (d < {}u) {{", plan.digits_in));
-        let staged: Vec<(&str, &String)> = if square {
-            vec![("nx", &a_leaves[0])]
+        let staged: Vec<(&str, ValueId)> = if square {
+            vec![("nx", a)]
         } else {
-            vec![("nx", &a_leaves[0]), ("ny", &b_leaves[0])]
+            vec![("nx", a), ("ny", b)]
         };
-        for (buf, leaf) in staged {
-            for half in 0..2u32 {
-                let v = if half == 0 {
-                    format!("(u32){leaf}[q]")
-                } else {
-                    format!("(u32)({leaf}[q] >> 32)")
-                };
-                self.line(format!(
-                    "{{ const u32 i = d + {half}u; {buf}[i + (i >> 5)] = bf_digit({v}, p); }}"
-                ));
-            }
+        for (buf, operand) in staged {
+            self.stage_digits(buf, operand, plan);
         }
-        self.close("}");
-        self.close("}");
         self.line(format!(
             "for (u32 i = {}u + t; i < {}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u;{} }} // the upper half is not read",
             plan.digits_in,
@@ -245,6 +232,51 @@ impl Emitter<'_> {
             "for (int q = 0; q < {q_out}; ++q) {{ const u32 l = t * {q_out}u + (u32)q; {y}[q] = (l >= 1u && l - 1u < {out_len}u) ? nh[l - 1u] : 0ull; }}"
         ));
         self.finish_product(&x, &y, out, q_out, out_len, offset, lay.flags)
+    }
+}
+
+impl Emitter<'_> {
+    /// An operand's 32-bit digits into `buf`, reduced into [0, 2p): from this thread's registers,
+    /// or, for a parameter's words that only NTT products read (`read_in_place`), from global
+    /// memory, thread t reading words t, t + T, ... (coalesced).
+    fn stage_digits(&mut self, buf: &str, operand: ValueId, plan: &NttPlan) {
+        let t_count = self.sched.threads_per_instance;
+        let put = |e: &mut Self, d: &str, w: &str| {
+            for half in 0..2u32 {
+                let v = if half == 0 {
+                    format!("(u32){w}")
+                } else {
+                    format!("(u32)({w} >> 32)")
+                };
+                e.line(format!(
+                    "{{ const u32 i = {d} + {half}u; {buf}[i + (i >> 5)] = bf_digit({v}, p); }}"
+                ));
+            }
+        };
+        match self.val(operand).clone() {
+            Val::Global(param) => {
+                let len = plan.digits_in / 2;
+                let units = self.inputs[param as usize].units;
+                self.open(format!(
+                    "for (u32 l = t; l < {len}u; l += {t_count}u) {{ // from in{param}, read where it lies"
+                ));
+                self.line(format!(
+                    "const u64 w = live ? in{param}[inst * {units}ull + l] : 0ull;"
+                ));
+                put(self, "2u * l", "w");
+                self.close("}");
+            }
+            Val::Array { leaves, q, .. } => {
+                self.line("#pragma unroll");
+                self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+                self.line(format!("const u32 d = 2u * (t * {q}u + (u32)q);"));
+                self.open(format!("if (d < {}u) {{", plan.digits_in));
+                put(self, "d", &format!("{}[q]", leaves[0]));
+                self.close("}");
+                self.close("}");
+            }
+            v => unreachable!("an NTT operand {v:?}"),
+        }
     }
 }
 
