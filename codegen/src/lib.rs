@@ -155,7 +155,9 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     stages.record("specialize", &concrete);
     let lowered = lower::lower_passes(
         &concrete,
-        hints.ntt_from_bits.unwrap_or(lower::NTT_FROM_BITS),
+        hints
+            .ntt_from_bits
+            .unwrap_or_else(|| lower::default_ntt_from_bits(&concrete)),
         hints.per_thread,
         divide::whole_bits(hints),
         &mut |pass, f| stages.record(pass, f),

@@ -28,8 +28,45 @@ use bigfuse_core::{
 /// NTT's 35,019 and 38,308; at 2^16 classical 20,772 against the NTT's 30,787. Since the NTT's
 /// five-stage passes (NVIDIA H200, 2026-11-27, `bench mul --variant ntt=32768`): at 2^15 the NTT
 /// 1-Mul runs 43,797 against the classical 37,263, but Poly (four products) 43,436 against 49,085,
-/// so 2^16 stays; at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308).
+/// so 2^16 stays for programs of several products ([`default_ntt_from_bits`] has the rule for a
+/// lone one); at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308).
 pub const NTT_FROM_BITS: u64 = 1 << 16;
+
+/// The crossover for a program whose only product is one truncated product, outside any loop or
+/// map. Nothing else is live across its transforms, whose operands, when they are parameters,
+/// stay in global memory (`emit::memory`'s `only_ntt_operand`): NVIDIA H200, 2026-11-27 (tenth
+/// session), same run, 1-Mul at 2^15 bits with the NTT 47,833 / 47,873 Gu32ops/s against the
+/// classical 37,259 / 37,199. Poly's NTT at 2^15 (42,813 / 42,851) still loses to its classical
+/// kernel (49,124 / 49,064), so programs of several products keep [`NTT_FROM_BITS`].
+pub const LONE_NTT_FROM_BITS: u64 = 1 << 15;
+
+/// The crossover of `func`'s products when no hint sets one: [`LONE_NTT_FROM_BITS`] for a program
+/// of one truncated product at top level (none in a map, scan, reduction or loop body, no full
+/// product), [`NTT_FROM_BITS`] otherwise.
+pub fn default_ntt_from_bits(func: &Func) -> u64 {
+    fn products(f: &Func) -> (usize, usize) {
+        f.nodes.iter().fold((0, 0), |(top, nested), n| {
+            let mut bodies = n.op.lambdas();
+            if let Op::Loop { body, .. } = &n.op {
+                bodies.push(body);
+            }
+            let inner: usize = bodies
+                .iter()
+                .map(|l| {
+                    let (t, m) = products(l);
+                    t + m
+                })
+                .sum();
+            let wide = matches!(n.op, Op::BigMulWide(..)) as usize;
+            let here = matches!(n.op, Op::BigMul(..)) as usize;
+            (top + here, nested + inner + 2 * wide)
+        })
+    }
+    match products(func) {
+        (1, 0) => LONE_NTT_FROM_BITS,
+        _ => NTT_FROM_BITS,
+    }
+}
 
 /// The algorithm for a product of two `bits`-bit operands into `out_limbs` limbs, given a
 /// crossover for truncated products (a full product's classical work is twice theirs).
@@ -48,7 +85,7 @@ pub fn choose_mul(bits: u64, ntt_from_bits: u64, out_limbs: u64) -> MulAlgo {
 
 /// Lowers a concrete (specialized) program with the default crossovers.
 pub fn lower(func: &Func) -> CgResult<Func> {
-    lower_with(func, NTT_FROM_BITS)
+    lower_with(func, default_ntt_from_bits(func))
 }
 
 /// Lowers a concrete (specialized) program. The result has the same parameters and outputs, and no
@@ -64,7 +101,9 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
 pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
     lower_passes(
         func,
-        hints.ntt_from_bits.unwrap_or(NTT_FROM_BITS),
+        hints
+            .ntt_from_bits
+            .unwrap_or_else(|| default_ntt_from_bits(func)),
         hints.per_thread,
         crate::divide::whole_bits(hints),
         &mut |_, _| {},
@@ -365,6 +404,45 @@ mod tests {
         }
         .unwrap();
         b.finish(&[r]).unwrap()
+    }
+
+    #[test]
+    fn a_lone_truncated_product_takes_the_ntt_from_its_own_crossover() {
+        let build = |products: &[&str]| {
+            let mut b = Builder::new("p", &["BITS"]);
+            let ty = Type::Big(bigfuse_core::Size::param(0));
+            let x = b.param("a", ty.clone());
+            let y = b.param("b", ty);
+            let mut outs = Vec::new();
+            for p in products {
+                outs.push(match *p {
+                    "mul" => b.mul(x, y).unwrap(),
+                    "wide" => b.mul_wide(x, y).unwrap(),
+                    _ => b.add(x, y).unwrap(),
+                });
+            }
+            specialize(&b.finish(&outs).unwrap(), &[1 << 15]).unwrap()
+        };
+        let algos = |f: &Func| -> Vec<MulAlgo> {
+            lower(f)
+                .unwrap()
+                .nodes
+                .iter()
+                .filter_map(|n| match n.op {
+                    Op::LimbMul { algo, .. } => Some(algo),
+                    _ => None,
+                })
+                .collect()
+        };
+        let lone = build(&["mul", "add"]);
+        assert_eq!(default_ntt_from_bits(&lone), LONE_NTT_FROM_BITS);
+        assert_eq!(algos(&lone), [MulAlgo::Ntt]);
+        let two = build(&["mul", "mul"]);
+        assert_eq!(default_ntt_from_bits(&two), NTT_FROM_BITS);
+        assert_eq!(algos(&two), [MulAlgo::Classical, MulAlgo::Classical]);
+        // A full product at 2^15 bits takes the NTT by the general rule; alone it changes nothing.
+        assert_eq!(default_ntt_from_bits(&build(&["wide"])), NTT_FROM_BITS);
+        assert_eq!(default_ntt_from_bits(&build(&["add"])), NTT_FROM_BITS);
     }
 
     #[test]
