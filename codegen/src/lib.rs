@@ -153,11 +153,10 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     let mut stages = Stages::default();
     let concrete = specialize(func, sizes)?;
     stages.record("specialize", &concrete);
+    let (ntt_from, ntt_why) = lower::ntt_crossover(&concrete, hints.ntt_from_bits);
     let lowered = lower::lower_passes(
         &concrete,
-        hints
-            .ntt_from_bits
-            .unwrap_or_else(|| lower::default_ntt_from_bits(&concrete)),
+        ntt_from,
         hints.per_thread,
         divide::whole_bits(hints),
         &mut |pass, f| stages.record(pass, f),
@@ -210,7 +209,21 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         inputs,
         outputs,
         tables: selection.tables().into_iter().map(|(_, t)| t).collect(),
-        selection: selection.describe(&fused.func),
+        selection: {
+            let mut notes = selection.describe(&fused.func);
+            if selection.products().next().is_some() {
+                let bits = if ntt_from.is_power_of_two() {
+                    format!("2^{}", ntt_from.trailing_zeros())
+                } else {
+                    ntt_from.to_string()
+                };
+                notes.insert(
+                    0,
+                    format!("products of operands from {bits} bits (truncated; full products from half that) use the NTT: {ntt_why}"),
+                );
+            }
+            notes
+        },
         kernels: fused.kernels,
         fusion_notes: fused.notes,
         stages: stages.stages,

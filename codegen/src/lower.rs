@@ -40,6 +40,19 @@ pub const NTT_FROM_BITS: u64 = 1 << 16;
 /// kernel (49,124 / 49,064), so programs of several products keep [`NTT_FROM_BITS`].
 pub const LONE_NTT_FROM_BITS: u64 = 1 << 15;
 
+/// The crossover that [`lower_compiled`] and [`crate::compile`] use for `func` under the hint
+/// `ntt` (`hint`), and why, as `explain` says it.
+pub fn ntt_crossover(func: &Func, hint: Option<u64>) -> (u64, &'static str) {
+    match hint {
+        Some(bits) => (bits, "the hint `ntt`"),
+        None if default_ntt_from_bits(func) == LONE_NTT_FROM_BITS => (
+            LONE_NTT_FROM_BITS,
+            "one truncated product alone, lower::LONE_NTT_FROM_BITS",
+        ),
+        None => (NTT_FROM_BITS, "lower::NTT_FROM_BITS"),
+    }
+}
+
 /// The crossover of `func`'s products when no hint sets one: [`LONE_NTT_FROM_BITS`] for a program
 /// of one truncated product at top level (none in a map, scan, reduction or loop body, no full
 /// product), [`NTT_FROM_BITS`] otherwise.
@@ -101,9 +114,7 @@ pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
 pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
     lower_passes(
         func,
-        hints
-            .ntt_from_bits
-            .unwrap_or_else(|| default_ntt_from_bits(func)),
+        ntt_crossover(func, hints.ntt_from_bits).0,
         hints.per_thread,
         crate::divide::whole_bits(hints),
         &mut |_, _| {},
@@ -421,8 +432,30 @@ mod tests {
                     _ => b.add(x, y).unwrap(),
                 });
             }
-            specialize(&b.finish(&outs).unwrap(), &[1 << 15]).unwrap()
+            b.finish(&outs).unwrap()
         };
+        // `explain` says which crossover applied and why.
+        let why = |products: &[&str]| {
+            let c = crate::compile(
+                &build(products),
+                &[1 << 15],
+                &crate::Target::h100(),
+                &Default::default(),
+            )
+            .unwrap();
+            c.selection[0].clone()
+        };
+        assert!(
+            why(&["mul", "add"]).contains("from 2^15 bits"),
+            "{}",
+            why(&["mul"])
+        );
+        assert!(
+            why(&["mul", "mul"]).contains("from 2^16 bits"),
+            "{}",
+            why(&["mul", "mul"])
+        );
+        let build = |products: &[&str]| specialize(&build(products), &[1 << 15]).unwrap();
         let algos = |f: &Func| -> Vec<MulAlgo> {
             lower(f)
                 .unwrap()
