@@ -153,10 +153,9 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     let mut stages = Stages::default();
     let concrete = specialize(func, sizes)?;
     stages.record("specialize", &concrete);
-    let (ntt_from, ntt_why) = lower::ntt_crossover(&concrete, hints.ntt_from_bits);
-    let lowered = lower::lower_passes(
+    let (lowered, (ntt_from, ntt_why)) = lower::lower_passes(
         &concrete,
-        ntt_from,
+        hints.ntt_from_bits,
         hints.per_thread,
         divide::whole_bits(hints),
         &mut |pass, f| stages.record(pass, f),

@@ -40,8 +40,8 @@ pub const NTT_FROM_BITS: u64 = 1 << 16;
 /// kernel (49,124 / 49,064), so programs of several products keep [`NTT_FROM_BITS`].
 pub const LONE_NTT_FROM_BITS: u64 = 1 << 15;
 
-/// The crossover that [`lower_compiled`] and [`crate::compile`] use for `func` under the hint
-/// `ntt` (`hint`), and why, as `explain` says it.
+/// The crossover for `func`'s products (the program `lower_limbs` is about to lower) under the
+/// hint `ntt` (`hint`), and why, as `explain` says it.
 pub fn ntt_crossover(func: &Func, hint: Option<u64>) -> (u64, &'static str) {
     match hint {
         Some(bits) => (bits, "the hint `ntt`"),
@@ -98,38 +98,42 @@ pub fn choose_mul(bits: u64, ntt_from_bits: u64, out_limbs: u64) -> MulAlgo {
 
 /// Lowers a concrete (specialized) program with the default crossovers.
 pub fn lower(func: &Func) -> CgResult<Func> {
-    lower_with(func, default_ntt_from_bits(func))
+    Ok(lower_passes(func, None, Some(false), None, &mut |_, _| {})?.0)
 }
 
 /// Lowers a concrete (specialized) program. The result has the same parameters and outputs, and no
 /// high-level node. Products of operands of at least `ntt_from_bits` bits use the NTT. Every
 /// instance keeps the parallel lowering (see [`lower_compiled`] for what `compile` does).
 pub fn lower_with(func: &Func, ntt_from_bits: u64) -> CgResult<Func> {
-    lower_passes(func, ntt_from_bits, Some(false), None, &mut |_, _| {})
+    Ok(lower_passes(func, Some(ntt_from_bits), Some(false), None, &mut |_, _| {})?.0)
 }
 
 /// What [`crate::compile`] lowers for these hints: [`lower_with`]'s passes, with `per_thread`
 /// between `divide` and `scalarize` where its rule (or the hint) picks it, so that parameters and
 /// results may be one-element arrays. The CPU backend's lowered level evaluates this.
 pub fn lower_compiled(func: &Func, hints: &crate::Hints) -> CgResult<Func> {
-    lower_passes(
+    Ok(lower_passes(
         func,
-        ntt_crossover(func, hints.ntt_from_bits).0,
+        hints.ntt_from_bits,
         hints.per_thread,
         crate::divide::whole_bits(hints),
         &mut |_, _| {},
-    )
+    )?
+    .0)
 }
 
 /// The passes from `unroll` to `lower`, in the order of [`crate::PASSES`], handing each result to
-/// `record` under its pass's name ([`crate::compile`] records them for `explain`).
+/// `record` under its pass's name ([`crate::compile`] records them for `explain`). Products use
+/// the NTT from `ntt_hint` bits, or from the crossover [`ntt_crossover`] picks for the program
+/// that `lower` itself sees (after the passes that make products: loops unrolled, divisions and
+/// residues lowered); returned with the result, and why.
 pub(crate) fn lower_passes(
     func: &Func,
-    ntt_from_bits: u64,
+    ntt_hint: Option<u64>,
     per_thread: Option<bool>,
     divide_whole_bits: Option<u64>,
     record: &mut dyn FnMut(&'static str, &Func),
-) -> CgResult<Func> {
+) -> CgResult<(Func, (u64, &'static str))> {
     if !func.is_concrete() {
         return Err(CodegenError::Unsupported(format!(
             "`{}` must be specialized before lowering",
@@ -153,9 +157,10 @@ pub(crate) fn lower_passes(
     record("scalarize", &scalar);
     let zp_free = crate::modular::lower_zp(&scalar)?;
     record("lower_zp", &zp_free);
-    let lowered = lower_limbs(&zp_free, ntt_from_bits)?;
+    let crossover = ntt_crossover(&zp_free, ntt_hint);
+    let lowered = lower_limbs(&zp_free, crossover.0)?;
     record("lower", &lowered);
-    Ok(lowered)
+    Ok((lowered, crossover))
 }
 
 /// The lowering of big-integer operations alone, on a program that [`crate::scalarize`] and
@@ -429,6 +434,7 @@ mod tests {
                 outs.push(match *p {
                     "mul" => b.mul(x, y).unwrap(),
                     "wide" => b.mul_wide(x, y).unwrap(),
+                    "div" => b.div(x, y).unwrap(),
                     _ => b.add(x, y).unwrap(),
                 });
             }
@@ -448,7 +454,13 @@ mod tests {
         assert!(
             why(&["mul", "add"]).contains("from 2^15 bits"),
             "{}",
-            why(&["mul"])
+            why(&["mul", "add"])
+        );
+        // A division becomes products before `lower` sees the program: no longer alone.
+        assert!(
+            why(&["mul", "div"]).contains("from 2^16 bits"),
+            "{}",
+            why(&["mul", "div"])
         );
         assert!(
             why(&["mul", "mul"]).contains("from 2^16 bits"),

@@ -499,7 +499,8 @@ impl Emitter<'_> {
 
 impl Emitter<'_> {
     /// Whether array `id`, a parameter's words, is not loaded but read where it lies in global
-    /// memory by the gathers that use it ([`crate::schedule::only_gathered`]).
+    /// memory by the gathers that use it ([`crate::schedule::only_gathered`]) or by the NTT
+    /// products that use it ([`Self::only_ntt_operand`]).
     pub(super) fn read_in_place(&self, id: ValueId) -> bool {
         self.sched.blocks_per_instance > 1 && crate::schedule::only_gathered(self.func, id)
             || self.only_ntt_operand(id)
@@ -508,7 +509,7 @@ impl Emitter<'_> {
     /// Whether array `id`, a parameter's 64-bit words, is only ever an operand of NTT products:
     /// they read it from global memory once per prime ([`Self::ntt_mul`]), so that no register
     /// holds it across the transforms' calls, where the calling convention would spill it to
-    /// local memory (1-Mul at 2^16 bits: 232 bytes a thread, 8 without).
+    /// local memory (1-Mul at 2^16 bits: 232 bytes a thread, none without).
     fn only_ntt_operand(&self, id: ValueId) -> bool {
         let Some(param) = crate::schedule::global_words(self.func, id) else {
             return false;
