@@ -28,8 +28,8 @@ use bigfuse_core::{
 /// NTT's 35,019 and 38,308; at 2^16 classical 20,772 against the NTT's 30,787. Since the NTT's
 /// five-stage passes (NVIDIA H200, 2026-11-27, `bench mul --variant ntt=32768`): at 2^15 the NTT
 /// 1-Mul runs 43,797 against the classical 37,263, but Poly (four products) 43,436 against 49,085,
-/// so 2^16 stays for programs of several products ([`default_ntt_from_bits`] has the rule for a
-/// lone one); at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308).
+/// so 2^16 stays for programs of several products ([`ntt_crossover`] has the rule for a lone
+/// one); at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308).
 pub const NTT_FROM_BITS: u64 = 1 << 16;
 
 /// The crossover for a program whose only product is one truncated product, outside any loop or
@@ -41,11 +41,13 @@ pub const NTT_FROM_BITS: u64 = 1 << 16;
 pub const LONE_NTT_FROM_BITS: u64 = 1 << 15;
 
 /// The crossover for `func`'s products (the program `lower_limbs` is about to lower) under the
-/// hint `ntt` (`hint`), and why, as `explain` says it.
+/// hint `ntt` (`hint`), and why, as `explain` says it: [`LONE_NTT_FROM_BITS`] for a program of
+/// one truncated product at top level (none in a map, scan, reduction or loop body, no full
+/// product), [`NTT_FROM_BITS`] otherwise.
 pub fn ntt_crossover(func: &Func, hint: Option<u64>) -> (u64, &'static str) {
     match hint {
         Some(bits) => (bits, "the hint `ntt`"),
-        None if default_ntt_from_bits(func) == LONE_NTT_FROM_BITS => (
+        None if lone_truncated_product(func) => (
             LONE_NTT_FROM_BITS,
             "one truncated product alone, lower::LONE_NTT_FROM_BITS",
         ),
@@ -53,32 +55,34 @@ pub fn ntt_crossover(func: &Func, hint: Option<u64>) -> (u64, &'static str) {
     }
 }
 
-/// The crossover of `func`'s products when no hint sets one: [`LONE_NTT_FROM_BITS`] for a program
-/// of one truncated product at top level (none in a map, scan, reduction or loop body, no full
-/// product), [`NTT_FROM_BITS`] otherwise.
-pub fn default_ntt_from_bits(func: &Func) -> u64 {
-    fn products(f: &Func) -> (usize, usize) {
-        f.nodes.iter().fold((0, 0), |(top, nested), n| {
+/// Whether `func`'s only product is one truncated product at top level.
+fn lone_truncated_product(func: &Func) -> bool {
+    // Products in lambdas and loop bodies, at any depth.
+    fn nested(f: &Func) -> bool {
+        f.nodes.iter().any(|n| {
             let mut bodies = n.op.lambdas();
             if let Op::Loop { body, .. } = &n.op {
                 bodies.push(body);
             }
-            let inner: usize = bodies
-                .iter()
-                .map(|l| {
-                    let (t, m) = products(l);
-                    t + m
-                })
-                .sum();
-            let wide = matches!(n.op, Op::BigMulWide(..)) as usize;
-            let here = matches!(n.op, Op::BigMul(..)) as usize;
-            (top + here, nested + inner + 2 * wide)
+            bodies.iter().any(|b| {
+                b.nodes
+                    .iter()
+                    .any(|m| matches!(m.op, Op::BigMul(..) | Op::BigMulWide(..)))
+                    || nested(b)
+            })
         })
     }
-    match products(func) {
-        (1, 0) => LONE_NTT_FROM_BITS,
-        _ => NTT_FROM_BITS,
-    }
+    let count = |wide: bool| {
+        func.nodes
+            .iter()
+            .filter(|n| match n.op {
+                Op::BigMul(..) => !wide,
+                Op::BigMulWide(..) => wide,
+                _ => false,
+            })
+            .count()
+    };
+    count(false) == 1 && count(true) == 0 && !nested(func)
 }
 
 /// The algorithm for a product of two `bits`-bit operands into `out_limbs` limbs, given a
@@ -480,14 +484,14 @@ mod tests {
                 .collect()
         };
         let lone = build(&["mul", "add"]);
-        assert_eq!(default_ntt_from_bits(&lone), LONE_NTT_FROM_BITS);
+        assert_eq!(ntt_crossover(&lone, None).0, LONE_NTT_FROM_BITS);
         assert_eq!(algos(&lone), [MulAlgo::Ntt]);
         let two = build(&["mul", "mul"]);
-        assert_eq!(default_ntt_from_bits(&two), NTT_FROM_BITS);
+        assert_eq!(ntt_crossover(&two, None).0, NTT_FROM_BITS);
         assert_eq!(algos(&two), [MulAlgo::Classical, MulAlgo::Classical]);
         // A full product at 2^15 bits takes the NTT by the general rule; alone it changes nothing.
-        assert_eq!(default_ntt_from_bits(&build(&["wide"])), NTT_FROM_BITS);
-        assert_eq!(default_ntt_from_bits(&build(&["add"])), NTT_FROM_BITS);
+        assert_eq!(ntt_crossover(&build(&["wide"]), None).0, NTT_FROM_BITS);
+        assert_eq!(ntt_crossover(&build(&["add"]), None).0, NTT_FROM_BITS);
     }
 
     #[test]
