@@ -88,7 +88,7 @@ pub use bigfuse_runtime as runtime;
 pub use bigfuse_codegen::{Hints, Target};
 pub use bigfuse_runtime::{
     kind, Arg, Batch, Column, CudaError, Device, Devices, Error, IntoArg, IntoOut, Kernel,
-    MemoryUsage, Out, Result, RunOn,
+    MemoryUsage, Out, Result, RunOn, Tier,
 };
 pub use num_bigint::BigUint;
 

@@ -101,6 +101,11 @@ pub struct ChildReport {
     pub open_ms: f64,
     /// From just after the device is open to the first result of `n` instances, ms.
     pub first_ms: f64,
+    /// From the same moment until the tuned kernel is loaded (`Kernel::prepare` after the first
+    /// result: a first call may be served by the compact tier while the tuned kernel compiles,
+    /// `bigfuse::runtime::tiers`), ms.
+    #[serde(default)]
+    pub tuned_ms: Option<f64>,
     pub n: usize,
     /// At batch 1, medians (only in the process asked for them): the kernel alone, GPU time
     /// (events, queued behind a busy copy), us.
@@ -143,10 +148,13 @@ fn child_measure(op: Op, bits: u64, n: usize, calls: usize) -> bigfuse::Result<C
     let got = op.run_big(&dev, bits, &a, &b)?;
     let first_ms = start.elapsed().as_secs_f64() * 1e3;
     verify_big((&a, &b), op.name(), bits, &got, op.reference())?;
+    op.kernel()?.prepare(&gpu, &[bits])?;
+    let tuned_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut r = ChildReport {
         gpu: gpu.target().name.clone(),
         open_ms,
         first_ms,
+        tuned_ms: Some(tuned_ms),
         n,
         ..ChildReport::default()
     };
@@ -296,6 +304,8 @@ pub struct Row {
     pub bits: u64,
     pub cold_open_ms: Option<f64>,
     pub cold_first_ms: Option<f64>,
+    /// The cold process's tuned kernel loaded (after its first result).
+    pub cold_tuned_ms: Option<f64>,
     /// Medians over the warm processes.
     pub warm_open_ms: Option<f64>,
     pub warm_first_ms: Option<f64>,
@@ -330,6 +340,7 @@ impl Row {
             bits: case.bits,
             cold_open_ms: cold.map(|c| c.open_ms),
             cold_first_ms: cold.map(|c| c.first_ms),
+            cold_tuned_ms: cold.and_then(|c| c.tuned_ms),
             warm_open_ms: med(|w| w.open_ms),
             warm_first_ms: med(|w| w.first_ms),
             warm_first_each_ms: warm.iter().map(|w| w.first_ms).collect(),
@@ -540,22 +551,24 @@ pub fn table(r: &Report) -> String {
         s,
         "GPU: {}. First result: from just after the device is open to the first correct result of {} instance(s) through `run` (BigUint in and out), \
          in a fresh process: cold = empty BIGFUSE_CACHE_DIR; warm = the directory the cold process filled (median of {} processes). \
+         Cold tuned kernel: from the same moment until the tuned kernel is loaded (a first call of a kernel that is slow to compile runs its compact tier meanwhile). \
          Per call: medians of {} calls at batch 1 in the last warm process, wall clock; kernel = CUDA events around GpuProgram::launch at batch 1, queued behind a device copy so that only GPU time counts; (+x) = above the kernel.\n",
         r.gpu, r.n, r.warm_processes, r.calls
     );
     let _ = writeln!(
         s,
-        "| op | NumBits | cold: open ms | cold: first result ms | warm: open ms | warm: first result ms | kernel us (batch 1) | run_into limbs us | run BigUint us | cache files |"
+        "| op | NumBits | cold: open ms | cold: first result ms | cold: tuned kernel ms | warm: open ms | warm: first result ms | kernel us (batch 1) | run_into limbs us | run BigUint us | cache files |"
     );
-    let _ = writeln!(s, "|{}", "---|".repeat(10));
+    let _ = writeln!(s, "|{}", "---|".repeat(11));
     for row in &r.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.op,
             row.bits,
             cell(row.cold_open_ms),
             cell(row.cold_first_ms),
+            cell(row.cold_tuned_ms),
             cell(row.warm_open_ms),
             cell(row.warm_first_ms),
             cell(row.kernel_us),
@@ -632,6 +645,7 @@ mod tests {
             gpu: crate::json::tests::AWKWARD_GPU.into(),
             open_ms: 300.0,
             first_ms: first,
+            tuned_ms: Some(first + 900.0),
             n: 4,
             kernel_us: per_call.then_some(5.0),
             kernel_idle_us: per_call.then_some(9.0),
@@ -707,9 +721,9 @@ mod tests {
             lines[6]
         );
         let t = table(&r);
-        assert!(t.contains("| poly | 32768 | 300 | 800 | 300 | 30.0 | 5.00 | 21.0 (+16.0) | 30.5 (+25.5) | 3 |"), "{t}");
+        assert!(t.contains("| poly | 32768 | 300 | 800 | 1700 | 300 | 30.0 | 5.00 | 21.0 (+16.0) | 30.5 (+25.5) | 3 |"), "{t}");
         assert!(
-            t.contains("| poly | 262144 | - | - | - | - | - | - | - | 0 |"),
+            t.contains("| poly | 262144 | - | - | - | - | - | - | - | - | 0 |"),
             "{t}"
         );
         assert!(
@@ -720,7 +734,7 @@ mod tests {
         crate::json::tests::same_shape(
             &v,
             include_str!("../results/jit-h100-2026-11-23.json"),
-            &[("", &[]), ("/rows/0", &[]), ("/bars/0", &[])],
+            &[("", &[]), ("/rows/0", &["cold_tuned_ms"]), ("/bars/0", &[])],
         );
         assert_eq!(v["rows"][0]["run_into_overhead_us"], 16.0);
         assert!(v["rows"][2]["cold_first_ms"].is_null());

@@ -77,6 +77,13 @@ pub fn run(o: &Options) -> Result<String, String> {
                 return Ok(out);
             }
             let devs = Devices::new(all.devices()[..k].to_vec()).map_err(s)?;
+            // The tuned kernels, compiled before the clock starts (a first launch would otherwise
+            // run the compact tier while they compile).
+            for dev in devs.devices() {
+                if let bigfuse::Device::Gpu(g) = dev {
+                    op.kernel().map_err(s)?.prepare(g, &[bits]).map_err(s)?;
+                }
+            }
             let mut parts = Vec::with_capacity(k);
             for (dev, range) in devs.devices().iter().zip(devs.split(n as usize)) {
                 let words = range.start * m..range.end * m;

@@ -5,6 +5,7 @@ use crate::column::{check_args, check_values, Arg, Column, Out, Slot};
 use crate::device::{CpuLevel, Device};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuDevice, GpuProgram};
+use crate::tiers::{Background, Mode, Progress, Tier};
 use bigfuse_codegen::{
     compile, compile_plan, lower::lower_compiled, BufferLayout, Compiled, Hints, Plan, Target,
 };
@@ -16,9 +17,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// What a loaded kernel is cached by: sizes, schedule hints, GPU ordinal.
 type LoadKey = (Vec<u64>, Hints, usize);
 
-/// The loaded program of one key, once made. Its own lock, so that concurrent first calls with
-/// one key wait for a single compilation while other keys compile in parallel.
-type Loading = Arc<Mutex<Option<Arc<GpuProgram>>>>;
+/// The loaded programs of one key, once made: the tuned one and, while that compiles in the
+/// background, the compact one ([`crate::tiers`]). Locks of their own, so that concurrent first
+/// calls with one key wait for a single compilation while other keys compile in parallel.
+#[derive(Default)]
+struct Loading {
+    tuned: Mutex<Option<Arc<GpuProgram>>>,
+    compact: Mutex<Option<Arc<GpuProgram>>>,
+    background: Progress,
+}
+
+impl Loading {
+    /// The tuned program if it is loaded and no one holds its lock (loading it).
+    fn tuned_now(&self) -> Option<Arc<GpuProgram>> {
+        self.tuned.try_lock().ok()?.clone()
+    }
+}
 
 /// A kernel program, callable on any [`Device`] over batches of any size. Its specialized forms
 /// are cached per sizes, its compiled forms per (sizes, schedule hints, GPU), so that a repeated
@@ -66,7 +80,7 @@ type Loading = Arc<Mutex<Option<Arc<GpuProgram>>>>;
 pub struct Kernel {
     func: Func,
     specialized: Mutex<HashMap<Vec<u64>, Arc<Specialized>>>,
-    loaded: Mutex<HashMap<LoadKey, Loading>>,
+    loaded: Mutex<HashMap<LoadKey, Arc<Loading>>>,
 }
 
 /// The program at one set of sizes: its parameters and results with their layouts.
@@ -265,7 +279,7 @@ impl Kernel {
                 }
                 Ok(())
             }),
-            Device::Gpu(g) => self.prepare_with(g, sizes, hints).and_then(|program| {
+            Device::Gpu(g) => self.program_for_call(g, sizes, hints).and_then(|program| {
                 check_layouts(&self.func.name, &spec, &program)?;
                 crate::call::Call {
                     gpu: g,
@@ -314,7 +328,7 @@ impl Kernel {
                     .collect())
             }
             Device::Gpu(g) => {
-                let program = self.prepare_with(g, sizes, hints)?;
+                let program = self.program_for_call(g, sizes, hints)?;
                 check_layouts(&self.func.name, &spec, &program)?;
                 crate::call::Call {
                     gpu: g,
@@ -375,29 +389,157 @@ impl Kernel {
     }
 
     /// [`Kernel::prepare`] with explicit schedule hints. Concurrent first calls with the same
-    /// sizes, hints and GPU compile once: the others wait for that compilation and share it.
+    /// sizes, hints and GPU compile once: the others wait for that compilation and share it (a
+    /// background compilation of the tuned kernel too, [`crate::tiers`]).
     pub fn prepare_with(
         &self,
         gpu: &GpuDevice,
         sizes: &[u64],
         hints: &Hints,
     ) -> Result<Arc<GpuProgram>> {
-        let key = (sizes.to_vec(), hints.clone(), gpu.ordinal());
-        let slot = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(key)
-            .or_default()
-            .clone();
-        // Only this key's lock is held while compiling (the map's is released above).
-        let mut program = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = self.slot(gpu, sizes, hints);
+        slot.background.wait();
+        // Only this key's lock is held while compiling (the map's is released in `slot`).
+        let mut program = slot.tuned.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = &*program {
             return Ok(p.clone());
         }
         let plan = self.plan(sizes, gpu.target(), hints)?;
         let p = Arc::new(gpu.load_plan(plan)?);
         *program = Some(p.clone());
+        // The compact program is no longer needed.
+        slot.compact
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        Ok(p)
+    }
+
+    /// Which form serves the next call with these sizes and hints on `gpu`: `None` before the
+    /// first call (or [`Kernel::prepare`]), [`Tier::Compact`] while the tuned kernel compiles in
+    /// the background ([`crate::tiers`]).
+    pub fn serving(&self, gpu: &GpuDevice, sizes: &[u64], hints: &Hints) -> Option<Tier> {
+        let slot = self.slot(gpu, sizes, hints);
+        if slot
+            .tuned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+            || slot.background.get() == Background::Done
+        {
+            Some(Tier::Tuned)
+        } else if slot
+            .compact
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            Some(Tier::Compact)
+        } else {
+            None
+        }
+    }
+
+    fn slot(&self, gpu: &GpuDevice, sizes: &[u64], hints: &Hints) -> Arc<Loading> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((sizes.to_vec(), hints.clone(), gpu.ordinal()))
+            .or_default()
+            .clone()
+    }
+
+    /// The program a call runs: the tuned one, or, while that compiles in the background, the
+    /// compact one ([`crate::tiers`]).
+    fn program_for_call(
+        &self,
+        gpu: &GpuDevice,
+        sizes: &[u64],
+        hints: &Hints,
+    ) -> Result<Arc<GpuProgram>> {
+        let slot = self.slot(gpu, sizes, hints);
+        match crate::tiers::mode() {
+            Mode::TunedOnly => return self.prepare_with(gpu, sizes, hints),
+            Mode::CompactOnly => {
+                return self.compact(&slot, gpu, || {
+                    self.plan(sizes, gpu.target(), &hints.compact())
+                })
+            }
+            Mode::Auto => {}
+        }
+        if let Some(p) = slot.tuned_now() {
+            return Ok(p);
+        }
+        match slot.background.get() {
+            Background::Done => return self.prepare_with(gpu, sizes, hints),
+            Background::Running => {
+                if let Some(p) = slot
+                    .compact
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+                {
+                    return Ok(p);
+                }
+                return self.prepare_with(gpu, sizes, hints);
+            }
+            Background::Idle => {}
+        }
+        let arch = gpu.target().sm();
+        let plan = self.plan(sizes, gpu.target(), hints)?;
+        let bytes: usize = plan.parts.iter().map(|p| p.compiled.source.len()).sum();
+        let compiled = || {
+            plan.parts
+                .iter()
+                .all(|p| crate::nvrtc::is_cached(&p.compiled.source, &arch))
+        };
+        if bytes < crate::tiers::TIER_FROM_BYTES || compiled() {
+            return self.prepare_with(gpu, sizes, hints);
+        }
+        let compact_plan = match self.plan(sizes, gpu.target(), &hints.compact()) {
+            Ok(c) if !same_sources(&c, &plan) => c,
+            // No compact form, or the same kernel: wait for it.
+            _ => return self.prepare_with(gpu, sizes, hints),
+        };
+        let Ok(compact) = self.compact(&slot, gpu, || Ok(compact_plan)) else {
+            return self.prepare_with(gpu, sizes, hints);
+        };
+        if slot.background.start() {
+            let sources: Vec<(String, String)> = plan
+                .parts
+                .iter()
+                .map(|p| (p.compiled.source.clone(), p.compiled.kernel_name.clone()))
+                .collect();
+            let job_slot = slot.clone();
+            let started = crate::tiers::spawn(move || {
+                for (source, name) in &sources {
+                    // A failure is reported by the call that loads the tuned kernel.
+                    if crate::nvrtc::compile(source, name, &arch).is_err() {
+                        break;
+                    }
+                }
+                job_slot.background.set(Background::Done);
+            });
+            if !started {
+                slot.background.set(Background::Done);
+            }
+        }
+        Ok(compact)
+    }
+
+    /// The compact program of `slot`, loaded from `plan()` on first use.
+    fn compact(
+        &self,
+        slot: &Loading,
+        gpu: &GpuDevice,
+        plan: impl FnOnce() -> Result<Plan>,
+    ) -> Result<Arc<GpuProgram>> {
+        let mut compact = slot.compact.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = &*compact {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(gpu.load_plan(plan()?)?);
+        *compact = Some(p.clone());
         Ok(p)
     }
 
@@ -527,6 +669,15 @@ fn check_moduli(kernel: &str, spec: &Specialized, args: &[Arg]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether two plans compile to the same kernels.
+fn same_sources(a: &Plan, b: &Plan) -> bool {
+    a.parts.len() == b.parts.len()
+        && a.parts
+            .iter()
+            .zip(&b.parts)
+            .all(|(x, y)| x.compiled.source == y.compiled.source)
 }
 
 fn check_layouts(kernel: &str, spec: &Specialized, program: &GpuProgram) -> Result<()> {

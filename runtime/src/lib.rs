@@ -20,6 +20,7 @@ pub mod kernel;
 pub mod multi;
 pub mod nvrtc;
 mod store;
+pub mod tiers;
 
 #[cfg(feature = "cuda")]
 mod call;
@@ -47,3 +48,4 @@ pub use gpu::{GpuDevice, GpuKernel, GpuProgram, Resources};
 pub use kernel::{env_hints, Kernel, Specialized};
 pub use memory::DeviceBuffer;
 pub use multi::{Devices, RunOn};
+pub use tiers::Tier;

@@ -134,9 +134,12 @@ pub fn devices() -> Vec<bigfuse::Device> {
 /// Compiles the kernel for these sizes with NVRTC (no GPU needed). Without the NVRTC library this
 /// fails with instructions, unless BIGFUSE_SKIP_NVRTC=1.
 pub fn nvrtc_compiles(kernel: &bigfuse::Kernel, sizes: &[u64]) {
-    let plan = kernel
-        .plan(sizes, &bigfuse::Target::h100(), &bigfuse::Hints::default())
-        .unwrap();
+    nvrtc_compiles_with(kernel, sizes, &bigfuse::Hints::default())
+}
+
+/// [`nvrtc_compiles`] with these schedule hints.
+pub fn nvrtc_compiles_with(kernel: &bigfuse::Kernel, sizes: &[u64], hints: &bigfuse::Hints) {
+    let plan = kernel.plan(sizes, &bigfuse::Target::h100(), hints).unwrap();
     if let Err(e) = bigfuse::runtime::nvrtc::library() {
         if matches!(e, bigfuse::Error::NoCuda) {
             eprintln!(

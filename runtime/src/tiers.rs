@@ -1,0 +1,160 @@
+//! Tiered compilation. NVRTC's time grows with a kernel's straight-line code, and the tuned
+//! kernels are long on purpose (register blocks of unrolled products, unrolled NTT passes): a
+//! first call of Poly at 2^15 bits waited 1.0-1.3 s for NVRTC on an H200's host, at 2^11 bits
+//! about 10 s. So a call whose tuned kernel is not compiled yet, and would take long, is served
+//! by the same program's compact schedule ([`Hints::compact`](bigfuse_codegen::Hints::compact):
+//! a fraction of the compile time, a slower kernel, the same results), while the tuned kernel's
+//! CUDA compiles on a background thread into the caches; the first call after that loads it and
+//! every later call uses it.
+//!
+//! `BIGFUSE_TIERS` chooses: unset (or `auto`) as above; `0` or `tuned`: every call waits for the
+//! tuned kernel; `compact`: calls use the compact schedule only (to test it).
+//! [`Kernel::prepare`](crate::Kernel::prepare) always returns the tuned kernel (waiting for a
+//! background compilation rather than repeating it), so code that times kernels, or wants the
+//! tuned one before its first call, prepares first.
+
+use std::sync::{Condvar, Mutex, Once};
+use std::time::Duration;
+
+/// Which compiled form of a program serves a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// The compact schedule ([`Hints::compact`](bigfuse_codegen::Hints::compact)), while the
+    /// tuned kernel compiles in the background.
+    Compact,
+    /// The schedule of the cost model (or of the caller's hints).
+    Tuned,
+}
+
+/// How calls choose their tier (`BIGFUSE_TIERS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Auto,
+    TunedOnly,
+    CompactOnly,
+}
+
+pub(crate) fn mode() -> Mode {
+    match std::env::var("BIGFUSE_TIERS").as_deref().map(str::trim) {
+        Ok("0" | "tuned" | "off") => Mode::TunedOnly,
+        Ok("compact") => Mode::CompactOnly,
+        _ => Mode::Auto,
+    }
+}
+
+/// Tuned CUDA sources shorter than this (all of a plan's kernels together) compile in well under
+/// 0.3 s (an addition at 4096 bits, 2.5 KB: 12-40 ms on an H200's host), so a first call waits
+/// for them rather than compile twice. A 4096-bit product's 26 KB took 0.25-0.4 s.
+pub const TIER_FROM_BYTES: usize = 16 << 10;
+
+/// Where a program's background compilation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Background {
+    Idle,
+    Running,
+    /// Finished: the tuned binaries are in the caches (or NVRTC failed, and loading the tuned
+    /// kernel reports why).
+    Done,
+}
+
+/// One program's background compilation, waited on by [`Kernel::prepare`](crate::Kernel::prepare).
+pub(crate) struct Progress {
+    state: Mutex<Background>,
+    changed: Condvar,
+}
+
+impl Default for Progress {
+    fn default() -> Progress {
+        Progress {
+            state: Mutex::new(Background::Idle),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl Progress {
+    pub(crate) fn get(&self) -> Background {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Moves Idle -> Running; false if a compilation was started before.
+    pub(crate) fn start(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let idle = *s == Background::Idle;
+        if idle {
+            *s = Background::Running;
+        }
+        idle
+    }
+
+    pub(crate) fn set(&self, to: Background) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = to;
+        self.changed.notify_all();
+    }
+
+    /// Returns once no compilation is running.
+    pub(crate) fn wait(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while *s == Background::Running {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Background compilations in flight in this process.
+static IN_FLIGHT: Mutex<usize> = Mutex::new(0);
+static ALL_DONE: Condvar = Condvar::new();
+
+/// The longest a process's exit waits for its background compilations.
+const EXIT_WAIT: Duration = Duration::from_secs(120);
+
+extern "C" {
+    fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Runs at the process's exit, before the handlers registered earlier: NVRTC's own (registered
+/// when it was loaded, before any background compilation began). Exiting under a thread that is
+/// inside NVRTC would tear the library down beneath it; waiting also leaves the tuned binaries in
+/// the disk cache for the next process.
+extern "C" fn wait_at_exit() {
+    let mut n = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+    while *n > 0 {
+        let (next, timeout) = ALL_DONE
+            .wait_timeout(n, EXIT_WAIT)
+            .unwrap_or_else(|p| p.into_inner());
+        n = next;
+        if timeout.timed_out() {
+            break;
+        }
+    }
+}
+
+/// Runs `job` on a thread of its own; false if no thread could be started (the caller then does
+/// the work itself).
+pub(crate) fn spawn(job: impl FnOnce() + Send + 'static) -> bool {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: `wait_at_exit` is a plain function that only takes a lock and waits.
+        unsafe {
+            atexit(wait_at_exit);
+        }
+    });
+    *IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    let started = std::thread::Builder::new()
+        .name("bigfuse-tuned-compile".into())
+        .spawn(move || {
+            // A panic in the job still counts it finished, so that exit does not wait for it.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            finished();
+        });
+    if started.is_err() {
+        finished();
+    }
+    started.is_ok()
+}
+
+fn finished() {
+    let mut n = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+    *n -= 1;
+    ALL_DONE.notify_all();
+}

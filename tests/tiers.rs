@@ -1,0 +1,168 @@
+//! Tiered compilation: the compact schedule (what serves a GPU's first calls while the tuned
+//! kernel compiles) compiles, is smaller, and gives num-bigint's results; a first call is served
+//! by it and the tuned kernel takes over.
+
+mod common;
+
+use bigfuse::{Arg, BigUint, Column, Hints, Kernel, Tier};
+use common::kernels::{add, mul, poly};
+
+/// Sizes where the tuned kernels differ most: one-thread products (2^10, 2^11), classical
+/// register blocks (2^12, 2^15), NTT products (2^16, 2^18).
+const SIZES: [u64; 6] = [1024, 2048, 4096, 32768, 65536, 262144];
+
+fn source_bytes(k: &Kernel, bits: u64, hints: &Hints) -> usize {
+    k.plan(&[bits], &bigfuse::Target::h100(), hints)
+        .unwrap()
+        .parts
+        .iter()
+        .map(|p| p.compiled.source.len())
+        .sum()
+}
+
+#[test]
+fn compact_hints_fill_only_what_is_not_given() {
+    let given: Hints = "width=6,ntt=131072".parse().unwrap();
+    let c = given.compact();
+    assert_eq!(c.mul_width, Some(6));
+    assert_eq!(c.ntt_from_bits, Some(131072));
+    assert_eq!(c.per_thread, Some(false));
+    let c = Hints::default().compact();
+    assert_eq!(c.mul_width, Some(bigfuse::codegen::schedule::COMPACT_WIDTH));
+    assert_eq!(
+        c.ntt_from_bits,
+        Some(bigfuse::codegen::schedule::COMPACT_NTT_FROM_BITS)
+    );
+    // Compact twice is compact once.
+    assert_eq!(c.compact(), c);
+}
+
+/// The compact kernels of the products NVRTC takes longest on are a fraction of the tuned
+/// source, and compile (with NVRTC, when the library is there: the test command installs it).
+#[test]
+fn compact_kernels_are_smaller_and_compile() {
+    let compact = Hints::default().compact();
+    for k in [poly::kernel().unwrap(), mul::kernel().unwrap()] {
+        for bits in SIZES {
+            let (tuned, small) = (
+                source_bytes(k, bits, &Hints::default()),
+                source_bytes(k, bits, &compact),
+            );
+            assert!(
+                small < tuned,
+                "{} at {bits} bits: compact {small} bytes, tuned {tuned}",
+                k.name()
+            );
+            common::nvrtc_compiles_with(k, &[bits], &compact);
+        }
+    }
+}
+
+fn operands(bits: u64, n: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
+    let mut rng = common::rng(seed);
+    let mut a: Vec<BigUint> = (0..n).map(|_| common::random_big(&mut rng, bits)).collect();
+    let mut b: Vec<BigUint> = (0..n).map(|_| common::random_big(&mut rng, bits)).collect();
+    // Edge values: all ones times all ones (the longest carries), and zero.
+    a[0] = common::all_ones(bits);
+    b[0] = common::all_ones(bits);
+    b[n - 1] = BigUint::from(0u8);
+    (a, b)
+}
+
+fn poly_ref(a: &BigUint, b: &BigUint, bits: u64) -> BigUint {
+    ((a * a + b) * (b * b + b) + a * b) % common::modulus(bits)
+}
+
+fn expect(k: &Kernel, a: &[BigUint], b: &[BigUint], bits: u64) -> Vec<BigUint> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            if k.name().starts_with("mul") {
+                (x * y) % common::modulus(bits)
+            } else {
+                poly_ref(x, y, bits)
+            }
+        })
+        .collect()
+}
+
+/// On the GPU: the compact schedule's results equal num-bigint's at every size (7 instances, a
+/// prime number, with edge values).
+#[test]
+fn compact_kernels_equal_num_bigint_on_the_gpu() {
+    let Some(dev) = common::gpu() else {
+        eprintln!("no GPU: skipped");
+        return;
+    };
+    let compact = Hints::default().compact();
+    for k in [poly::kernel().unwrap(), mul::kernel().unwrap()] {
+        for (i, bits) in SIZES.into_iter().enumerate() {
+            let (a, b) = operands(bits, 7, i as u64);
+            let got = k
+                .run_with(&dev, &[bits], &[Arg::Big(&a), Arg::Big(&b)], &compact)
+                .unwrap();
+            assert_eq!(
+                got,
+                [Column::Big(expect(k, &a, &b, bits))],
+                "{} at {bits} bits",
+                k.name()
+            );
+        }
+    }
+}
+
+/// A kernel no cache can hold: the program of `k` under a name of this process and moment.
+fn fresh(k: &Kernel, what: &str) -> Kernel {
+    let mut f = k.func().clone();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    f.name = format!("{what}_{}_{nanos}", std::process::id());
+    Kernel::new(f).unwrap()
+}
+
+/// A first call of a kernel that is slow to compile is served by the compact tier; `prepare`
+/// waits for the tuned kernel, which then serves; a kernel that compiles fast is never tiered.
+#[test]
+fn first_calls_are_served_while_the_tuned_kernel_compiles() {
+    let Some(dev) = common::gpu() else {
+        eprintln!("no GPU: skipped");
+        return;
+    };
+    let bigfuse::Device::Gpu(gpu) = &dev else {
+        unreachable!()
+    };
+    let auto = std::env::var("BIGFUSE_TIERS").map_or(true, |v| v.trim() == "auto");
+    let hints = bigfuse::runtime::env_hints();
+    for bits in [32768u64, 262144] {
+        let k = fresh(poly::kernel().unwrap(), "poly_tiers");
+        let (a, b) = operands(bits, 5, bits);
+        let want = [Column::Big(expect(&k, &a, &b, bits))];
+        assert_eq!(k.serving(gpu, &[bits], &hints), None);
+        let args = [Arg::Big(&a), Arg::Big(&b)];
+        assert_eq!(k.run(&dev, &[bits], &args).unwrap(), want, "{bits} bits");
+        let first = k.serving(gpu, &[bits], &hints);
+        if auto {
+            // The tuned compile started after the compact one finished and takes longer.
+            assert_eq!(first, Some(Tier::Compact), "{bits} bits");
+            let batch = &k.launch(&dev, &[bits], &args).unwrap()[0];
+            assert_eq!(Column::Big(batch.to_big().unwrap()), want[0]);
+        }
+        k.prepare(gpu, &[bits]).unwrap();
+        assert_eq!(k.serving(gpu, &[bits], &hints), Some(Tier::Tuned));
+        assert_eq!(k.run(&dev, &[bits], &args).unwrap(), want, "{bits} bits");
+    }
+    let k = fresh(add::kernel().unwrap(), "add_tiers");
+    let (a, b) = operands(4096, 3, 1);
+    let got = k.run(&dev, &[4096], &[Arg::Big(&a), Arg::Big(&b)]).unwrap();
+    let sums: Vec<BigUint> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| common::wrap_add(x, y, 4096))
+        .collect();
+    assert_eq!(got, [Column::Big(sums)]);
+    if auto {
+        assert_eq!(k.serving(gpu, &[4096], &hints), Some(Tier::Tuned));
+    }
+}
