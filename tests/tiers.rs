@@ -7,6 +7,12 @@ mod common;
 use bigfuse::{Arg, BigUint, Column, Hints, Kernel, Tier};
 use common::kernels::{add, mul, poly};
 
+/// A one-thread division (as tests/division.rs has it).
+#[bigfuse::kernel]
+fn divrem(a: U<BITS>, b: U<BITS>) -> (U<BITS>, U<BITS>) {
+    (a / b, a % b)
+}
+
 /// Sizes where the tuned kernels differ most: one-thread products (2^10, 2^11), classical
 /// register blocks (2^12, 2^15), NTT products (2^16, 2^18).
 const SIZES: [u64; 6] = [1024, 2048, 4096, 32768, 65536, 262144];
@@ -23,39 +29,68 @@ fn source_bytes(k: &Kernel, bits: u64, hints: &Hints) -> usize {
 #[test]
 fn compact_hints_fill_only_what_is_not_given() {
     let given: Hints = "width=6,ntt=131072".parse().unwrap();
-    let c = given.compact();
-    assert_eq!(c.mul_width, Some(6));
-    assert_eq!(c.ntt_from_bits, Some(131072));
-    assert_eq!(c.per_thread, Some(false));
-    let c = Hints::default().compact();
-    assert_eq!(c.mul_width, Some(bigfuse::codegen::schedule::COMPACT_WIDTH));
+    let forms = given.compact();
+    assert_eq!(forms.len(), 2);
+    for f in &forms {
+        assert_eq!((f.mul_width, f.ntt_from_bits), (Some(6), Some(131072)));
+    }
     assert_eq!(
-        c.ntt_from_bits,
+        (forms[0].per_thread, forms[1].per_thread),
+        (None, Some(false))
+    );
+    let one_thread: Hints = "thread=1".parse().unwrap();
+    let forms = one_thread.compact();
+    assert_eq!(forms.len(), 1);
+    assert_eq!(forms[0].per_thread, Some(true));
+    assert_eq!(
+        forms[0].mul_width,
+        Some(bigfuse::codegen::schedule::COMPACT_WIDTH)
+    );
+    assert_eq!(
+        forms[0].ntt_from_bits,
         Some(bigfuse::codegen::schedule::COMPACT_NTT_FROM_BITS)
     );
-    // Compact twice is compact once.
-    assert_eq!(c.compact(), c);
 }
 
-/// The compact kernels of the products NVRTC takes longest on are a fraction of the tuned
-/// source, and compile (with NVRTC, when the library is there: the test command installs it).
+fn compact_plan(k: &Kernel, bits: u64) -> Option<bigfuse::codegen::Plan> {
+    k.compact_plan(&[bits], &bigfuse::Target::h100(), &Hints::default())
+        .unwrap()
+}
+
+/// The products NVRTC takes longest on have a compact form worth compiling first, a fraction of
+/// the tuned source, which compiles (with NVRTC, when the library is there: the test command
+/// installs it); one-thread divisions, which more threads make longer, have none.
 #[test]
-fn compact_kernels_are_smaller_and_compile() {
-    let compact = Hints::default().compact();
+fn compact_kernels_are_shorter_and_compile() {
     for k in [poly::kernel().unwrap(), mul::kernel().unwrap()] {
         for bits in SIZES {
-            let (tuned, small) = (
-                source_bytes(k, bits, &Hints::default()),
-                source_bytes(k, bits, &compact),
-            );
+            let tuned = source_bytes(k, bits, &Hints::default());
+            let plan = compact_plan(k, bits)
+                .unwrap_or_else(|| panic!("{} at {bits} bits: no compact form", k.name()));
+            let small: usize = plan.parts.iter().map(|p| p.compiled.source.len()).sum();
             assert!(
-                small < tuned,
+                bigfuse::runtime::tiers::pays(tuned, small),
                 "{} at {bits} bits: compact {small} bytes, tuned {tuned}",
                 k.name()
             );
-            common::nvrtc_compiles_with(k, &[bits], &compact);
+            common::nvrtc_compiles_plan(&plan);
         }
     }
+    // Poly at 2^11 bits is one thread per instance, 1 MB of CUDA (9.9 s of NVRTC): its compact
+    // form spreads it over threads.
+    let bits = 2048;
+    let tuned = source_bytes(poly::kernel().unwrap(), bits, &Hints::default());
+    let small = source_bytes(
+        poly::kernel().unwrap(),
+        bits,
+        &Hints::default().compact()[1],
+    );
+    assert!(small * 10 < tuned, "{small} {tuned}");
+    for bits in [1024, 4096] {
+        assert!(compact_plan(divrem::kernel().unwrap(), bits).is_none());
+    }
+    assert!(!bigfuse::runtime::tiers::pays(1000, 901));
+    assert!(bigfuse::runtime::tiers::pays(1000, 900));
 }
 
 fn operands(bits: u64, n: usize, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
@@ -86,7 +121,7 @@ fn expect(k: &Kernel, a: &[BigUint], b: &[BigUint], bits: u64) -> Vec<BigUint> {
         .collect()
 }
 
-/// On the GPU: the compact schedule's results equal num-bigint's at every size (7 instances, a
+/// On the GPU: every compact form's results equal num-bigint's at every size (7 instances, a
 /// prime number, with edge values).
 #[test]
 fn compact_kernels_equal_num_bigint_on_the_gpu() {
@@ -94,19 +129,20 @@ fn compact_kernels_equal_num_bigint_on_the_gpu() {
         eprintln!("no GPU: skipped");
         return;
     };
-    let compact = Hints::default().compact();
     for k in [poly::kernel().unwrap(), mul::kernel().unwrap()] {
         for (i, bits) in SIZES.into_iter().enumerate() {
             let (a, b) = operands(bits, 7, i as u64);
-            let got = k
-                .run_with(&dev, &[bits], &[Arg::Big(&a), Arg::Big(&b)], &compact)
-                .unwrap();
-            assert_eq!(
-                got,
-                [Column::Big(expect(k, &a, &b, bits))],
-                "{} at {bits} bits",
-                k.name()
-            );
+            for form in Hints::default().compact() {
+                let got = k
+                    .run_with(&dev, &[bits], &[Arg::Big(&a), Arg::Big(&b)], &form)
+                    .unwrap();
+                assert_eq!(
+                    got,
+                    [Column::Big(expect(k, &a, &b, bits))],
+                    "{} at {bits} bits, {form}",
+                    k.name()
+                );
+            }
         }
     }
 }

@@ -125,22 +125,31 @@ impl Hints {
         Ok((self, count))
     }
 
-    /// The hints of the same program's compact form, which NVRTC compiles in a fraction of the
-    /// tuned kernel's time (it serves a GPU's first calls while the tuned kernel compiles: the
-    /// runtime's `tiers`). NVRTC's time grows with straight-line code, so: product slices of
-    /// [`COMPACT_WIDTH`] digits (the inner block of a classical product is unrolled over its
-    /// slice), classical products below [`COMPACT_NTT_FROM_BITS`] (NTT transforms are long
-    /// unrolled passes), and no one-thread programs (they unroll whole products). A hint given
-    /// here stays as it is. Measured with NVRTC 13.0 (2026-11-27, CPU time): Poly at 2^11 bits
-    /// 9.9 s -> 0.43 s, at 2^15 1.8 s -> 0.47 s, at 2^18 2.0 s -> 0.51 s; 1-Mul at 2^15 0.68 s ->
-    /// 0.22 s.
-    pub fn compact(&self) -> Hints {
-        Hints {
+    /// Hints of the same program's compact forms, which NVRTC may compile in a fraction of the
+    /// tuned kernel's time (one serves a GPU's first calls while the tuned kernel compiles: the
+    /// runtime's `tiers`, which keeps a form only if its CUDA is clearly shorter). NVRTC's time
+    /// grows with straight-line code, so: product slices of [`COMPACT_WIDTH`] digits (the inner
+    /// block of a classical product is unrolled over its slice) and classical products below
+    /// [`COMPACT_NTT_FROM_BITS`] (NTT transforms are long unrolled passes); then the same with
+    /// several threads per instance, for one-thread programs, which unroll whole products (and
+    /// which that makes longer where they divide). A hint given here stays as it is.
+    ///
+    /// Measured with NVRTC 13.0 (2026-11-27, CPU time of one compile): Poly at 2^11 bits 9.9 s
+    /// -> 0.43 s, at 2^15 1.8 s -> 0.47 s, at 2^18 2.0 s -> 0.51 s; 1-Mul at 2^15 0.68 s -> 0.22 s.
+    pub fn compact(&self) -> Vec<Hints> {
+        let narrow = Hints {
             mul_width: self.mul_width.or(Some(COMPACT_WIDTH)),
             ntt_from_bits: self.ntt_from_bits.or(Some(COMPACT_NTT_FROM_BITS)),
-            per_thread: self.per_thread.or(Some(false)),
             ..self.clone()
+        };
+        let mut forms = vec![narrow.clone()];
+        if self.per_thread.is_none() {
+            forms.push(Hints {
+                per_thread: Some(false),
+                ..narrow
+            });
         }
+        forms
     }
 }
 

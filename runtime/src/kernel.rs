@@ -398,14 +398,23 @@ impl Kernel {
         hints: &Hints,
     ) -> Result<Arc<GpuProgram>> {
         let slot = self.slot(gpu, sizes, hints);
+        self.load_tuned(&slot, gpu, || self.plan(sizes, gpu.target(), hints))
+    }
+
+    /// The tuned program of `slot`, loaded from `plan()` on first use.
+    fn load_tuned(
+        &self,
+        slot: &Loading,
+        gpu: &GpuDevice,
+        plan: impl FnOnce() -> Result<Plan>,
+    ) -> Result<Arc<GpuProgram>> {
         slot.background.wait();
         // Only this key's lock is held while compiling (the map's is released in `slot`).
         let mut program = slot.tuned.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = &*program {
             return Ok(p.clone());
         }
-        let plan = self.plan(sizes, gpu.target(), hints)?;
-        let p = Arc::new(gpu.load_plan(plan)?);
+        let p = Arc::new(gpu.load_plan(plan()?)?);
         *program = Some(p.clone());
         // The compact program is no longer needed.
         slot.compact
@@ -458,53 +467,60 @@ impl Kernel {
         hints: &Hints,
     ) -> Result<Arc<GpuProgram>> {
         let slot = self.slot(gpu, sizes, hints);
-        match crate::tiers::mode() {
-            Mode::TunedOnly => return self.prepare_with(gpu, sizes, hints),
-            Mode::CompactOnly => {
-                return self.compact(&slot, gpu, || {
-                    self.plan(sizes, gpu.target(), &hints.compact())
-                })
+        let mode = crate::tiers::mode();
+        match mode {
+            Mode::TunedOnly => {
+                return self.load_tuned(&slot, gpu, || self.plan(sizes, gpu.target(), hints))
             }
-            Mode::Auto => {}
-        }
-        if let Some(p) = slot.tuned_now() {
-            return Ok(p);
-        }
-        match slot.background.get() {
-            Background::Done => return self.prepare_with(gpu, sizes, hints),
-            Background::Running => {
-                if let Some(p) = slot
-                    .compact
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone()
-                {
+            Mode::CompactOnly => {
+                let compact = slot.compact.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(p) = &*compact {
+                    return Ok(p.clone());
+                }
+            }
+            Mode::Auto => {
+                if let Some(p) = slot.tuned_now() {
                     return Ok(p);
                 }
-                return self.prepare_with(gpu, sizes, hints);
+                let running = match slot.background.get() {
+                    Background::Idle => false,
+                    Background::Running => true,
+                    Background::Done => {
+                        // The binaries are cached: loading costs no NVRTC time.
+                        return self
+                            .load_tuned(&slot, gpu, || self.plan(sizes, gpu.target(), hints));
+                    }
+                };
+                let compact = slot.compact.lock().unwrap_or_else(|p| p.into_inner());
+                if let (true, Some(p)) = (running, &*compact) {
+                    return Ok(p.clone());
+                }
             }
-            Background::Idle => {}
         }
-        let arch = gpu.target().sm();
         let plan = self.plan(sizes, gpu.target(), hints)?;
-        let bytes: usize = plan.parts.iter().map(|p| p.compiled.source.len()).sum();
-        let compiled = || {
-            plan.parts
-                .iter()
-                .all(|p| crate::nvrtc::is_cached(&p.compiled.source, &arch))
+        let arch = gpu.target().sm();
+        let slow = || {
+            source_bytes(&plan) >= crate::tiers::TIER_FROM_BYTES
+                && !plan
+                    .parts
+                    .iter()
+                    .all(|p| crate::nvrtc::is_cached(&p.compiled.source, &arch))
         };
-        if bytes < crate::tiers::TIER_FROM_BYTES || compiled() {
-            return self.prepare_with(gpu, sizes, hints);
-        }
-        let compact_plan = match self.plan(sizes, gpu.target(), &hints.compact()) {
-            Ok(c) if !same_sources(&c, &plan) => c,
-            // No compact form, or the same kernel: wait for it.
-            _ => return self.prepare_with(gpu, sizes, hints),
+        let compact_plan = if mode == Mode::CompactOnly || slow() {
+            self.compact_plan_of(sizes, gpu.target(), hints, &plan)
+        } else {
+            None
         };
-        let Ok(compact) = self.compact(&slot, gpu, || Ok(compact_plan)) else {
-            return self.prepare_with(gpu, sizes, hints);
+        let Some(compact_plan) = compact_plan else {
+            return self.load_tuned(&slot, gpu, || Ok(plan));
         };
-        if slot.background.start() {
+        let compact = match self.compact(&slot, gpu, || Ok(compact_plan)) {
+            Ok(c) => c,
+            Err(e) if mode == Mode::CompactOnly => return Err(e),
+            // The tuned kernel may still compile (and if not, its error says why).
+            Err(_) => return self.load_tuned(&slot, gpu, || Ok(plan)),
+        };
+        if mode == Mode::Auto && slot.background.start() {
             let sources: Vec<(String, String)> = plan
                 .parts
                 .iter()
@@ -525,6 +541,35 @@ impl Kernel {
             }
         }
         Ok(compact)
+    }
+
+    /// The plan a first call on `target` runs while the tuned one compiles ([`crate::tiers`]):
+    /// the first compact form of the program ([`Hints::compact`]) whose CUDA is short enough to be
+    /// worth compiling first ([`crate::tiers::pays`]), if there is one.
+    pub fn compact_plan(
+        &self,
+        sizes: &[u64],
+        target: &Target,
+        hints: &Hints,
+    ) -> Result<Option<Plan>> {
+        let tuned = self.plan(sizes, target, hints)?;
+        Ok(self.compact_plan_of(sizes, target, hints, &tuned))
+    }
+
+    /// [`Kernel::compact_plan`] for the tuned plan `tuned`.
+    fn compact_plan_of(
+        &self,
+        sizes: &[u64],
+        target: &Target,
+        hints: &Hints,
+        tuned: &Plan,
+    ) -> Option<Plan> {
+        let tuned_bytes = source_bytes(tuned);
+        hints
+            .compact()
+            .iter()
+            .filter_map(|h| self.plan(sizes, target, h).ok())
+            .find(|c| crate::tiers::pays(tuned_bytes, source_bytes(c)))
     }
 
     /// The compact program of `slot`, loaded from `plan()` on first use.
@@ -671,13 +716,9 @@ fn check_moduli(kernel: &str, spec: &Specialized, args: &[Arg]) -> Result<()> {
     Ok(())
 }
 
-/// Whether two plans compile to the same kernels.
-fn same_sources(a: &Plan, b: &Plan) -> bool {
-    a.parts.len() == b.parts.len()
-        && a.parts
-            .iter()
-            .zip(&b.parts)
-            .all(|(x, y)| x.compiled.source == y.compiled.source)
+/// The length of a plan's CUDA, all its kernels together.
+fn source_bytes(plan: &Plan) -> usize {
+    plan.parts.iter().map(|p| p.compiled.source.len()).sum()
 }
 
 fn check_layouts(kernel: &str, spec: &Specialized, program: &GpuProgram) -> Result<()> {

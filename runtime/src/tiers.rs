@@ -2,13 +2,15 @@
 //! kernels are long on purpose (register blocks of unrolled products, unrolled NTT passes): a
 //! first call of Poly at 2^15 bits waited 1.0-1.3 s for NVRTC on an H200's host, at 2^11 bits
 //! about 10 s. So a call whose tuned kernel is not compiled yet, and would take long, is served
-//! by the same program's compact schedule ([`Hints::compact`](bigfuse_codegen::Hints::compact):
-//! a fraction of the compile time, a slower kernel, the same results), while the tuned kernel's
+//! by the same program's compact schedule ([`Hints::compact`](bigfuse_codegen::Hints::compact),
+//! where one is clearly shorter ([`pays`]): a fraction of the compile time, a slower kernel, the
+//! same results), while the tuned kernel's
 //! CUDA compiles on a background thread into the caches; the first call after that loads it and
 //! every later call uses it.
 //!
 //! `BIGFUSE_TIERS` chooses: unset (or `auto`) as above; `0` or `tuned`: every call waits for the
-//! tuned kernel; `compact`: calls use the compact schedule only (to test it).
+//! tuned kernel; `compact`: calls use the compact schedule wherever one [`pays`], whatever the
+//! caches hold or the kernel's size (to test it).
 //! [`Kernel::prepare`](crate::Kernel::prepare) always returns the tuned kernel (waiting for a
 //! background compilation rather than repeating it), so code that times kernels, or wants the
 //! tuned one before its first call, prepares first.
@@ -46,6 +48,15 @@ pub(crate) fn mode() -> Mode {
 /// 0.3 s (an addition at 4096 bits, 2.5 KB: 12-40 ms on an H200's host), so a first call waits
 /// for them rather than compile twice. A 4096-bit product's 26 KB took 0.25-0.4 s.
 pub const TIER_FROM_BYTES: usize = 16 << 10;
+
+/// Whether a compact form of `compact_bytes` of CUDA is worth compiling before the tuned one of
+/// `tuned_bytes`: at least a tenth shorter. CUDA's length is only a proxy for NVRTC's time (an NTT
+/// pass costs more per byte than a classical product's loop: Poly at 2^18 bits is 70 KB tuned,
+/// 2.0 s, and 63 KB compact, 0.5 s), but it rejects the forms that are longer (one-thread
+/// divisions spread over threads grow 2-10x).
+pub fn pays(tuned_bytes: usize, compact_bytes: usize) -> bool {
+    compact_bytes * 10 <= tuned_bytes * 9
+}
 
 /// Where a program's background compilation stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -139,20 +139,19 @@ pub fn nvrtc_compiles(kernel: &bigfuse::Kernel, sizes: &[u64]) {
 
 /// [`nvrtc_compiles`] with these schedule hints.
 pub fn nvrtc_compiles_with(kernel: &bigfuse::Kernel, sizes: &[u64], hints: &bigfuse::Hints) {
-    let plan = kernel.plan(sizes, &bigfuse::Target::h100(), hints).unwrap();
+    nvrtc_compiles_plan(&kernel.plan(sizes, &bigfuse::Target::h100(), hints).unwrap());
+}
+
+/// [`nvrtc_compiles`] for every kernel of a plan.
+pub fn nvrtc_compiles_plan(plan: &bigfuse::codegen::Plan) {
+    let name = &plan.parts[0].compiled.kernel_name;
     if let Err(e) = bigfuse::runtime::nvrtc::library() {
         if matches!(e, bigfuse::Error::NoCuda) {
-            eprintln!(
-                "built without CUDA: skipping the compile of {}",
-                kernel.name()
-            );
+            eprintln!("built without CUDA: skipping the compile of {name}");
             return;
         }
         if std::env::var("BIGFUSE_SKIP_NVRTC").is_ok_and(|v| v == "1") {
-            eprintln!(
-                "NVRTC not available: skipping the compile of {}",
-                kernel.name()
-            );
+            eprintln!("NVRTC not available: skipping the compile of {name}");
             return;
         }
         panic!(
