@@ -25,6 +25,8 @@ struct Loading {
     tuned: Mutex<Option<Arc<GpuProgram>>>,
     compact: Mutex<Option<Arc<GpuProgram>>>,
     background: Progress,
+    /// The tuned plan whose CUDA the background compiles, for the call that loads it.
+    pending: Mutex<Option<Plan>>,
 }
 
 impl Loading {
@@ -487,8 +489,14 @@ impl Kernel {
                     Background::Running => true,
                     Background::Done => {
                         // The binaries are cached: loading costs no NVRTC time.
-                        return self
-                            .load_tuned(&slot, gpu, || self.plan(sizes, gpu.target(), hints));
+                        let pending = slot
+                            .pending
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .take();
+                        return self.load_tuned(&slot, gpu, || {
+                            pending.map_or_else(|| self.plan(sizes, gpu.target(), hints), Ok)
+                        });
                     }
                 };
                 let compact = slot.compact.lock().unwrap_or_else(|p| p.into_inner());
@@ -526,6 +534,7 @@ impl Kernel {
                 .iter()
                 .map(|p| (p.compiled.source.clone(), p.compiled.kernel_name.clone()))
                 .collect();
+            *slot.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(plan);
             let job_slot = slot.clone();
             let started = crate::tiers::spawn(move || {
                 for (source, name) in &sources {
