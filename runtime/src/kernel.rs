@@ -17,9 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// What a loaded kernel is cached by: sizes, schedule hints, GPU ordinal.
 type LoadKey = (Vec<u64>, Hints, usize);
 
-/// The loaded programs of one key, once made: the tuned one and, while that compiles in the
-/// background, the compact one ([`crate::tiers`]). Locks of their own, so that concurrent first
-/// calls with one key wait for a single compilation while other keys compile in parallel.
+/// The loaded programs of one key, once made ([`load_once`]): the tuned one and, while that
+/// compiles in the background, the compact one ([`crate::tiers`]).
 #[derive(Default)]
 struct Loading {
     tuned: Mutex<Option<Arc<GpuProgram>>>,
@@ -411,13 +410,7 @@ impl Kernel {
         plan: impl FnOnce() -> Result<Plan>,
     ) -> Result<Arc<GpuProgram>> {
         slot.background.wait();
-        // Only this key's lock is held while compiling (the map's is released in `slot`).
-        let mut program = slot.tuned.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = &*program {
-            return Ok(p.clone());
-        }
-        let p = Arc::new(gpu.load_plan(plan()?)?);
-        *program = Some(p.clone());
+        let p = load_once(&slot.tuned, gpu, plan)?;
         // The compact program is no longer needed.
         slot.compact
             .lock()
@@ -522,7 +515,7 @@ impl Kernel {
         let Some(compact_plan) = compact_plan else {
             return self.load_tuned(&slot, gpu, || Ok(plan));
         };
-        let compact = match self.compact(&slot, gpu, || Ok(compact_plan)) {
+        let compact = match load_once(&slot.compact, gpu, || Ok(compact_plan)) {
             Ok(c) => c,
             Err(e) if mode == Mode::CompactOnly => return Err(e),
             // The tuned kernel may still compile (and if not, its error says why).
@@ -579,22 +572,6 @@ impl Kernel {
             .iter()
             .filter_map(|h| self.plan(sizes, target, h).ok())
             .find(|c| crate::tiers::pays(tuned_bytes, source_bytes(c)))
-    }
-
-    /// The compact program of `slot`, loaded from `plan()` on first use.
-    fn compact(
-        &self,
-        slot: &Loading,
-        gpu: &GpuDevice,
-        plan: impl FnOnce() -> Result<Plan>,
-    ) -> Result<Arc<GpuProgram>> {
-        let mut compact = slot.compact.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = &*compact {
-            return Ok(p.clone());
-        }
-        let p = Arc::new(gpu.load_plan(plan()?)?);
-        *compact = Some(p.clone());
-        Ok(p)
     }
 
     /// Every pass's output and decision for these sizes; on a GPU also the compiled kernel's
@@ -723,6 +700,23 @@ fn check_moduli(kernel: &str, spec: &Specialized, args: &[Arg]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The program in `cell`, loaded from `plan()` on first use. Only this cell's lock is held while
+/// compiling (the map's is released in [`Kernel::slot`]), so that concurrent first calls with one
+/// key wait for a single compilation while other keys compile in parallel.
+fn load_once(
+    cell: &Mutex<Option<Arc<GpuProgram>>>,
+    gpu: &GpuDevice,
+    plan: impl FnOnce() -> Result<Plan>,
+) -> Result<Arc<GpuProgram>> {
+    let mut program = cell.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(p) = &*program {
+        return Ok(p.clone());
+    }
+    let p = Arc::new(gpu.load_plan(plan()?)?);
+    *program = Some(p.clone());
+    Ok(p)
 }
 
 /// The length of a plan's CUDA, all its kernels together.
