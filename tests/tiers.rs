@@ -202,3 +202,25 @@ fn first_calls_are_served_while_the_tuned_kernel_compiles() {
         assert_eq!(k.serving(gpu, &[4096], &hints), Some(Tier::Tuned));
     }
 }
+
+/// `explain` says what serves the first calls: the compact form for a long kernel, the tuned one
+/// for a short kernel or where no compact form pays.
+#[test]
+fn explain_names_the_first_calls_tier() {
+    let cpu = bigfuse::Device::cpu();
+    let text = poly::kernel().unwrap().explain(&cpu, &[32768]).unwrap();
+    assert!(
+        text.contains("== tiers ==\nfirst calls with empty caches: the compact form `"),
+        "{text}"
+    );
+    let text = add::kernel().unwrap().explain(&cpu, &[4096]).unwrap();
+    assert!(
+        text.contains("first calls with empty caches: the tuned kernel (3 KB of CUDA, under 16 KB"),
+        "{text}"
+    );
+    let text = divrem::kernel().unwrap().explain(&cpu, &[1024]).unwrap();
+    assert!(
+        text.contains("no compact form is a tenth shorter"),
+        "{text}"
+    );
+}

@@ -656,6 +656,7 @@ fn fuzz(programs: u64, first: u64) -> Result<(), String> {
         "fuzz: {programs} programs from seed {first} on {}",
         target.name
     );
+    let compact = std::env::var("BIGFUSE_TIERS").is_ok_and(|v| v.trim() == "compact");
     let start = std::time::Instant::now();
     let dev = bigfuse::Device::Gpu(gpu);
     let (mut ran, mut bad, mut failed) = (0u64, Vec::new(), Vec::new());
@@ -669,8 +670,16 @@ fn fuzz(programs: u64, first: u64) -> Result<(), String> {
                 let p = program(seed, seed % 2 == 0).map_err(|e| format!("seed {seed}: {e}"))?;
                 let kernel = bigfuse::Kernel::new(p.func.clone())
                     .map_err(|e| format!("seed {seed}: {e}"))?;
-                let plan = kernel
-                    .plan(&[p.bits], &target, &bigfuse::Hints::default())
+                // The plan a call will run: with BIGFUSE_TIERS=compact (to fuzz the compact
+                // tier), its compact form where one pays.
+                let hints = bigfuse::Hints::default();
+                let plan = if compact {
+                    kernel.compact_plan(&[p.bits], &target, &hints).transpose()
+                } else {
+                    None
+                };
+                let plan = plan
+                    .unwrap_or_else(|| kernel.plan(&[p.bits], &target, &hints))
                     .map_err(|e| format!("seed {seed}: {e}"))?;
                 for part in &plan.parts {
                     let c = &part.compiled;

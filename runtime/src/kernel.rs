@@ -509,6 +509,7 @@ impl Kernel {
         };
         let compact_plan = if mode == Mode::CompactOnly || slow() {
             self.compact_plan_of(sizes, gpu.target(), hints, &plan)
+                .map(|(_, c)| c)
         } else {
             None
         };
@@ -555,23 +556,50 @@ impl Kernel {
         hints: &Hints,
     ) -> Result<Option<Plan>> {
         let tuned = self.plan(sizes, target, hints)?;
-        Ok(self.compact_plan_of(sizes, target, hints, &tuned))
+        Ok(self
+            .compact_plan_of(sizes, target, hints, &tuned)
+            .map(|(_, plan)| plan))
     }
 
-    /// [`Kernel::compact_plan`] for the tuned plan `tuned`.
+    /// What serves a GPU's first calls while `tuned` compiles, and why ([`crate::tiers`]).
+    fn explain_tiers(&self, sizes: &[u64], target: &Target, hints: &Hints, tuned: &Plan) -> String {
+        let bytes = source_bytes(tuned);
+        let kb = |b: usize| b.div_ceil(1024);
+        let what = if bytes < crate::tiers::TIER_FROM_BYTES {
+            format!(
+                "the tuned kernel ({} KB of CUDA, under {} KB: it compiles fast)",
+                kb(bytes),
+                kb(crate::tiers::TIER_FROM_BYTES)
+            )
+        } else {
+            match self.compact_plan_of(sizes, target, hints, tuned) {
+                Some((h, c)) => format!(
+                    "the compact form `{h}` ({} KB of CUDA against the tuned {} KB) while the tuned kernel compiles in the background",
+                    kb(source_bytes(&c)),
+                    kb(bytes)
+                ),
+                None => format!(
+                    "the tuned kernel ({} KB of CUDA; no compact form is a tenth shorter)",
+                    kb(bytes)
+                ),
+            }
+        };
+        format!("== tiers ==\nfirst calls with empty caches: {what}\n")
+    }
+
+    /// [`Kernel::compact_plan`] for the tuned plan `tuned`, with the compact form's hints.
     fn compact_plan_of(
         &self,
         sizes: &[u64],
         target: &Target,
         hints: &Hints,
         tuned: &Plan,
-    ) -> Option<Plan> {
+    ) -> Option<(Hints, Plan)> {
         let tuned_bytes = source_bytes(tuned);
-        hints
-            .compact()
-            .iter()
-            .filter_map(|h| self.plan(sizes, target, h).ok())
-            .find(|c| crate::tiers::pays(tuned_bytes, source_bytes(c)))
+        hints.compact().into_iter().find_map(|h| {
+            let plan = self.plan(sizes, target, &h).ok()?;
+            crate::tiers::pays(tuned_bytes, source_bytes(&plan)).then_some((h, plan))
+        })
     }
 
     /// Every pass's output and decision for these sizes; on a GPU also the compiled kernel's
@@ -581,6 +609,7 @@ impl Kernel {
             Device::Gpu(g) => {
                 let program = self.prepare(g, sizes)?;
                 let mut s = program.plan.explain();
+                s.push_str(&self.explain_tiers(sizes, g.target(), &env_hints(), &program.plan));
                 s.push_str("== driver ==\n");
                 for k in &program.parts {
                     let r = k.resources;
@@ -599,9 +628,10 @@ impl Kernel {
                 let target = Target::h100();
                 let plan = self.plan(sizes, &target, &env_hints())?;
                 Ok(format!(
-                    "(CPU backend: the evaluator runs the program; this is the plan for a {})\n{}",
+                    "(CPU backend: the evaluator runs the program; this is the plan for a {})\n{}{}",
                     target.name,
-                    plan.explain()
+                    plan.explain(),
+                    self.explain_tiers(sizes, &target, &env_hints(), &plan)
                 ))
             }
         }
