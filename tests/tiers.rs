@@ -189,6 +189,10 @@ fn first_calls_are_served_while_the_tuned_kernel_compiles() {
         assert_eq!(k.serving(gpu, &[bits], &hints), Some(Tier::Tuned));
         assert_eq!(k.run(&dev, &[bits], &args).unwrap(), want, "{bits} bits");
     }
+    // `prepare_on` (the macro's `prepare`) leaves the tuned kernel loaded before any call.
+    let k = fresh(poly::kernel().unwrap(), "poly_prepared");
+    k.prepare_on(&dev, &[4096]).unwrap();
+    assert_eq!(k.serving(gpu, &[4096], &hints), Some(Tier::Tuned));
     let k = fresh(add::kernel().unwrap(), "add_tiers");
     let (a, b) = operands(4096, 3, 1);
     let got = k.run(&dev, &[4096], &[Arg::Big(&a), Arg::Big(&b)]).unwrap();
@@ -223,4 +227,14 @@ fn explain_names_the_first_calls_tier() {
         text.contains("no compact form is a tenth shorter"),
         "{text}"
     );
+}
+
+/// The macro's `prepare` has nothing to compile on the CPU backend.
+#[test]
+fn prepare_on_the_cpu_is_a_no_op() {
+    poly::prepare(&bigfuse::Device::cpu(), 4096).unwrap();
+    poly::kernel()
+        .unwrap()
+        .prepare_on(&bigfuse::Device::cpu_lowered(), &[4096])
+        .unwrap();
 }

@@ -595,6 +595,14 @@ pub fn expand(f: &syn::ItemFn, k: &Checked) -> syn::Result<TokenStream> {
                 ::core::result::Result::Ok(#batch_val)
             }
 
+            /// Compiles and loads the tuned kernel for these sizes, waiting for it (nothing to
+            /// do on the CPU backend): later calls neither compile nor run the compact form that
+            /// serves first calls while the tuned kernel compiles (`bigfuse::runtime::tiers`).
+            /// Call it before timing calls.
+            pub fn prepare(dev: &::bigfuse::Device, #(#size_args: u64),*) -> ::bigfuse::Result<()> {
+                kernel()?.prepare_on(dev, &[#(#size_args),*])
+            }
+
             /// Every compiler pass's output and decision for these sizes (and, on a GPU, the
             /// compiled kernel's registers, shared memory and spills).
             pub fn explain(dev: &::bigfuse::Device, #(#size_args: u64),*) -> ::bigfuse::Result<::std::string::String> {

@@ -389,6 +389,17 @@ impl Kernel {
         self.prepare_with(gpu, sizes, &env_hints())
     }
 
+    /// [`Kernel::prepare`] on any device, with the hints a call would use: the tuned kernel
+    /// compiled and loaded on a GPU (nothing to do on the CPU backend), so that later calls
+    /// neither wait for NVRTC nor run the compact tier ([`crate::tiers`]).
+    pub fn prepare_on(&self, dev: &Device, sizes: &[u64]) -> Result<()> {
+        if let Device::Gpu(g) = dev {
+            let hints = self.hints(dev, sizes)?;
+            self.prepare_with(g, sizes, &hints)?;
+        }
+        Ok(())
+    }
+
     /// [`Kernel::prepare`] with explicit schedule hints. Concurrent first calls with the same
     /// sizes, hints and GPU compile once: the others wait for that compilation and share it (a
     /// background compilation of the tuned kernel too, [`crate::tiers`]).
