@@ -511,20 +511,22 @@ impl Kernel {
         }
         let plan = self.plan(sizes, gpu.target(), hints)?;
         let arch = gpu.target().sm();
-        let slow = || {
-            source_bytes(&plan) >= crate::tiers::TIER_FROM_BYTES
-                && !plan
-                    .parts
-                    .iter()
-                    .all(|p| crate::nvrtc::is_cached(&p.compiled.source, &arch))
+        let cached = || {
+            plan.parts
+                .iter()
+                .all(|p| crate::nvrtc::is_cached(&p.compiled.source, &arch))
         };
-        let compact_plan = if mode == Mode::CompactOnly || slow() {
-            self.compact_plan_of(sizes, gpu.target(), hints, &plan)
-                .map(|(_, c)| c)
-        } else {
+        let any_length = mode == Mode::CompactOnly;
+        let first = if !any_length && cached() {
+            // Loading it costs no NVRTC time.
             None
+        } else {
+            match self.first_calls(sizes, gpu.target(), hints, &plan, any_length) {
+                FirstCalls::Compact(_, c) => Some(*c),
+                FirstCalls::Short | FirstCalls::NoCompactForm => None,
+            }
         };
-        let Some(compact_plan) = compact_plan else {
+        let Some(compact_plan) = first else {
             return self.load_tuned(&slot, gpu, || Ok(plan));
         };
         let compact = match load_once(&slot.compact, gpu, || Ok(compact_plan)) {
@@ -567,50 +569,60 @@ impl Kernel {
         hints: &Hints,
     ) -> Result<Option<Plan>> {
         let tuned = self.plan(sizes, target, hints)?;
-        Ok(self
-            .compact_plan_of(sizes, target, hints, &tuned)
-            .map(|(_, plan)| plan))
+        Ok(match self.first_calls(sizes, target, hints, &tuned, true) {
+            FirstCalls::Compact(_, plan) => Some(*plan),
+            _ => None,
+        })
     }
 
     /// What serves a GPU's first calls while `tuned` compiles, and why ([`crate::tiers`]).
     fn explain_tiers(&self, sizes: &[u64], target: &Target, hints: &Hints, tuned: &Plan) -> String {
-        let bytes = source_bytes(tuned);
         let kb = |b: usize| b.div_ceil(1024);
-        let what = if bytes < crate::tiers::TIER_FROM_BYTES {
-            format!(
+        let bytes = source_bytes(tuned);
+        let what = match self.first_calls(sizes, target, hints, tuned, false) {
+            FirstCalls::Compact(h, c) => format!(
+                "the compact form `{h}` ({} KB of CUDA against the tuned {} KB) while the tuned kernel compiles in the background",
+                kb(source_bytes(&c)),
+                kb(bytes)
+            ),
+            FirstCalls::Short => format!(
                 "the tuned kernel ({} KB of CUDA, under {} KB: it compiles fast)",
                 kb(bytes),
                 kb(crate::tiers::TIER_FROM_BYTES)
-            )
-        } else {
-            match self.compact_plan_of(sizes, target, hints, tuned) {
-                Some((h, c)) => format!(
-                    "the compact form `{h}` ({} KB of CUDA against the tuned {} KB) while the tuned kernel compiles in the background",
-                    kb(source_bytes(&c)),
-                    kb(bytes)
-                ),
-                None => format!(
-                    "the tuned kernel ({} KB of CUDA; no compact form is a tenth shorter)",
-                    kb(bytes)
-                ),
-            }
+            ),
+            FirstCalls::NoCompactForm => format!(
+                "the tuned kernel ({} KB of CUDA; no compact form is a tenth shorter)",
+                kb(bytes)
+            ),
         };
         format!("== tiers ==\nfirst calls with empty caches: {what}\n")
     }
 
-    /// [`Kernel::compact_plan`] for the tuned plan `tuned`, with the compact form's hints.
-    fn compact_plan_of(
+    /// What serves the first calls of `tuned` with empty caches ([`crate::tiers`]): the tuned
+    /// kernel where its CUDA is short (unless `any_length`), else the first compact form
+    /// ([`Hints::compact`]) whose CUDA is short enough to be worth compiling first
+    /// ([`crate::tiers::pays`]), if there is one.
+    fn first_calls(
         &self,
         sizes: &[u64],
         target: &Target,
         hints: &Hints,
         tuned: &Plan,
-    ) -> Option<(Hints, Plan)> {
+        any_length: bool,
+    ) -> FirstCalls {
         let tuned_bytes = source_bytes(tuned);
-        hints.compact().into_iter().find_map(|h| {
-            let plan = self.plan(sizes, target, &h).ok()?;
-            crate::tiers::pays(tuned_bytes, source_bytes(&plan)).then_some((h, plan))
-        })
+        if !any_length && tuned_bytes < crate::tiers::TIER_FROM_BYTES {
+            return FirstCalls::Short;
+        }
+        hints
+            .compact()
+            .into_iter()
+            .find_map(|h| {
+                let plan = self.plan(sizes, target, &h).ok()?;
+                crate::tiers::pays(tuned_bytes, source_bytes(&plan))
+                    .then(|| FirstCalls::Compact(h, Box::new(plan)))
+            })
+            .unwrap_or(FirstCalls::NoCompactForm)
     }
 
     /// Every pass's output and decision for these sizes; on a GPU also the compiled kernel's
@@ -741,6 +753,16 @@ fn check_moduli(kernel: &str, spec: &Specialized, args: &[Arg]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What serves a program's first calls on a GPU ([`Kernel::first_calls`]).
+enum FirstCalls {
+    /// The tuned kernel: its CUDA is short.
+    Short,
+    /// The tuned kernel: no compact form is clearly shorter.
+    NoCompactForm,
+    /// This compact form, while the tuned kernel compiles.
+    Compact(Hints, Box<Plan>),
 }
 
 /// The program in `cell`, loaded from `plan()` on first use. Only this cell's lock is held while
