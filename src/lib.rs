@@ -61,7 +61,9 @@
 //! operations to map / scan / reduce over limbs, fuses, schedules (threads per instance, limbs per
 //! thread), places arrays in registers and emits CUDA C; the runtime ([`runtime`]) compiles it
 //! with NVRTC (cached), uploads the batch and launches. `explain` (generated for every kernel)
-//! shows each pass's output and decision.
+//! shows each pass's output and decision. A first call of a kernel that NVRTC takes long on runs
+//! a compact form of the same program while the tuned kernel compiles in the background
+//! ([`runtime::tiers`]); the generated `prepare` loads the tuned kernel before calls you time.
 //!
 //! Where to start: [`macro@kernel`] for what a kernel may contain and the functions it generates;
 //! [`Device`] for choosing the GPU or the CPU backend, and for what calls from several threads at
