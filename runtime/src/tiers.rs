@@ -169,3 +169,68 @@ fn finished() {
     *n -= 1;
     ALL_DONE.notify_all();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn progress_starts_once_and_wait_returns_when_done() {
+        let p = Arc::new(Progress::default());
+        assert_eq!(p.get(), Background::Idle);
+        p.wait(); // nothing running: returns at once
+        assert!(p.start());
+        assert!(!p.start(), "a second start must not start another compile");
+        assert_eq!(p.get(), Background::Running);
+        let q = p.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            q.set(Background::Done);
+        });
+        let t = Instant::now();
+        p.wait();
+        assert_eq!(p.get(), Background::Done);
+        assert!(t.elapsed() >= Duration::from_millis(40));
+        setter.join().unwrap();
+        assert!(!p.start(), "done is not idle");
+    }
+
+    fn in_flight() -> usize {
+        *IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn until_none_in_flight() {
+        let t = Instant::now();
+        while in_flight() > 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "a job never finished"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn background_jobs_run_and_are_counted_until_they_end_even_by_a_panic() {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        assert!(spawn(move || r.store(true, Ordering::SeqCst)));
+        until_none_in_flight();
+        assert!(ran.load(Ordering::SeqCst));
+        // A panicking job still counts as finished, so that a process's exit does not wait for it.
+        assert!(spawn(|| panic!("a job that fails")));
+        until_none_in_flight();
+        // What the exit handler does returns at once with nothing in flight.
+        wait_at_exit();
+    }
+
+    #[test]
+    fn a_form_pays_when_a_tenth_shorter() {
+        assert!(pays(70_313, 63_091)); // Poly at 2^18 bits
+        assert!(!pays(10_239, 44_829)); // a one-thread division spread over threads
+        assert!(!pays(1000, 1000));
+    }
+}
