@@ -2,15 +2,15 @@
 //! kernels are long on purpose (register blocks of unrolled products, unrolled NTT passes): a
 //! first call of Poly at 2^15 bits waited 1.0-1.3 s for NVRTC on an H200's host, at 2^11 bits
 //! about 10 s. So a call whose tuned kernel is not compiled yet, and would take long, is served
-//! by the same program's compact schedule ([`Hints::compact`](bigfuse_codegen::Hints::compact),
-//! where one is clearly shorter ([`pays`]): a fraction of the compile time, a slower kernel, the
-//! same results), while the tuned kernel's
-//! CUDA compiles on a background thread into the caches; the first call after that loads it and
-//! every later call uses it.
+//! by the same program's compact schedule where one is clearly shorter
+//! ([`Hints::compact`](bigfuse_codegen::Hints::compact), [`pays`]: a fraction of the compile
+//! time, a slower kernel, the same results), while the tuned kernel's CUDA compiles on a
+//! background thread into the caches; the first call after that loads it and every later call
+//! uses it.
 //!
-//! `BIGFUSE_TIERS` chooses: unset (or `auto`) as above; `0` or `tuned`: every call waits for the
-//! tuned kernel; `compact`: calls use the compact schedule wherever one [`pays`], whatever the
-//! caches hold or the kernel's size (to test it).
+//! `BIGFUSE_TIERS` chooses: unset (or `auto`) as above; `0`, `off` or `tuned`: every call waits
+//! for the tuned kernel; `compact`: calls use the compact schedule wherever one [`pays`], whatever
+//! the caches hold or the kernel's size (to test it).
 //! [`Kernel::prepare`](crate::Kernel::prepare) always returns the tuned kernel (waiting for a
 //! background compilation rather than repeating it), so code that times kernels, or wants the
 //! tuned one before its first call, prepares first.
