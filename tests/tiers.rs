@@ -169,7 +169,7 @@ fn first_calls_are_served_while_the_tuned_kernel_compiles() {
     let bigfuse::Device::Gpu(gpu) = &dev else {
         unreachable!()
     };
-    let auto = std::env::var("BIGFUSE_TIERS").map_or(true, |v| v.trim() == "auto");
+    let auto = bigfuse::runtime::tiers::mode() == bigfuse::runtime::tiers::Mode::Auto;
     let hints = bigfuse::runtime::env_hints();
     for bits in [32768u64, 262144] {
         let k = fresh(poly::kernel().unwrap(), "poly_tiers");

@@ -656,7 +656,7 @@ fn fuzz(programs: u64, first: u64) -> Result<(), String> {
         "fuzz: {programs} programs from seed {first} on {}",
         target.name
     );
-    let compact = std::env::var("BIGFUSE_TIERS").is_ok_and(|v| v.trim() == "compact");
+    let compact = bigfuse::runtime::tiers::mode() == bigfuse::runtime::tiers::Mode::CompactOnly;
     let start = std::time::Instant::now();
     let dev = bigfuse::Device::Gpu(gpu);
     let (mut ran, mut bad, mut failed) = (0u64, Vec::new(), Vec::new());

@@ -106,8 +106,9 @@ pub struct CpuDevice {
 ///   When several threads make the first call of one kernel at the same sizes at once, one of
 ///   them plans, compiles (NVRTC) and loads it while the others wait, then all use it; different
 ///   sizes or kernels compile in parallel. (Where a compact form serves first calls, they share
-///   it the same way, and one background thread compiles the tuned kernel: [`crate::tiers`].) A compilation that fails is not remembered: each
-///   waiting caller tries again and gets its own error. Compiled binaries are also cached per
+///   it the same way, and one background thread compiles the tuned kernel: [`crate::tiers`].) A
+///   compilation that fails is not remembered: each waiting caller tries again and gets its own
+///   error. Compiled binaries are also cached per
 ///   process and on disk (written atomically) for every kernel. With `BIGFUSE_AUTOTUNE=1`,
 ///   concurrent first calls at one size may each run the tuning (until one has stored its
 ///   choice), and their timings disturb each other: tune before going parallel.

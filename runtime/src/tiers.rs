@@ -8,9 +8,8 @@
 //! background thread into the caches; the first call after that loads it and every later call
 //! uses it.
 //!
-//! `BIGFUSE_TIERS` chooses: unset (or `auto`) as above; `0`, `off` or `tuned`: every call waits
-//! for the tuned kernel; `compact`: calls use the compact schedule wherever one [`pays`], whatever
-//! the caches hold or the kernel's size (to test it).
+//! `BIGFUSE_TIERS` chooses ([`Mode`]): unset as above; `0`, `off` or `tuned`: every call waits
+//! for the tuned kernel; `compact`: the compact forms wherever one [`pays`] (to test them).
 //! [`Kernel::prepare`](crate::Kernel::prepare) always returns the tuned kernel (waiting for a
 //! background compilation rather than repeating it), so code that times kernels, or wants the
 //! tuned one before its first call, prepares first.
@@ -28,20 +27,29 @@ pub enum Tier {
     Tuned,
 }
 
-/// How calls choose their tier (`BIGFUSE_TIERS`).
+/// How calls choose their tier: `BIGFUSE_TIERS`, read once per process ([`mode`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
+    /// The compact form serves first calls while the tuned kernel compiles (the default).
     Auto,
+    /// Every call waits for the tuned kernel (`0`, `off` or `tuned`).
     TunedOnly,
+    /// Calls use the compact form wherever one [`pays`], whatever the caches hold or the
+    /// kernel's size (`compact`: to test the compact forms).
     CompactOnly,
 }
 
-pub(crate) fn mode() -> Mode {
-    match std::env::var("BIGFUSE_TIERS").as_deref().map(str::trim) {
-        Ok("0" | "tuned" | "off") => Mode::TunedOnly,
-        Ok("compact") => Mode::CompactOnly,
-        _ => Mode::Auto,
-    }
+/// This process's [`Mode`], read from `BIGFUSE_TIERS` on first use (a call reads it, so it is
+/// not read from the environment on every call).
+pub fn mode() -> Mode {
+    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(
+        || match std::env::var("BIGFUSE_TIERS").as_deref().map(str::trim) {
+            Ok("0" | "tuned" | "off") => Mode::TunedOnly,
+            Ok("compact") => Mode::CompactOnly,
+            _ => Mode::Auto,
+        },
+    )
 }
 
 /// Tuned CUDA sources shorter than this (all of a plan's kernels together) compile in well under
