@@ -131,10 +131,9 @@ extern "C" {
     fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
 }
 
-/// Runs at the process's exit, before the handlers registered earlier: NVRTC's own (registered
-/// when it was loaded, before any background compilation began). Exiting under a thread that is
-/// inside NVRTC would tear the library down beneath it; waiting also leaves the tuned binaries in
-/// the disk cache for the next process.
+/// Runs at the process's exit: waits for the background compilations in flight. Exiting under a
+/// thread that is inside NVRTC would tear the library down beneath it; waiting also leaves the
+/// tuned binaries in the disk cache for the next process.
 extern "C" fn wait_at_exit() {
     let mut n = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
     while *n > 0 {
@@ -148,9 +147,14 @@ extern "C" fn wait_at_exit() {
     }
 }
 
-/// Runs `job` on a thread of its own; false if no thread could be started (the caller then does
-/// the work itself).
-pub(crate) fn spawn(job: impl FnOnce() + Send + 'static) -> bool {
+/// Registers [`wait_at_exit`] (once per process). Exit handlers run in the reverse order of their
+/// registration, and NVRTC registers some of its own (its teardown) during its first compilation,
+/// not when it is loaded: so this is called when a compilation has returned, and a process exits
+/// only after some compilation has returned (a first call waits for the compact form's, or for
+/// the tuned one's when the compact form fails). Registered at the first `spawn` instead, before
+/// the first compilation, it ran after NVRTC's teardown, and a test process that exited during a
+/// background compilation crashed (H200, 2026-11-27).
+pub(crate) fn wait_for_background_at_exit() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
         // SAFETY: `wait_at_exit` is a plain function that only takes a lock and waits.
@@ -158,6 +162,11 @@ pub(crate) fn spawn(job: impl FnOnce() + Send + 'static) -> bool {
             atexit(wait_at_exit);
         }
     });
+}
+
+/// Runs `job` on a thread of its own; false if no thread could be started (the caller then does
+/// the work itself).
+pub(crate) fn spawn(job: impl FnOnce() + Send + 'static) -> bool {
     *IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner()) += 1;
     let started = std::thread::Builder::new()
         .name("bigfuse-tuned-compile".into())
@@ -233,6 +242,95 @@ mod tests {
         until_none_in_flight();
         // What the exit handler does returns at once with nothing in flight.
         wait_at_exit();
+    }
+
+    /// CUDA that NVRTC takes a while over (a long unrolled chain), so that the process exits
+    /// while it compiles.
+    fn slow_source(tag: u32) -> String {
+        let mut s = format!(
+            "extern \"C\" __global__ void slow_{tag}(unsigned long long* x) {{\n    unsigned long long a = x[threadIdx.x], b = a ^ {tag}ull;\n"
+        );
+        for i in 0..1500u64 {
+            s += &format!(
+                "    a = a * 0x9E3779B97F4A7C15ull + (b >> {});\n    b ^= a + {i}ull;\n",
+                i % 61 + 1
+            );
+        }
+        s + "    x[threadIdx.x] = a + b;\n}\n"
+    }
+
+    /// Run only by `a_process_exits_cleanly_during_a_background_compile`, in a child process: a
+    /// background compilation starts, a short one runs on this thread (the order of a first call:
+    /// the tuned kernel starts compiling, then the compact one), and the process exits while the
+    /// background one still compiles.
+    #[test]
+    #[ignore = "the child process of a_process_exits_cleanly_during_a_background_compile"]
+    fn exit_during_a_background_compile_child() {
+        let Ok(tag) = std::env::var("BIGFUSE_EXIT_CHILD_TAG") else {
+            return;
+        };
+        let tag: u32 = tag.parse().unwrap();
+        assert!(spawn(move || {
+            let _ = crate::nvrtc::compile(&slow_source(tag), &format!("slow_{tag}"), "sm_90");
+        }));
+        crate::nvrtc::compile_uncached(
+            "extern \"C\" __global__ void k(int* x) { *x = 1; }",
+            "k",
+            "sm_90",
+        )
+        .unwrap();
+        assert!(
+            in_flight() > 0,
+            "the background compilation ended too soon to test the exit"
+        );
+    }
+
+    /// A process that exits while a background compilation runs waits for it (the tuned binary
+    /// lands in the disk cache) and exits cleanly. With the exit handler registered before the
+    /// first compilation, NVRTC's own teardown ran first and the process crashed (H200, and
+    /// here, 2026-11-27).
+    #[test]
+    fn a_process_exits_cleanly_during_a_background_compile() {
+        if !crate::nvrtc::available() {
+            eprintln!("skipped: no NVRTC library on this machine");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("bigfuse-exit-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tag = std::process::id() % 100_000;
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "tiers::tests::exit_during_a_background_compile_child",
+                "--test-threads",
+                "1",
+            ])
+            .env("BIGFUSE_EXIT_CHILD_TAG", tag.to_string())
+            .env("BIGFUSE_CACHE_DIR", &dir)
+            .env("CUDA_CACHE_DISABLE", "1")
+            .output()
+            .unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success(),
+            "the child failed ({}):\n{log}",
+            out.status
+        );
+        assert!(
+            log.contains("1 passed"),
+            "the child test did not run:\n{log}"
+        );
+        let cached = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            cached >= 1,
+            "the exit did not wait for the background compilation (nothing in the disk cache)"
+        );
     }
 
     #[test]

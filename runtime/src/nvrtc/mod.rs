@@ -282,6 +282,9 @@ pub fn compile_uncached(source: &str, kernel: &str, arch: &str) -> Result<Vec<u8
             .spawn_scoped(scope, || lib.compile(&src, &name, &options))
             .map(|t| t.join())
     });
+    // NVRTC registers some of its exit handlers during its first compilation: the handler that
+    // waits for background compilations at exit must come after them, so that it runs first.
+    crate::tiers::wait_for_background_at_exit();
     let compiled = match compiled {
         Ok(Ok(result)) => result,
         Ok(Err(_)) => Err(library::Failure::Call("NVRTC's thread panicked".into())),
