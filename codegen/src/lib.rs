@@ -199,6 +199,11 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     let source = emit(&fused.func, &selection, &sched, &placement, &name, &header)?;
     let (inputs, outputs) = layout::buffer_layouts(&fused.func)?;
     let scratch = emit::scratch_of(&fused.func, sched.blocks_per_instance);
+    let tables = selection
+        .tables(&sched)
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
     Ok(Compiled {
         scratch,
         kernel_name: name,
@@ -207,7 +212,7 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         placement,
         inputs,
         outputs,
-        tables: selection.tables().into_iter().map(|(_, t)| t).collect(),
+        tables,
         selection: {
             let mut notes = selection.describe(&fused.func);
             if selection.products().next().is_some() {

@@ -280,12 +280,21 @@ impl NttPlan {
         t
     }
 
-    /// Every prime's twiddles, prime after prime, as 32-bit words (w, shoup, w, shoup, ...): the
-    /// table the kernel reads.
-    pub fn twiddle_table(&self) -> Vec<u32> {
+    /// The table the kernel reads when `threads` threads run each transform: every prime's
+    /// twiddles, prime after prime, in the order its register passes read them
+    /// ([`PassTwiddles`]: the forward section, then the inverse one), as 32-bit words (w, shoup,
+    /// w, shoup, ...).
+    pub fn twiddle_table(&self, threads: u64) -> Vec<u32> {
+        let layout = PassTwiddles::new(self.log_n, pass_stages(self.n(), threads));
+        let half = (self.n() / 2) as usize;
         self.primes
             .iter()
-            .flat_map(|p| self.twiddles(p))
+            .flat_map(|p| {
+                let flat = self.twiddles(p);
+                let mut t = layout.section(&flat[..half]);
+                t.extend(layout.section(&flat[half..]));
+                t
+            })
             .flat_map(|(w, s)| [w, s])
             .collect()
     }
@@ -539,8 +548,8 @@ mod tests {
 
     /// The register passes as `emit::ntt` runs them ([`pass_ranges`]): in a pass of `r` stages
     /// from bit lb, thread g's cubes of 2^r elements base | k << lb (g numbered through
-    /// [`swap_lane_bit`] where it applies), the twiddle of cube bit c at the sum of
-    /// low << (log_n - 1 - lb - c) and (k mod 2^c) << (log_n - 1 - c). Forward passes from the top
+    /// [`swap_lane_bit`] where it applies), the twiddle of cube bit c read from the direction's
+    /// section `tw` of the kernel's table at [`PassTwiddles::entry`]. Forward passes from the top
     /// range down, each's stages from its top bit; inverse ones from the bottom up.
     ///
     /// With `trim`, a forward transform takes the upper half of its input as zero (its first
@@ -560,6 +569,8 @@ mod tests {
             ranges.reverse();
         }
         let top = log_n - 1;
+        let layout = PassTwiddles::new(log_n, stages);
+        assert_eq!(tw.len() as u64, layout.entries());
         for (lb, radix) in ranges {
             let size = 1usize << radix;
             let cubes = x.len() >> radix;
@@ -578,9 +589,8 @@ mod tests {
                     (0..radix).collect()
                 };
                 for c in order {
-                    let w0 = low << (log_n - 1 - lb - c);
                     for k in (0..size).filter(|k| k >> c & 1 == 0) {
-                        let (w, ws) = tw[w0 + ((k & ((1 << c) - 1)) << (log_n - 1 - c))];
+                        let (w, ws) = tw[layout.entry(lb, c, k as u64, low as u64) as usize];
                         let (u, v) = (e[k], e[k + (1 << c)]);
                         let trimmed = trim && lb + c == top;
                         (e[k], e[k + (1 << c)]) = match (fwd, trimmed) {
@@ -615,15 +625,18 @@ mod tests {
                 .map(|i| (i * 2654435761 % p as u64) as u32)
                 .collect();
             for stages in 1..=MAX_PASS_STAGES {
+                // The sections of the kernel's table, as `twiddle_table` lays them out.
+                let layout = PassTwiddles::new(log_n, stages);
+                let (fwd, inv) = (layout.section(&tw[..n / 2]), layout.section(&tw[n / 2..]));
                 let (mut want, mut got) = (x.clone(), x.clone());
                 plan.forward(&mut want, &tw, p);
-                cube_passes(&mut got, log_n, stages, &tw, p, true, false);
+                cube_passes(&mut got, log_n, stages, &fwd, p, true, false);
                 assert_eq!(
                     got, want,
                     "forward, 2^{log_n} points, {stages} stages a pass"
                 );
                 plan.inverse(&mut want, &tw[n / 2..], p);
-                cube_passes(&mut got, log_n, stages, &tw[n / 2..], p, false, false);
+                cube_passes(&mut got, log_n, stages, &inv, p, false, false);
                 assert_eq!(
                     got, want,
                     "inverse, 2^{log_n} points, {stages} stages a pass"
@@ -633,16 +646,44 @@ mod tests {
                 padded[n / 2..].fill(0);
                 let (mut want, mut got) = (padded.clone(), padded);
                 plan.forward(&mut want, &tw, p);
-                cube_passes(&mut got, log_n, stages, &tw, p, true, true);
+                cube_passes(&mut got, log_n, stages, &fwd, p, true, true);
                 let reduced = |v: &[u32]| v.iter().map(|&e| e % p).collect::<Vec<_>>();
                 assert_eq!(reduced(&got), reduced(&want), "forward, zero upper half");
                 plan.inverse(&mut want, &tw[n / 2..], p);
-                cube_passes(&mut got, log_n, stages, &tw[n / 2..], p, false, true);
+                cube_passes(&mut got, log_n, stages, &inv, p, false, true);
                 assert_eq!(
                     reduced(&got[..n / 2]),
                     reduced(&want[..n / 2]),
                     "inverse, lower half"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn pass_twiddles_are_consecutive_across_a_warp() {
+        // 2^18-bit products: 2^14 points, 512 threads of 32 elements.
+        assert_eq!(pass_stages(1 << 14, 512), 5);
+        let layout = PassTwiddles::new(14, 5);
+        assert_eq!(layout.entries(), 15 + 31 * 16 + 31 * 512);
+        let flat: Vec<u64> = (0..1u64 << 13).collect();
+        let section = layout.section(&flat);
+        assert_eq!(section.len() as u64, layout.entries());
+        for (lb, r) in pass_ranges(14, 5) {
+            for c in 0..r {
+                for k in 0..1u64 << c {
+                    for low in 0..1u64 << lb {
+                        let e = layout.entry(lb, c, k, low);
+                        assert_eq!(
+                            section[e as usize],
+                            (low << (13 - lb - c)) + (k << (13 - c))
+                        );
+                        if low > 0 {
+                            // The lanes of a warp (consecutive `low`) read consecutive entries.
+                            assert_eq!(layout.entry(lb, c, k, low - 1) + 1, e);
+                        }
+                    }
+                }
             }
         }
     }
@@ -699,6 +740,85 @@ mod tests {
         assert!(plan(4096, 4096).is_ok()); // 2^18 bits
         assert!(plan(4096, 8192).is_ok());
         assert!(plan(1 << 22, 1 << 22).is_err());
+    }
+}
+
+/// Elements of a transform of `n` points that each of `threads` threads holds in a register pass
+/// (32 with the n/32 threads the schedule gives an NTT product by default, [`NttPlan::threads`];
+/// 64 with half as many under a `q` hint; at least 2).
+pub fn elements_per_thread(n: u64, threads: u64) -> u64 {
+    (n / threads.max(1)).max(2)
+}
+
+/// The most stages a register pass runs when `threads` threads run a transform of `n` points: a
+/// thread's elements in one cube, up to 32 of them.
+pub fn pass_stages(n: u64, threads: u64) -> u32 {
+    elements_per_thread(n, threads)
+        .trailing_zeros()
+        .min(MAX_PASS_STAGES)
+}
+
+/// Where the register passes of one direction ([`pass_ranges`]) find their twiddles. Stage c of
+/// the pass from bit lb pairs a cube's elements k and k + 2^c (k mod 2^(c+1) < 2^c) with the
+/// twiddle (low << (log_n - 1 - lb - c)) + ((k mod 2^c) << (log_n - 1 - c)) of the direction's
+/// `n / 2` (`low` the thread's cube bits below lb). Read from that flat table, a warp's 32 lanes
+/// (32 values of `low`) touch 32 sectors per load, and at 2^18 bits those loads filled the
+/// global-load queue (bench/RESULTS.md, tenth session). Here each (pass, stage) has its block of
+/// 2^c x 2^lb entries, entry (k mod 2^c) 2^lb + low: the lanes read consecutive 8-byte entries, 8
+/// sectors. The section is about twice the flat table (n - 1 entries at most instead of n / 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassTwiddles {
+    pub log_n: u32,
+    /// The most stages a pass runs ([`pass_stages`]).
+    pub stages: u32,
+}
+
+impl PassTwiddles {
+    pub fn new(log_n: u32, stages: u32) -> PassTwiddles {
+        PassTwiddles { log_n, stages }
+    }
+
+    /// Entries of one direction's section.
+    pub fn entries(&self) -> u64 {
+        pass_ranges(self.log_n, self.stages)
+            .into_iter()
+            .map(|(lb, r)| ((1u64 << r) - 1) << lb)
+            .sum()
+    }
+
+    /// The first entry of stage `c` of the pass from bit `lb`.
+    pub fn offset(&self, lb: u32, c: u32) -> u64 {
+        let mut before = 0;
+        for (l, r) in pass_ranges(self.log_n, self.stages) {
+            if l == lb {
+                debug_assert!(c < r);
+                return before + (((1u64 << c) - 1) << lb);
+            }
+            before += ((1u64 << r) - 1) << l;
+        }
+        panic!("no pass starts at bit {lb}")
+    }
+
+    /// The entry of stage `c` of the pass from bit `lb` for cube element `k` of the thread whose
+    /// cube bits below lb are `low`.
+    pub fn entry(&self, lb: u32, c: u32, k: u64, low: u64) -> u64 {
+        self.offset(lb, c) + ((k & ((1 << c) - 1)) << lb) + low
+    }
+
+    /// One direction's section, from that direction's `n / 2` twiddles in natural order.
+    pub fn section<T: Copy>(&self, flat: &[T]) -> Vec<T> {
+        let top = self.log_n - 1;
+        let mut out = Vec::with_capacity(self.entries() as usize);
+        for (lb, r) in pass_ranges(self.log_n, self.stages) {
+            for c in 0..r {
+                for k in 0..1usize << c {
+                    for low in 0..1usize << lb {
+                        out.push(flat[(low << (top - lb - c)) + (k << (top - c))]);
+                    }
+                }
+            }
+        }
+        out
     }
 }
 

@@ -572,7 +572,7 @@ impl Kernel {
     }
 
     /// The plan a first call on `target` runs while the tuned one compiles ([`crate::tiers`]):
-    /// the first compact form of the program ([`Hints::compact`]) whose CUDA is short enough to be
+    /// the first compact form of the program ([`Hints::compact`]) whose CUDA compiles fast enough to be
     /// worth compiling first ([`crate::tiers::pays`]), if there is one.
     pub fn compact_plan(
         &self,
@@ -603,7 +603,7 @@ impl Kernel {
                 kb(crate::tiers::TIER_FROM_BYTES)
             ),
             FirstCalls::NoCompactForm => format!(
-                "the tuned kernel ({} KB of CUDA; no compact form is a tenth shorter)",
+                "the tuned kernel ({} KB of CUDA; no compact form compiles a tenth faster)",
                 kb(bytes)
             ),
         };
@@ -612,7 +612,7 @@ impl Kernel {
 
     /// What serves the first calls of `tuned` with empty caches ([`crate::tiers`]): the tuned
     /// kernel where its CUDA is short (unless `any_length`), else the first compact form
-    /// ([`Hints::compact`]) whose CUDA is short enough to be worth compiling first
+    /// ([`Hints::compact`]) whose CUDA compiles fast enough to be worth compiling first
     /// ([`crate::tiers::pays`]), if there is one.
     fn first_calls(
         &self,
@@ -626,12 +626,13 @@ impl Kernel {
         if !any_length && tuned_bytes < crate::tiers::TIER_FROM_BYTES {
             return FirstCalls::Short;
         }
+        let tuned_weight = crate::tiers::plan_weight(tuned);
         hints
             .compact()
             .into_iter()
             .find_map(|h| {
                 let plan = self.plan(sizes, target, &h).ok()?;
-                crate::tiers::pays(tuned_bytes, source_bytes(&plan))
+                crate::tiers::pays(tuned_weight, crate::tiers::plan_weight(&plan))
                     .then(|| FirstCalls::Compact(h, Box::new(plan)))
             })
             .unwrap_or(FirstCalls::NoCompactForm)

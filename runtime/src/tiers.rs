@@ -57,13 +57,36 @@ pub fn mode() -> Mode {
 /// for them rather than compile twice. A 4096-bit product's 26 KB took 0.25-0.4 s.
 pub const TIER_FROM_BYTES: usize = 16 << 10;
 
-/// Whether a compact form of `compact_bytes` of CUDA is worth compiling before the tuned one of
-/// `tuned_bytes`: at least a tenth shorter. CUDA's length is only a proxy for NVRTC's time (an NTT
-/// pass costs more per byte than a classical product's loop: Poly at 2^18 bits is 70 KB tuned,
-/// 2.0 s, and 63 KB compact, 0.5 s), but it rejects the forms that are longer (one-thread
-/// divisions spread over threads grow 2-10x).
-pub fn pays(tuned_bytes: usize, compact_bytes: usize) -> bool {
-    compact_bytes * 10 <= tuned_bytes * 9
+/// How much more NVRTC time a byte of CUDA that runs NTT transforms costs than a byte of classical
+/// products: Poly at 2^18 bits is 70 KB of CUDA tuned (NTT), 2.0 s on an H200's host, and 63 KB
+/// compact (classical), 0.5 s (eleventh session); weighing by bytes alone, a change of a few
+/// hundred bytes in the tuned NTT kernel turned its compact form off (twelfth session).
+pub const TRANSFORM_BYTE_WEIGHT: usize = 3;
+
+/// A kernel's CUDA as NVRTC's time sees it: its bytes, weighted by [`TRANSFORM_BYTE_WEIGHT`] where
+/// the kernel runs transforms (it reads twiddle tables).
+pub fn compile_weight(bytes: usize, transforms: bool) -> usize {
+    if transforms {
+        bytes * TRANSFORM_BYTE_WEIGHT
+    } else {
+        bytes
+    }
+}
+
+/// A plan's CUDA as NVRTC's time sees it: the [`compile_weight`]s of its kernels (a kernel runs
+/// transforms where it reads twiddle tables).
+pub fn plan_weight(plan: &bigfuse_codegen::Plan) -> usize {
+    plan.parts
+        .iter()
+        .map(|p| compile_weight(p.compiled.source.len(), !p.compiled.tables.is_empty()))
+        .sum()
+}
+
+/// Whether a compact form of `compact` [`compile_weight`] is worth compiling before the tuned one
+/// of `tuned`: at least a tenth cheaper. The weight is only a proxy for NVRTC's time, but it
+/// rejects the forms that are longer (one-thread divisions spread over threads grow 2-10x).
+pub fn pays(tuned: usize, compact: usize) -> bool {
+    compact * 10 <= tuned * 9
 }
 
 /// Where a program's background compilation stands.
@@ -334,8 +357,11 @@ mod tests {
     }
 
     #[test]
-    fn a_form_pays_when_a_tenth_shorter() {
-        assert!(pays(70_313, 63_091)); // Poly at 2^18 bits
+    fn a_form_pays_when_a_tenth_cheaper() {
+        // Poly at 2^18 bits: the NTT kernel tuned, classical products compact.
+        let (tuned, compact) = (compile_weight(69_000, true), compile_weight(63_091, false));
+        assert!(pays(tuned, compact));
+        assert!(!pays(69_000, 63_091), "by bytes alone it would not");
         assert!(!pays(10_239, 44_829)); // a one-thread division spread over threads
         assert!(!pays(1000, 1000));
     }

@@ -100,7 +100,7 @@ impl Emitter<'_> {
             "// {comment}: NTT of 2^{} points in 3 primes, {} elements per thread, passes of up to {} stages",
             plan.log_n,
             cubes.per_thread,
-            cubes.stages()
+            cubes.stages
         ));
         let out = self.declare_array(id, q_out);
         self.open("{");
@@ -142,8 +142,10 @@ impl Emitter<'_> {
                 ntt::shoup(scale[2], ps[2])
             ])
         ));
+        let section = ntt::PassTwiddles::new(plan.log_n, cubes.stages).entries();
         self.line(format!(
-            "const uint2* tf = {table} + (u32)pi * {n}u; // forward twiddles, then inverse"
+            "const uint2* tf = {table} + (u32)pi * {}u; // forward twiddles, then inverse (ntt::PassTwiddles)",
+            2 * section
         ));
 
         self.line("// both operands as 32-bit digits mod p");
@@ -288,20 +290,18 @@ impl Emitter<'_> {
 struct Cubes {
     per_thread: u64,
     workers: u64,
+    /// The most stages a pass runs ([`ntt::pass_stages`]).
+    stages: u32,
 }
 
 impl Cubes {
     fn new(n: u64, threads: u64) -> Cubes {
-        let per_thread = (n / threads).max(2);
+        let per_thread = ntt::elements_per_thread(n, threads);
         Cubes {
             per_thread,
             workers: n / per_thread,
+            stages: ntt::pass_stages(n, threads),
         }
-    }
-
-    /// The most stages a pass runs: a thread's elements in one cube, up to 32 of them.
-    fn stages(self) -> u32 {
-        self.per_thread.trailing_zeros().min(ntt::MAX_PASS_STAGES)
     }
 }
 
@@ -343,13 +343,16 @@ impl Emitter<'_> {
             ));
             e.line(format!(
                 "// in registers, as cubes (base | k << lb) of up to {} stages per pass, one barrier per pass.",
-                cubes.stages()
+                cubes.stages
             ));
             // Internal, so that the compiler sees every call and keeps the pointers in shared memory.
             e.open(format!(
                 "static __device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
             ));
-            e.line(format!("const uint2* ti = tf + {}u; // inverse twiddles", n / 2));
+            e.line(format!(
+                "const uint2* ti = tf + {}u; // inverse twiddles",
+                ntt::PassTwiddles::new(log_n, cubes.stages).entries()
+            ));
             e.line("const u32 p2 = 2u * p, np = 0u - p; // the butterflies' constants");
             e.line(
                 "// forward transforms (decimation in frequency): natural order in, bit-reversed out",
@@ -379,8 +382,8 @@ impl Emitter<'_> {
     ///
     /// Forward stage s acts on bit b = log_n - 1 - s, inverse stage s on bit b = s; both pair
     /// element i with i + 2^b and use the twiddle (i mod 2^b) << (log_n - 1 - b) (`NttPlan::forward`
-    /// and `inverse`). In a cube with c = b - lb that is (low << (log_n - 1 - lb - c)) plus
-    /// (k mod 2^c) << (log_n - 1 - c), a constant.
+    /// and `inverse`). In a cube with c = b - lb that twiddle sits in the kernel's table at
+    /// [`ntt::PassTwiddles::entry`]: stage c's block plus `low` plus a constant.
     ///
     /// With `trim`, forward transforms take the upper half of their input as zero (the first
     /// stage neither loads it nor adds it: `bf_dif0`) and the inverse one computes and stores the
@@ -389,9 +392,11 @@ impl Emitter<'_> {
         let Cubes {
             per_thread,
             workers,
+            stages,
         } = cubes;
         let threads = self.sched.threads_per_instance as u64;
-        let mut ranges = ntt::pass_ranges(log_n, cubes.stages());
+        let twiddles = ntt::PassTwiddles::new(log_n, stages);
+        let mut ranges = ntt::pass_ranges(log_n, stages);
         if forward {
             ranges.reverse();
         }
@@ -461,9 +466,10 @@ impl Emitter<'_> {
             };
             for c in order {
                 self.open("{");
+                // Stage c's block of the section: the lanes' `low` read consecutive entries.
                 self.line(format!(
-                    "const uint2* w = {tw} + (low << {}u);",
-                    log_n - 1 - lb - c
+                    "const uint2* w = {tw} + {}u + low;",
+                    twiddles.offset(lb, c)
                 ));
                 let dist = 1u64 << c;
                 let top = trimmed && c == radix - 1;
@@ -474,7 +480,7 @@ impl Emitter<'_> {
                     (false, true) => ("bf_dit_lo", "p2, np"),
                 };
                 for k in (0..size).filter(|k| k & dist == 0) {
-                    let e = (k & (dist - 1)) << (log_n - 1 - c);
+                    let e = twiddles.entry(lb, c, k, 0) - twiddles.offset(lb, c);
                     self.line(format!(
                         "{{ const uint2 z = __ldg(&w[{e}]); {f}(e{k}, e{}, z.x, z.y, {consts}); }}",
                         k + dist

@@ -85,11 +85,12 @@ impl Product {
         }
     }
 
-    /// The constant table (32-bit words) the kernel reads: the transforms' twiddles.
-    pub fn table(&self) -> Option<Vec<u32>> {
+    /// The constant table (32-bit words) the kernel reads: the transforms' twiddles, laid out
+    /// for the register passes of `sched`'s threads.
+    pub fn table(&self, sched: &Schedule) -> Option<Vec<u32>> {
         match self {
             Product::Classical { .. } => None,
-            Product::Ntt(plan) => Some(plan.twiddle_table()),
+            Product::Ntt(plan) => Some(plan.twiddle_table(sched.threads_per_instance as u64)),
             Product::Poly(plan) => Some(plan.twiddle_table()),
         }
     }
@@ -159,9 +160,9 @@ impl Selection {
 
     /// The nodes whose constant tables the kernel takes as parameters, in parameter order, with
     /// the tables.
-    pub fn tables(&self) -> Vec<(ValueId, Vec<u32>)> {
+    pub fn tables(&self, sched: &Schedule) -> Vec<(ValueId, Vec<u32>)> {
         self.products()
-            .filter_map(|(id, p)| p.table().map(|t| (id, t)))
+            .filter_map(|(id, p)| p.table(sched).map(|t| (id, t)))
             .collect()
     }
 
@@ -503,14 +504,22 @@ mod tests {
                 out_len: 64
             })
         );
-        assert!(sel.tables().is_empty());
+        let sched = |f: &Func, sel: &Selection| {
+            crate::schedule::schedule(f, sel, &crate::target::Target::h100(), &Default::default())
+                .unwrap()
+        };
+        assert!(sel.tables(&sched(&f, &sel)).is_empty());
         let (f, m) = product(512, MulAlgo::Ntt);
         let sel = select(&f).unwrap();
         let Some(Product::Ntt(plan)) = sel.product(m) else {
             panic!("an NTT plan: {sel:?}");
         };
         assert_eq!(plan, &crate::ntt::plan(512, 512).unwrap());
-        assert_eq!(sel.tables(), vec![(m, plan.twiddle_table())]);
+        let s = sched(&f, &sel);
+        assert_eq!(
+            sel.tables(&s),
+            vec![(m, plan.twiddle_table(s.threads_per_instance as u64))]
+        );
         // Beyond what the primes allow: the planner's error, from selection.
         let (f, _) = product(1 << 22, MulAlgo::Ntt);
         let err = select(&f).unwrap_err().to_string();
