@@ -127,7 +127,7 @@ impl Hints {
 
     /// Hints of the same program's compact forms, which NVRTC may compile in a fraction of the
     /// tuned kernel's time (one serves a GPU's first calls while the tuned kernel compiles: the
-    /// runtime's `tiers`, which keeps a form only if its CUDA is clearly shorter). NVRTC's time
+    /// runtime's `tiers`, which keeps a form only if it compiles clearly faster). NVRTC's time
     /// grows with straight-line code, so: product slices of [`COMPACT_WIDTH`] digits (the inner
     /// block of a classical product is unrolled over its slice) and classical products below
     /// [`COMPACT_NTT_FROM_BITS`] (NTT transforms are long unrolled passes); then the same with

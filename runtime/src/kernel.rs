@@ -772,7 +772,7 @@ fn check_moduli(kernel: &str, spec: &Specialized, args: &[Arg]) -> Result<()> {
 enum FirstCalls {
     /// The tuned kernel: its CUDA is short.
     Short,
-    /// The tuned kernel: no compact form is clearly shorter.
+    /// The tuned kernel: no compact form compiles clearly faster ([`crate::tiers::pays`]).
     NoCompactForm,
     /// This compact form, while the tuned kernel compiles.
     Compact(Hints, Box<Plan>),

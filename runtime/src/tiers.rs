@@ -2,7 +2,7 @@
 //! kernels are long on purpose (register blocks of unrolled products, unrolled NTT passes): a
 //! first call of Poly at 2^15 bits waited 1.0-1.3 s for NVRTC on an H200's host, at 2^11 bits
 //! about 10 s. So a call whose tuned kernel is not compiled yet, and would take long, is served
-//! by the same program's compact schedule where one is clearly shorter
+//! by the same program's compact schedule where one compiles clearly faster
 //! ([`Hints::compact`](bigfuse_codegen::Hints::compact), [`pays`]: a fraction of the compile
 //! time, a slower kernel, the same results), while the tuned kernel's CUDA compiles on a
 //! background thread into the caches; the first call after that loads it and every later call
