@@ -1,5 +1,6 @@
-//! Products against num-bigint: truncated (`a * b`), full (`a.mul_wide(b)`) and the paper's Poly,
-//! on the CPU backend (both evaluators) always and on the GPU whenever one is present.
+//! Products against num-bigint: truncated (`a * b`), full (`a.mul_wide(b)`), the paper's Poly and
+//! a product of computed operands, on the CPU backend (both evaluators) always and on the GPU
+//! whenever one is present.
 
 mod common;
 
@@ -33,6 +34,12 @@ fn check_mul(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
         let (x, y) = (&a[i], &b[i]);
         let want = ((x * x + y) * (y * y + y) + x * y) % &m;
         assert_eq!(r[i], want, "{}", ctx("poly", i));
+    }
+    let r = staged_product::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        let s = (&a[i] + &b[i]) % &m;
+        let d = (&b[i] + &m - &a[i]) % &m;
+        assert_eq!(r[i], (&s * d + &s) % &m, "{}", ctx("staged_product", i));
     }
 }
 

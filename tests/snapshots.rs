@@ -161,6 +161,8 @@ fn multiplication_kernels() {
     snap("mul_wide", mul_wide::kernel().unwrap(), 32768);
     snap("square", square::kernel().unwrap(), 2048);
     snap("square", square::kernel().unwrap(), 65536);
+    // Operands and a live value staged in the scratch's slots around the NTT product.
+    snap("staged_product", staged_product::kernel().unwrap(), 65536);
     // Over global memory: the three NTT kernels and the addition of the column sums.
     snap("mul", mul::kernel().unwrap(), 1 << 19);
     for k in [

@@ -114,20 +114,34 @@ pub fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLay
     Ok((inputs, outputs))
 }
 
-/// The global scratch of a kernel whose instances span several blocks: the blocks of an instance
-/// pass each scan's prefix on through it (decoupled look-back, `emit/lookback.rs`). The runtime
-/// gives each launch its own, cleared before the kernel starts.
+/// The global scratch of a kernel's launch. The runtime gives each launch its own, with the
+/// cleared part zeroed before the kernel starts.
 ///
-/// Per (scan, block), `2 * leaves` records of 16 bytes, each a value and a flag (non-zero once
-/// written), written and read whole: first the leaves of the block's own aggregate, then those of
-/// its inclusive prefix. A record is never rewritten in a launch, so a reader that sees its flag
-/// has its value, with no fence between them.
+/// Look-back records, where instances span several blocks: the blocks of an instance pass each
+/// scan's prefix on through them (decoupled look-back, `emit/lookback.rs`). Per (scan, block),
+/// `2 * leaves` records of 16 bytes, each a value and a flag (non-zero once written), written and
+/// read whole: first the leaves of the block's own aggregate, then those of its inclusive prefix.
+/// A record is never rewritten in a launch, so a reader that sees its flag has its value, with no
+/// fence between them. Cleared.
+///
+/// Staging slots, where NTT products stage operands that the kernel would hold in registers
+/// across the transforms' calls (`emit::ntt`), once per product: `staged_words` 64-bit words a
+/// slot. A launch has [`Self::slots`] of them, as many as its blocks that run at once, not one a
+/// block, so that the scratch stays small however large the batch. A block claims a free slot
+/// when it starts and frees it when it ends, through one 32-bit flag a slot (0: free; the flags
+/// are cleared, padded to 16 bytes); the slots' words follow the flags and are not cleared.
+/// Claiming never waits on anything but a running block's end, so any number of slots is
+/// correct; fewer than the resident blocks would only make blocks wait.
+///
+/// In order: records (none where `scans` is 0), flags, slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scratch {
     /// Scans (carry scans included) and reductions that resolve across blocks, in node order.
     pub scans: u32,
     /// 64-bit words of the widest scan's value.
     pub leaves: u32,
+    /// 64-bit words a staging slot (a block's) holds; 0 where the kernel stages nothing.
+    pub staged_words: u64,
 }
 
 impl Scratch {
@@ -136,9 +150,33 @@ impl Scratch {
         2 * self.leaves as u64
     }
 
-    /// Bytes of scratch for a launch of `grid` blocks, all of which the runtime clears first.
-    pub fn bytes(&self, grid: u64) -> u64 {
+    /// Bytes of a launch's look-back records, for `grid` blocks.
+    pub fn record_bytes(&self, grid: u64) -> u64 {
         16 * self.records() * self.scans as u64 * grid
+    }
+
+    /// Staging slots of a launch of `grid` blocks of which at most `resident` run at once.
+    pub fn slots(&self, grid: u64, resident: u64) -> u64 {
+        if self.staged_words == 0 {
+            0
+        } else {
+            grid.min(resident).max(1)
+        }
+    }
+
+    /// Bytes of the flags of `slots` staging slots (padded so that the words after them align).
+    pub fn flag_bytes(slots: u64) -> u64 {
+        (4 * slots).next_multiple_of(16)
+    }
+
+    /// Bytes the runtime clears before a launch of `grid` blocks with `slots` staging slots.
+    pub fn cleared_bytes(&self, grid: u64, slots: u64) -> u64 {
+        self.record_bytes(grid) + Self::flag_bytes(slots)
+    }
+
+    /// Bytes of scratch for a launch of `grid` blocks with `slots` staging slots.
+    pub fn bytes(&self, grid: u64, slots: u64) -> u64 {
+        self.cleared_bytes(grid, slots) + 8 * self.staged_words * slots
     }
 }
 
@@ -153,13 +191,33 @@ mod tests {
         let s = Scratch {
             scans: 6,
             leaves: 1,
+            staged_words: 0,
         };
-        assert_eq!((s.records(), s.bytes(37)), (2, 16 * 2 * 6 * 37));
+        assert_eq!((s.records(), s.bytes(37, 0)), (2, 16 * 2 * 6 * 37));
+        assert_eq!(s.slots(37, 8), 0);
         let s = Scratch {
             scans: 1,
             leaves: 3,
+            staged_words: 0,
         };
-        assert_eq!(s.bytes(513), 16 * 6 * 513);
+        assert_eq!(s.bytes(513, 0), 16 * 6 * 513);
+    }
+
+    #[test]
+    fn staging_slots_are_the_resident_blocks_not_the_grid() {
+        let s = Scratch {
+            scans: 0,
+            leaves: 0,
+            staged_words: 4096,
+        };
+        assert_eq!(s.slots(1_000_000, 264), 264);
+        assert_eq!(s.slots(5, 264), 5);
+        assert_eq!(s.slots(5, 0), 1);
+        // 264 flags (1,056 bytes, already a multiple of 16), then 264 slots of 32 KiB.
+        assert_eq!(s.cleared_bytes(1_000_000, 264), 1056);
+        assert_eq!(s.bytes(1_000_000, 264), 1056 + 264 * 4096 * 8);
+        // 5 flags pad to 32 bytes so that the slots' words start aligned.
+        assert_eq!(s.cleared_bytes(5, 5), 32);
     }
 
     #[test]

@@ -198,7 +198,7 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     };
     let source = emit(&fused.func, &selection, &sched, &placement, &name, &header)?;
     let (inputs, outputs) = layout::buffer_layouts(&fused.func)?;
-    let scratch = emit::scratch_of(&fused.func, sched.blocks_per_instance);
+    let scratch = emit::scratch_of(&fused.func, &selection, &sched);
     let tables = selection
         .tables(&sched)
         .into_iter()

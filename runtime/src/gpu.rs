@@ -447,6 +447,7 @@ impl GpuDevice {
             function,
             resources,
             blocks_per_sm,
+            resident_blocks: blocks_per_sm as u64 * self.target.sm_count as u64,
         })
     }
 
@@ -468,6 +469,8 @@ pub struct GpuKernel {
     pub resources: Resources,
     /// Blocks of this kernel one SM runs at once.
     pub blocks_per_sm: u32,
+    /// Blocks of this kernel the whole GPU runs at once: a launch's staging slots.
+    resident_blocks: u64,
 }
 
 fn check_len(c: &Compiled, l: &BufferLayout, bytes: usize, n: u64) -> Result<()> {
@@ -547,22 +550,31 @@ impl GpuKernel {
                 ),
             });
         }
-        // Instances that span blocks pass their scans on through a scratch of this launch's own,
-        // from the stream-ordered allocator (so that launches on other streams never share one),
-        // cleared first (bigfuse_codegen::Scratch).
+        // A launch has a scratch of its own (bigfuse_codegen::Scratch), from the stream-ordered
+        // allocator so that launches on other streams never share one, its cleared part zeroed
+        // first: look-back records where instances span blocks, and staging slots for NTT
+        // operands, one per block that runs at once.
+        let slots = c.scratch.map_or(0, |s| s.slots(grid, self.resident_blocks));
         let scratch = match c.scratch {
             Some(s) => Some(guarded("allocating a launch's scratch", || unsafe {
-                let ptr = result::malloc_async(stream.cu_stream(), s.bytes(grid) as usize)?;
-                result::memset_d8_async(ptr, 0, s.bytes(grid) as usize, stream.cu_stream())
-                    .map(|_| ptr)
+                let ptr = result::malloc_async(stream.cu_stream(), s.bytes(grid, slots) as usize)?;
+                let cleared = s.cleared_bytes(grid, slots) as usize;
+                if cleared > 0 {
+                    result::memset_d8_async(ptr, 0, cleared, stream.cu_stream())?;
+                }
+                Ok(ptr)
             })?),
             None => None,
         };
-        // The kernel's parameters: buffers, tables, the scratch, then n, each a 64-bit value.
-        let mut values: Vec<u64> = Vec::with_capacity(ptrs.len() + self.tables.len() + 2);
+        // The kernel's parameters: buffers, tables, the scratch and its slots, then n, each a
+        // 64-bit value.
+        let mut values: Vec<u64> = Vec::with_capacity(ptrs.len() + self.tables.len() + 3);
         values.extend_from_slice(ptrs);
         values.extend(self.tables.iter().map(|t| t.ptr()));
         values.extend(scratch);
+        if slots > 0 {
+            values.push(slots);
+        }
         values.push(n);
         let mut params: Vec<*mut std::ffi::c_void> = values
             .iter_mut()

@@ -63,6 +63,14 @@ pub fn poly(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     (a2 + b) * (b2 + b) + a * b
 }
 
+/// A product of computed operands with a value live across it: on the NTT the product stages its
+/// operands in the launch's scratch and parks `s` there (codegen/src/emit/ntt.rs `staged_words`).
+#[bigfuse::kernel]
+pub fn staged_product(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let s = a + b;
+    s * (b - a) + s
+}
+
 /// A square (the product of a value with itself takes the squaring path).
 #[bigfuse::kernel]
 pub fn square(a: U<BITS>) -> U<BITS> {

@@ -28,9 +28,9 @@ use super::{
 use crate::layout::Scratch;
 use bigfuse_core::{Func, Op, Type, ValueId};
 
-/// The scratch a kernel's instances need to span blocks: records per scan (or reduction) and
-/// block; none for element-wise work alone.
-pub fn scratch_of(func: &Func, blocks_per_instance: u32) -> Option<Scratch> {
+/// The records a kernel's instances need to span blocks, (scans, leaves) of [`Scratch`]: records
+/// per scan (or reduction) and block; none for element-wise work alone.
+pub(super) fn lookback_records(func: &Func, blocks_per_instance: u32) -> Option<(u32, u32)> {
     if blocks_per_instance <= 1 {
         return None;
     }
@@ -40,10 +40,7 @@ pub fn scratch_of(func: &Func, blocks_per_instance: u32) -> Option<Scratch> {
             _ => unreachable!("scans() yields scans and reductions"),
         })
         .max()?;
-    Some(Scratch {
-        scans: scans(func).count() as u32,
-        leaves,
-    })
+    Some((scans(func).count() as u32, leaves))
 }
 
 /// The scans and reductions of `func` in node order: the `k`-th has records `k` in the scratch.

@@ -49,7 +49,6 @@ use bigfuse_core::{Func, Op, Type, ValueId};
 use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
 
 pub use crate::layout::{layout_of, BufferLayout};
-pub use lookback::scratch_of;
 
 /// A value as the kernel holds it.
 #[derive(Clone, Debug)]
@@ -324,6 +323,23 @@ fn node_comment(func: &Func, id: ValueId) -> String {
     bigfuse_core::node_text(func, id)
 }
 
+/// The global scratch the kernel's launches pass ([`crate::layout::Scratch`]): look-back records
+/// where instances span blocks, and staging slots for NTT operands held in registers (`emit::ntt`).
+pub fn scratch_of(
+    func: &Func,
+    sel: &Selection,
+    sched: &Schedule,
+) -> Option<crate::layout::Scratch> {
+    let (scans, leaves) =
+        lookback::lookback_records(func, sched.blocks_per_instance).unwrap_or((0, 0));
+    let staged_words = ntt::staged_words(func, sel, sched);
+    (scans > 0 || staged_words > 0).then_some(crate::layout::Scratch {
+        scans,
+        leaves,
+        staged_words,
+    })
+}
+
 /// The CUDA C source of one kernel.
 pub fn emit(
     func: &Func,
@@ -346,7 +362,7 @@ pub fn emit(
         temps: 0,
         functions: Vec::new(),
         exact: vec![None; func.nodes.len()],
-        scratch: scratch_of(func, sched.blocks_per_instance),
+        scratch: scratch_of(func, sel, sched),
         prefetches: Vec::new(),
     };
     e.preamble(header);
@@ -354,6 +370,7 @@ pub fn emit(
     let kernel_at = e.src.out.len();
     e.signature(kernel_name);
     e.indices();
+    e.claim_staging_slot();
     for id in func.ids() {
         if let Some(g) = sel.carry_chain(id).copied() {
             let comment = node_comment(func, id);
@@ -374,6 +391,7 @@ pub fn emit(
             }
         }
     }
+    e.release_staging_slot();
     e.src.depth = 0;
     e.line("}");
     let mut out = e.src.out;

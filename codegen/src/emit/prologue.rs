@@ -27,7 +27,7 @@ impl Emitter<'_> {
             self.src.out.push_str(polymul::HELPERS);
             self.line("");
         }
-        if self.scratch.is_some() {
+        if self.scratch.is_some_and(|s| s.scans > 0) {
             self.src.out.push_str(lookback::HELPERS);
             self.line("");
         }
@@ -65,9 +65,13 @@ impl Emitter<'_> {
                 id.0
             ))
         }));
-        if self.scratch.is_some() {
-            // Where the blocks of an instance pass their scans on (crate::layout::Scratch).
+        if let Some(s) = self.scratch {
+            // Where the blocks of an instance pass their scans on, and NTT products stage
+            // operands (crate::layout::Scratch).
             params.push("u32* __restrict__ bf_scratch".into());
+            if s.staged_words > 0 {
+                params.push("const u64 bf_slots".into());
+            }
         }
         params.push("const u64 n".into());
         self.line(format!(
