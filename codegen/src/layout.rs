@@ -125,7 +125,7 @@ pub fn buffer_layouts(func: &Func) -> CgResult<(Vec<BufferLayout>, Vec<BufferLay
 /// fence between them. Cleared.
 ///
 /// Staging slots, where NTT products stage operands that the kernel would hold in registers
-/// across the transforms' calls (`emit::ntt`), once per product: `staged_words` 64-bit words a
+/// across the transforms' calls (`emit::staging`), once per product: `staged_words` 64-bit words a
 /// slot. A launch has [`Self::slots`] of them, as many as its blocks that run at once, not one a
 /// block, so that the scratch stays small however large the batch. A block claims a free slot
 /// when it starts and frees it when it ends, through one 32-bit flag a slot (0: free; the flags

@@ -64,7 +64,7 @@ pub fn poly(a: U<BITS>, b: U<BITS>) -> U<BITS> {
 }
 
 /// A product of computed operands with a value live across it: on the NTT the product stages its
-/// operands in the launch's scratch and parks `s` there (codegen/src/emit/ntt.rs `staged_words`).
+/// operands in the launch's scratch and reads `s` back from there (codegen/src/emit/staging.rs).
 #[bigfuse::kernel]
 pub fn staged_product(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     let s = a + b;

@@ -38,6 +38,7 @@ mod polymul;
 mod prologue;
 mod scalar;
 mod scan;
+mod staging;
 mod values;
 mod warp;
 
@@ -324,7 +325,7 @@ fn node_comment(func: &Func, id: ValueId) -> String {
 }
 
 /// The global scratch the kernel's launches pass ([`crate::layout::Scratch`]): look-back records
-/// where instances span blocks, and staging slots for NTT operands held in registers (`emit::ntt`).
+/// where instances span blocks, and staging slots for NTT operands held in registers (`emit::staging`).
 pub fn scratch_of(
     func: &Func,
     sel: &Selection,
@@ -332,7 +333,7 @@ pub fn scratch_of(
 ) -> Option<crate::layout::Scratch> {
     let (scans, leaves) =
         lookback::lookback_records(func, sched.blocks_per_instance).unwrap_or((0, 0));
-    let staged_words = ntt::staged_words(func, sel, sched);
+    let staged_words = staging::staged_words(func, sel, sched);
     (scans > 0 || staged_words > 0).then_some(crate::layout::Scratch {
         scans,
         leaves,

@@ -5,11 +5,10 @@
 //! every product and prime, its passes straight-line code, its butterflies and Garner's CRT in
 //! PTX: what NVRTC compiles stays small however many products a kernel has.
 
+use super::staging::Home;
 use super::{Emitter, Val};
-use crate::isel::{Product, Selection};
 use crate::ntt::{self, NttPlan};
-use crate::schedule::Schedule;
-use bigfuse_core::{Func, Op, Type, ValueId};
+use bigfuse_core::{Op, Type, ValueId};
 
 /// Device helpers the NTT code calls (emitted once per kernel that has an NTT).
 pub(super) const HELPERS: &str = r#"// a * w mod p by Shoup's method (ws = floor(w * 2^32 / p), p < 2^31, any 32-bit a)
@@ -68,76 +67,6 @@ __device__ __forceinline__ u32 bf_reduce4(u32 x, u32 p) {
 }
 "#;
 
-/// 64-bit words a block of the kernel's launches needs in its scratch for what an NTT product
-/// would otherwise hold in registers across its transforms' calls, where the calling convention
-/// saves them to local memory ((a + b) * (b + a) at 2^16 bits: 192 bytes of stack, 228 registers
-/// uncapped against 163 for a * b; bench/RESULTS.md, twelfth session): its operands held in
-/// registers (computed values, and parameters' limbs that other steps read too), staged once per
-/// product and read by each prime as a parameter's words are, and the arrays of 64-bit words
-/// that are live across it ([`live_across`]), parked before it and reloaded after. Room for the
-/// largest product's per instance, where some NTT product has an operand that is not a
-/// parameter's limbs or has arrays live across it; none otherwise, nor where instances span
-/// blocks.
-pub(super) fn staged_words(func: &Func, sel: &Selection, sched: &Schedule) -> u64 {
-    if sched.blocks_per_instance != 1 {
-        return 0;
-    }
-    let limbs_of_param = |id: ValueId| match func.node(id).op {
-        Op::Limbs(p) => matches!(func.node(p).op, Op::Param(_)),
-        _ => false,
-    };
-    let mut needed = false;
-    let mut words = 0u64;
-    for (id, p) in sel.products() {
-        let (Product::Ntt(_), Op::LimbMul { a, b, .. }) = (p, &func.node(id).op) else {
-            continue;
-        };
-        let parked = live_across(func, id);
-        needed |= !limbs_of_param(*a) || !limbs_of_param(*b) || !parked.is_empty();
-        let operands = if a == b {
-            array_len(func, *a)
-        } else {
-            2 * array_len(func, *a)
-        };
-        // A live operand is reloaded from where it was staged.
-        let parked: u64 = parked
-            .iter()
-            .filter(|&v| v != a && v != b)
-            .map(|&v| array_len(func, v))
-            .sum();
-        words = words.max(operands + parked);
-    }
-    if needed {
-        words * sched.instances_per_block as u64
-    } else {
-        0
-    }
-}
-
-fn array_len(func: &Func, id: ValueId) -> u64 {
-    match func.ty(id) {
-        Type::Array(_, n) => n.as_const().unwrap_or(0),
-        _ => 0,
-    }
-}
-
-/// The arrays of 64-bit words defined before node `u` and read after it (or results of the
-/// kernel): what a product at `u` would hold in registers across its calls.
-pub(super) fn live_across(func: &Func, u: ValueId) -> Vec<ValueId> {
-    func.ids()
-        .take_while(|&v| v != u)
-        .filter(|&v| matches!(func.ty(v), Type::Array(e, _) if **e == Type::U64))
-        .filter(|&v| {
-            func.outputs.contains(&v)
-                || func
-                    .ids()
-                    .skip_while(|&w| w != u)
-                    .skip(1)
-                    .any(|w| func.node(w).op.args().contains(&v))
-        })
-        .collect()
-}
-
 impl Emitter<'_> {
     pub(super) fn ntt_mul(&mut self, id: ValueId, plan: &NttPlan, comment: &str) -> Val {
         let Op::LimbMul { a, b, out_len, .. } = self.func.node(id).op.clone() else {
@@ -193,9 +122,7 @@ impl Emitter<'_> {
                 "u32 ra[{cols}], rb[{cols}], rc[{cols}]; // residues of this thread's {cols} result digits, per prime"
             )),
         }
-        let operands: Vec<ValueId> = if square { vec![a] } else { vec![a, b] };
-        let parked = self.stage_in_scratch(id, &operands, in_len);
-        let staged = parked.is_some();
+        let staged = self.stage_before(id);
         self.line("#pragma unroll 1");
         self.open("for (int pi = 0; pi < 3; ++pi) {");
         let pick = |v: [u32; 3]| format!("(pi == 0 ? {}u : pi == 1 ? {}u : {}u)", v[0], v[1], v[2]);
@@ -230,8 +157,8 @@ impl Emitter<'_> {
             vec![("nx", a), ("ny", b)]
         };
         for (k, (buf, operand)) in operands.into_iter().enumerate() {
-            let from = staged.then(|| format!("bf_staged + {}u", k as u64 * in_len));
-            self.stage_digits(buf, operand, plan, from);
+            let home = staged.as_ref().map(|h| h.operands[k].1);
+            self.stage_digits(buf, operand, plan, home);
         }
         self.line(format!(
             "for (u32 i = {}u + t; i < {}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u;{} }} // the upper half is not read",
@@ -310,139 +237,19 @@ impl Emitter<'_> {
             "for (int q = 0; q < {q_out}; ++q) {{ const u32 l = t * {q_out}u + (u32)q; {y}[q] = (l >= 1u && l - 1u < {out_len}u) ? nh[l - 1u] : 0ull; }}"
         ));
         let product = self.finish_product(&x, &y, out, q_out, out_len, offset, lay.flags);
-        if let Some(parked) = parked {
-            self.reload_parked(parked);
+        if let Some(h) = staged {
+            self.reload_parked(&h.parked);
         }
         product
     }
 }
 
 impl Emitter<'_> {
-    /// The instance's part of its block's staging slot ([`staged_words`]), as a `u64*` expression.
-    fn staged_base(&self) -> Option<String> {
-        let words = self.scratch.map(|s| s.staged_words).filter(|&w| w > 0)?;
-        let ipb = self.sched.instances_per_block as u64;
-        Some(format!(
-            "(bf_block_staged + (u64)slot * {}ull)",
-            words / ipb
-        ))
-    }
-
-    /// Claims, at the kernel's start, a free staging slot of the scratch for the block (the
-    /// protocol is [`crate::layout::Scratch`]'s): thread 0 tries the slots from blockIdx.x on.
-    pub(super) fn claim_staging_slot(&mut self) {
-        let Some(s) = self.scratch.filter(|s| s.staged_words > 0) else {
-            return;
-        };
-        let record_words = 4 * s.records() * s.scans as u64;
-        self.line("// a staging slot of the scratch that no running block holds (layout::Scratch)");
-        self.line(format!(
-            "u32* const bf_flags = bf_scratch + {record_words}ull * gridDim.x;"
-        ));
-        self.line("__shared__ u32 bf_stage_slot;");
-        self.open("if (threadIdx.x == 0u) {");
-        self.line("u32 s = blockIdx.x % (u32)bf_slots;");
-        self.line("while (atomicCAS(&bf_flags[s], 0u, 1u) != 0u) s = s + 1u == (u32)bf_slots ? 0u : s + 1u;");
-        self.line("bf_stage_slot = s;");
-        self.close("}");
-        self.line("__syncthreads();");
-        self.line(format!(
-            "u64* const bf_block_staged = reinterpret_cast<u64*>(bf_flags + ((bf_slots + 3ull) & ~3ull)) + (u64)bf_stage_slot * {}ull;",
-            s.staged_words
-        ));
-    }
-
-    /// Frees the block's staging slot at the kernel's end, once all its threads are done with it.
-    pub(super) fn release_staging_slot(&mut self) {
-        if self.scratch.is_none_or(|s| s.staged_words == 0) {
-            return;
-        }
-        self.line("__syncthreads(); // the block is done with its staging slot");
-        self.line(
-            "if (threadIdx.x == 0u) { __threadfence(); atomicExch(&bf_flags[bf_stage_slot], 0u); }",
-        );
-    }
-
-    /// Writes what product `id` would hold in registers across its calls to the instance's part
-    /// of the scratch ([`staged_words`]): its operands held in registers, operand k at word k *
-    /// `len` (read per prime through `bf_staged`), then the arrays live across it
-    /// ([`live_across`]), which [`Self::reload_parked`] reads back after the product. None where
-    /// the kernel has no such scratch.
-    fn stage_in_scratch(
-        &mut self,
-        id: ValueId,
-        operands: &[ValueId],
-        len: u64,
-    ) -> Option<Vec<(ValueId, u64)>> {
-        let base = self.staged_base()?;
-        self.line(format!(
-            "u64* bf_staged = {base}; // what the transforms' calls would hold in registers"
-        ));
-        let mut at = 0u64;
-        let mut parked = Vec::new();
-        let write = |e: &mut Self, leaf: &str, q: u32, len: u64, at: u64| {
-            e.line("#pragma unroll");
-            e.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-            e.line(format!("const u32 l = t * {q}u + (u32)q;"));
-            e.line(format!("if (l < {len}u) bf_staged[{at}u + l] = {leaf}[q];"));
-            e.close("}");
-        };
-        for &operand in operands {
-            if let Val::Array { leaves, q, .. } = self.val(operand).clone() {
-                write(self, &leaves[0], q, len, at);
-            }
-            at += len;
-        }
-        for v in live_across(self.func, id) {
-            if let Some(k) = operands.iter().position(|&o| o == v) {
-                parked.push((v, k as u64 * len));
-                continue;
-            }
-            if let Val::Array { leaves, q, len } = self.val(v).clone() {
-                write(self, &leaves[0], q, len, at);
-                parked.push((v, at));
-            }
-            at += array_len(self.func, v);
-        }
-        self.line("__syncthreads(); // the staged limbs, visible to the instance's threads");
-        Some(parked)
-    }
-
-    /// Reads back the arrays [`Self::stage_in_scratch`] parked: each thread its own words, into
-    /// new registers that the arrays' later readers use.
-    fn reload_parked(&mut self, parked: Vec<(ValueId, u64)>) {
-        let Some(base) = self.staged_base() else {
-            return;
-        };
-        for (v, at) in parked {
-            let Val::Array { q, len, .. } = self.val(v).clone() else {
-                continue;
-            };
-            let name = self.temp();
-            self.line(format!(
-                "u64 {name}[{q}]; // {v}, parked across the product"
-            ));
-            self.line("#pragma unroll");
-            self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-            self.line(format!("const u32 l = t * {q}u + (u32)q;"));
-            self.line(format!(
-                "{name}[q] = l < {len}u ? {base}[{at}u + l] : 0ull;"
-            ));
-            self.close("}");
-            self.vals[v.index()] = Some(Val::Array {
-                leaves: vec![name],
-                q,
-                len,
-            });
-        }
-    }
-
-    /// An operand's 32-bit digits into `buf`, reduced into [0, 2p): from this thread's registers,
-    /// or, for a parameter's words that only NTT products read (`read_in_place`), from global
-    /// memory, thread t reading words t, t + T, ... (coalesced).
-    ///
-    /// `from`: where [`Self::stage_in_scratch`] put the operand's limbs, read as a parameter's are.
-    fn stage_digits(&mut self, buf: &str, operand: ValueId, plan: &NttPlan, from: Option<String>) {
+    /// An operand's 32-bit digits into `buf`, reduced into [0, 2p): from where it lies in memory,
+    /// thread t reading words t, t + T, ... (coalesced), where it has a home there (`home`, from
+    /// [`Self::stage_before`]) or is a parameter's words that only NTT products read
+    /// (`read_in_place`); from this thread's registers otherwise.
+    fn stage_digits(&mut self, buf: &str, operand: ValueId, plan: &NttPlan, home: Option<Home>) {
         let t_count = self.sched.threads_per_instance;
         let put = |e: &mut Self, d: &str, w: &str| {
             for half in 0..2u32 {
@@ -456,40 +263,37 @@ impl Emitter<'_> {
                 ));
             }
         };
-        if let (Some(src), Val::Array { .. }) = (&from, self.val(operand)) {
+        let home = match self.val(operand) {
+            Val::Global(k) => Some(Home::Param(*k)),
+            _ => home,
+        };
+        if let Some(home) = home {
             let len = plan.digits_in / 2;
+            let (word, from) = (
+                self.home_word(home, "l"),
+                match home {
+                    Home::Param(k) => format!("from in{k}, read where it lies"),
+                    Home::Slot(_) => "staged in the block's slot".into(),
+                },
+            );
             self.open(format!(
-                "for (u32 l = t; l < {len}u; l += {t_count}u) {{ // staged in global memory"
+                "for (u32 l = t; l < {len}u; l += {t_count}u) {{ // {from}"
             ));
-            self.line(format!("const u64 w = ({src})[l];"));
+            self.line(format!("const u64 w = {word};"));
             put(self, "2u * l", "w");
             self.close("}");
             return;
         }
-        match self.val(operand).clone() {
-            Val::Global(param) => {
-                let len = plan.digits_in / 2;
-                let units = self.inputs[param as usize].units;
-                self.open(format!(
-                    "for (u32 l = t; l < {len}u; l += {t_count}u) {{ // from in{param}, read where it lies"
-                ));
-                self.line(format!(
-                    "const u64 w = live ? in{param}[inst * {units}ull + l] : 0ull;"
-                ));
-                put(self, "2u * l", "w");
-                self.close("}");
-            }
-            Val::Array { leaves, q, .. } => {
-                self.line("#pragma unroll");
-                self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-                self.line(format!("const u32 d = 2u * (t * {q}u + (u32)q);"));
-                self.open(format!("if (d < {}u) {{", plan.digits_in));
-                put(self, "d", &format!("{}[q]", leaves[0]));
-                self.close("}");
-                self.close("}");
-            }
-            v => unreachable!("an NTT operand {v:?}"),
-        }
+        let Val::Array { leaves, q, .. } = self.val(operand).clone() else {
+            unreachable!("an NTT operand {:?}", self.val(operand))
+        };
+        self.line("#pragma unroll");
+        self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+        self.line(format!("const u32 d = 2u * (t * {q}u + (u32)q);"));
+        self.open(format!("if (d < {}u) {{", plan.digits_in));
+        put(self, "d", &format!("{}[q]", leaves[0]));
+        self.close("}");
+        self.close("}");
     }
 }
 
