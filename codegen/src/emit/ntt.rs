@@ -11,7 +11,10 @@ use crate::ntt::{self, NttPlan};
 use bigfuse_core::{Op, Type, ValueId};
 
 /// Device helpers the NTT code calls (emitted once per kernel that has an NTT).
-pub(super) const HELPERS: &str = r#"// a * w mod p by Shoup's method (ws = floor(w * 2^32 / p), p < 2^31, any 32-bit a)
+pub(super) const HELPERS: &str = r#"// Synchronizes the `threads` threads of one instance on barrier `id` (1..15): the instances of a
+// block do not wait for each other inside their products.
+__device__ __forceinline__ void bf_sync_instance(u32 id, u32 threads) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory"); }
+// a * w mod p by Shoup's method (ws = floor(w * 2^32 / p), p < 2^31, any 32-bit a)
 __device__ __forceinline__ u32 bf_shoup(u32 a, u32 w, u32 ws, u32 p) {
   const u32 q = __umulhi(a, ws);
   const u32 r = a * w - q * p;
@@ -170,7 +173,7 @@ impl Emitter<'_> {
                 " ny[i + (i >> 5)] = 0u;"
             }
         ));
-        self.line("__syncthreads();");
+        self.line(self.instance_sync());
 
         let core = self.transforms(plan);
         let ops = if square { "nx, 1u" } else { "ny, 2u" };
@@ -194,7 +197,7 @@ impl Emitter<'_> {
             self.line("if (pi == 0) ra[j] = v; else if (pi == 1) rb[j] = v; else rc[j] = v;");
             self.close("}");
         }
-        self.line("__syncthreads();");
+        self.line(self.instance_sync());
         self.close("}");
 
         self.line(format!(
@@ -231,7 +234,7 @@ impl Emitter<'_> {
             "if (l < {out_len}u) nh[l] = hi[0] + (lo[1] >> 32) + (hi[1] << 32) + (u64)(sl < lo[0]);"
         ));
         self.close("}");
-        self.line("__syncthreads();");
+        self.line(self.instance_sync());
         self.line("#pragma unroll");
         self.line(format!(
             "for (int q = 0; q < {q_out}; ++q) {{ const u32 l = t * {q_out}u + (u32)q; {y}[q] = (l >= 1u && l - 1u < {out_len}u) ? nh[l - 1u] : 0ull; }}"
@@ -377,7 +380,7 @@ impl Emitter<'_> {
             e.line(format!(
                 "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(nx[k], ny[k], p, ni); }}"
             ));
-            e.line("__syncthreads();");
+            e.line(e.instance_sync());
             e.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
             e.cube_passes(log_n, cubes, false, half_out);
             e.line("// scaled by N^-1 (which also removes the Montgomery factor): the result's digits into `keep`");
@@ -512,8 +515,26 @@ impl Emitter<'_> {
             if workers < threads {
                 self.close("}");
             }
-            self.line("__syncthreads();");
+            self.line(self.instance_sync());
             self.close("}");
+        }
+    }
+
+    /// The barrier inside an NTT product, which only the instance's threads share (its part of
+    /// the staging buffer, its twiddles read-only): a named barrier of the instance's threads
+    /// where a block holds several instances of whole warps (ids 1..15; 0 is `__syncthreads`),
+    /// so that the block's other instances go on; `__syncthreads` otherwise. The barrier that
+    /// frees the staging buffer at the product's end stays block-wide: the next step may use
+    /// the buffer's bytes for another instance.
+    fn instance_sync(&self) -> String {
+        let (ipb, t) = (
+            self.sched.instances_per_block,
+            self.sched.threads_per_instance,
+        );
+        if ipb > 1 && ipb <= 15 && t % 32 == 0 {
+            format!("bf_sync_instance(1u + threadIdx.x / {t}u, {t}u);")
+        } else {
+            "__syncthreads();".into()
         }
     }
 }
