@@ -106,19 +106,22 @@ fn array_len(func: &Func, id: ValueId) -> u64 {
 }
 
 /// The arrays of 64-bit words defined before node `u` and read after it (or results of the
-/// kernel): what a product at `u` would hold in registers across its calls.
+/// kernel): what a product at `u` would hold in registers across its calls. One pass over the
+/// nodes (the last reader of each value), so that asking for every product stays linear.
 fn live_across(func: &Func, u: ValueId) -> Vec<ValueId> {
+    let mut last_read = vec![0usize; func.nodes.len()];
+    for w in func.ids() {
+        for a in func.node(w).op.args() {
+            last_read[a.index()] = w.index();
+        }
+    }
+    for o in &func.outputs {
+        last_read[o.index()] = usize::MAX;
+    }
     func.ids()
         .take_while(|&v| v != u)
         .filter(|&v| matches!(func.ty(v), Type::Array(e, _) if **e == Type::U64))
-        .filter(|&v| {
-            func.outputs.contains(&v)
-                || func
-                    .ids()
-                    .skip_while(|&w| w != u)
-                    .skip(1)
-                    .any(|w| func.node(w).op.args().contains(&v))
-        })
+        .filter(|&v| last_read[v.index()] > u.index())
         .collect()
 }
 
