@@ -90,6 +90,9 @@ struct Emitter<'a> {
     /// The scratch the kernel's launches pass ([`scratch_of`]): where instances span blocks and
     /// have scans.
     scratch: Option<crate::layout::Scratch>,
+    /// Whether NTT products read their operands from memory and park what is live across them
+    /// (`staging::stages`), decided once for the kernel.
+    staging: bool,
     /// Arrays of words read into registers, (parameter, words per instance, words per thread):
     /// prefetched for a later block before the first look-back
     /// ([`Emitter::prefetch_later_tiles`]).
@@ -364,6 +367,7 @@ pub fn emit(
         functions: Vec::new(),
         exact: vec![None; func.nodes.len()],
         scratch: scratch_of(func, sel, sched),
+        staging: staging::stages(func, sel, sched),
         prefetches: Vec::new(),
     };
     e.preamble(header);

@@ -185,7 +185,7 @@ impl Emitter<'_> {
     /// its primes read from; None where the kernel does not stage ([`stages`]), and its operands
     /// are read as they are held.
     pub(super) fn stage_before(&mut self, id: ValueId) -> Option<Homes> {
-        if !stages(self.func, self.sel, self.sched) {
+        if !self.staging {
             return None;
         }
         let h = homes(self.func, id);
