@@ -1,6 +1,6 @@
-//! Products against num-bigint: truncated (`a * b`), full (`a.mul_wide(b)`), the paper's Poly and
-//! a product of computed operands, on the CPU backend (both evaluators) always and on the GPU
-//! whenever one is present.
+//! Products against num-bigint: truncated (`a * b`), full (`a.mul_wide(b)`), the paper's Poly, a
+//! product of computed operands and sums of two products, on the CPU backend (both evaluators)
+//! always and on the GPU whenever one is present.
 
 mod common;
 
@@ -40,6 +40,18 @@ fn check_mul(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
         let s = (&a[i] + &b[i]) % &m;
         let d = (&b[i] + &m - &a[i]) % &m;
         assert_eq!(r[i], (&s * d + &s) % &m, "{}", ctx("staged_product", i));
+    }
+    let r = product_sum::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        let s = (&a[i] + &b[i]) % &m;
+        let want = (&a[i] * &b[i] + &s * &s) % &m;
+        assert_eq!(r[i], want, "{}", ctx("product_sum", i));
+    }
+    let r = square_sum::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        let d = (&a[i] + &m - &b[i]) % &m;
+        let want = (&a[i] * &a[i] + &b[i] * d) % &m;
+        assert_eq!(r[i], want, "{}", ctx("square_sum", i));
     }
 }
 

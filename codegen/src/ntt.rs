@@ -735,6 +735,23 @@ mod tests {
         }
     }
 
+    /// A sum's third transform fits the residues' room (two primes' residues of at least half
+    /// the transform's digits each, a truncated product's; a full product's are twice that),
+    /// not where the residues live in registers.
+    #[test]
+    fn a_sums_third_buffer_takes_the_residues_room() {
+        let truncated = plan(1024, 1024).unwrap();
+        let lay = truncated.layout(2, 4, 1 << 20);
+        assert_eq!(lay.sum_buffer(&truncated), Some(2 * 4228));
+        assert_eq!(lay.residue_words(), Some(2116));
+        assert!(2 * lay.residue_words().unwrap() > phys(truncated.n() - 1));
+        let in_registers = truncated.layout(2, 4, 4 * 2 * 2 * 4228);
+        assert_eq!(in_registers.residues, None);
+        assert_eq!(in_registers.sum_buffer(&truncated), None);
+        let full = plan(1024, 2048).unwrap();
+        assert_eq!(full.layout(1, 4, 1 << 20).sum_buffer(&full), Some(2 * 4228));
+    }
+
     #[test]
     fn plans_cover_every_supported_size_and_refuse_the_rest() {
         assert!(plan(4096, 4096).is_ok()); // 2^18 bits
@@ -880,6 +897,22 @@ pub struct NttLayout {
     pub stride: u64,
     pub flags: u64,
     pub total: u64,
+}
+
+impl NttLayout {
+    /// Where a third transform buffer fits, for a sum of two products (`isel::NttSum`): the
+    /// residues' room, which the transforms leave alone until the last inverse transform, whose
+    /// residues then go to the block's staging slot instead. None where the residues live in
+    /// registers or their room is smaller than a transform.
+    pub fn sum_buffer(&self, plan: &NttPlan) -> Option<u64> {
+        let (r1, r2) = self.residues?;
+        (2 * (r2 - r1) > phys(plan.n() - 1)).then_some(r1)
+    }
+
+    /// 32-bit words of the residues of one prime (`r1`'s room; `r2`'s is the same).
+    pub fn residue_words(&self) -> Option<u64> {
+        self.residues.map(|(r1, r2)| r2 - r1)
+    }
 }
 
 impl NttPlan {

@@ -3,7 +3,7 @@
 //! which are reused by liveness.
 
 use crate::error::{CgResult, CodegenError};
-use crate::isel::Selection;
+use crate::isel::{Product, Selection};
 use crate::schedule::Schedule;
 use crate::target::Target;
 use bigfuse_core::{Func, Op, Type, ValueId};
@@ -162,6 +162,14 @@ fn global_word_arrays(func: &Func) -> Vec<(u64, u64)> {
 fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) -> Option<u32> {
     let node = func.node(id);
     let slots = sched.instances_per_block * sched.warps_per_instance();
+    // A sum of NTT products stages at its node, as one product; its terms and its addition's
+    // steps stage nothing of their own.
+    if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
+        return Some(Product::Ntt(sum.plan.clone()).staging_bytes(sched));
+    }
+    if sel.computed_by_fused_ntt_sum(id, sched) {
+        return None;
+    }
     if let Some(product) = sel.product(id) {
         return Some(product.staging_bytes(sched));
     }
@@ -225,7 +233,8 @@ pub fn place(
             continue;
         };
         let k = uses.len();
-        let fenced = matches!(func.node(id).op, Op::LimbMul { .. } | Op::PolyMul { .. });
+        let fenced = matches!(func.node(id).op, Op::LimbMul { .. } | Op::PolyMul { .. })
+            || sel.ntt_sum(id).is_some();
         let free = buffers
             .iter()
             .enumerate()

@@ -71,6 +71,21 @@ pub fn staged_product(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     s * (b - a) + s
 }
 
+/// A sum of two products, the second a square of a computed value: on the NTT the sum runs as
+/// one product, the transforms' pointwise products added before one inverse transform
+/// (`isel::NttSum`).
+#[bigfuse::kernel]
+pub fn product_sum(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let s = a + b;
+    a * b + s * s
+}
+
+/// A sum of two products, the first a square: the other side of `product_sum`'s cases.
+#[bigfuse::kernel]
+pub fn square_sum(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a * a + b * (a - b)
+}
+
 /// A square (the product of a value with itself takes the squaring path).
 #[bigfuse::kernel]
 pub fn square(a: U<BITS>) -> U<BITS> {

@@ -100,8 +100,7 @@ impl Emitter<'_> {
             self.line(format!("{shared}[{i}] = (u64)({v});"));
         }
         self.close("}");
-        self.close("} else {");
-        self.src.depth += 1;
+        self.close_open("} else {");
         self.open("if (lane == 31u) {");
         publish(self, &incl, 0);
         self.close("}");
@@ -345,8 +344,7 @@ impl Emitter<'_> {
             "reinterpret_cast<volatile u32*>(bf_carry)[{k}u * {warps}u + (threadIdx.x >> 5)] = 2u | ({} & 1u);",
             whole[0]
         ));
-        self.close("} else {");
-        self.src.depth += 1;
+        self.close_open("} else {");
         self.records_of(k, scratch.records());
         self.line(format!(
             "bf_put(rec + (u64)vb * {}ull + {}u, (u64)({} & 1u));",

@@ -125,6 +125,12 @@ impl Src {
         self.depth -= 1;
         self.line(s);
     }
+
+    /// A line that closes a block and opens the next, as `} else {`.
+    pub(crate) fn close_open(&mut self, s: &str) {
+        self.close(s);
+        self.depth += 1;
+    }
 }
 
 impl<'a> Emitter<'a> {
@@ -138,6 +144,10 @@ impl<'a> Emitter<'a> {
 
     fn close(&mut self, s: &str) {
         self.src.close(s);
+    }
+
+    fn close_open(&mut self, s: &str) {
+        self.src.close_open(s);
     }
 
     /// Emits the device function `name` (its whole text, written by `body` from column 0) once
@@ -377,11 +387,17 @@ pub fn emit(
     e.indices();
     e.claim_staging_slot();
     for id in func.ids() {
-        if let Some(g) = sel.carry_chain(id).copied() {
+        if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
+            let [x, y] = sum.products;
+            let comment = format!("{} = {x} + {y}, one product", sum.chain.apply);
+            e.ntt_sum(sum, &comment);
+        } else if let Some(g) = sel.carry_chain(id).copied() {
             let comment = node_comment(func, id);
             e.carry_group(&g, &comment);
             // The partial map itself is never read outside the group.
             e.vals[id.index()] = Some(Val::Scalar(vec![]));
+        } else if sel.computed_by_fused_ntt_sum(id, sched) {
+            // A term of a sum that runs as one product: the sum's code at its node computes it.
         } else if e.vals[id.index()].is_none() {
             e.emit_node(id)?;
         }

@@ -5,10 +5,11 @@
 //! every product and prime, its passes straight-line code, its butterflies and Garner's CRT in
 //! PTX: what NVRTC compiles stays small however many products a kernel has.
 
-use super::staging::Home;
+use super::staging::{Home, NttStep};
 use super::{Emitter, Val};
+use crate::isel::{self, NttSum};
 use crate::ntt::{self, NttPlan};
-use bigfuse_core::{Op, Type, ValueId};
+use bigfuse_core::{Type, ValueId};
 
 /// Device helpers the NTT code calls (emitted once per kernel that has an NTT).
 pub(super) const HELPERS: &str = r#"// Synchronizes the `threads` threads of one instance on barrier `id` (1..15): the instances of a
@@ -71,34 +72,56 @@ __device__ __forceinline__ u32 bf_reduce4(u32 x, u32 p) {
 "#;
 
 impl Emitter<'_> {
+    /// NTT product `id`.
     pub(super) fn ntt_mul(&mut self, id: ValueId, plan: &NttPlan, comment: &str) -> Val {
-        let Op::LimbMul { a, b, out_len, .. } = self.func.node(id).op.clone() else {
-            unreachable!("ntt_mul() is called on limb_mul nodes")
-        };
-        let in_len = match self.func.ty(a) {
+        let step = NttStep::product(self.func, id);
+        self.ntt_step(&step, plan, id, id, comment)
+    }
+
+    /// A sum of two NTT products that runs as one (`isel::NttSum`), at its addition's partial
+    /// map: the value of the addition's result; its other nodes need none.
+    pub(super) fn ntt_sum(&mut self, sum: &NttSum, comment: &str) {
+        let step = NttStep::sum(self.func, sum, self.sched);
+        let val = self.ntt_step(&step, &sum.plan, sum.products[0], sum.chain.apply, comment);
+        self.vals[sum.chain.apply.index()] = Some(val);
+        for v in [sum.at, sum.chain.flags, sum.chain.scan] {
+            self.vals[v.index()] = Some(Val::Scalar(vec![]));
+        }
+    }
+
+    /// The code of NTT step `step` (a product, or a sum of two), computing node `out`'s value
+    /// with the twiddle table of product `table_of`. Per prime: each product's operands are
+    /// cut into digits and transformed, and their transforms multiplied pointwise, a second
+    /// product's added to the first's; one inverse transform of the result, whose residues
+    /// are kept for Garner's CRT.
+    fn ntt_step(
+        &mut self,
+        step: &NttStep,
+        plan: &NttPlan,
+        table_of: ValueId,
+        out: ValueId,
+        comment: &str,
+    ) -> Val {
+        let in_len = match self.func.ty(step.pairs[0].0) {
             Type::Array(_, n) => n.as_const().expect("specialized lengths"),
             t => unreachable!("an NTT product of {t:?}"),
         };
-        // A square transforms its operand once and multiplies the transform by itself.
-        let square = a == b;
-        let out_len = out_len.as_const().unwrap_or(0);
+        let out_len = match self.func.ty(out) {
+            Type::Array(_, n) => n.as_const().expect("specialized lengths"),
+            t => unreachable!("an NTT product into {t:?}"),
+        };
         let q_out = self.sched.q_of(out_len);
         debug_assert_eq!((plan.digits_in, plan.digits_out), (2 * in_len, 2 * out_len));
         let t_count = self.sched.threads_per_instance as u64;
         let n = plan.n();
         let cubes = Cubes::new(n, t_count);
-        let lay = plan.layout(
-            self.sched.instances_per_block as u64,
-            self.sched.warps_per_instance() as u64,
-            (self.sched.shared_limit as u64).saturating_sub(4096),
-        );
+        let lay = isel::ntt_layout(plan, self.sched);
         let offset = self
             .placement
-            .staging_of(id)
-            .expect("placement stages every product")
+            .staging_of(step.at)
+            .expect("placement stages every NTT step")
             .offset;
-        let table = format!("tw{}", id.0);
-        let ps: Vec<u32> = plan.primes.iter().map(|p| p.p).collect();
+        let table = format!("tw{}", table_of.0);
 
         self.line(format!(
             "// {comment}: NTT of 2^{} points in 3 primes, {} elements per thread, passes of up to {} stages",
@@ -106,7 +129,7 @@ impl Emitter<'_> {
             cubes.per_thread,
             cubes.stages
         ));
-        let out = self.declare_array(id, q_out);
+        let out_regs = self.declare_array(out, q_out);
         self.open("{");
         self.line(format!(
             "u32* ms = reinterpret_cast<u32*>(bf_smem + {offset}) + slot * {}u;",
@@ -125,7 +148,26 @@ impl Emitter<'_> {
                 "u32 ra[{cols}], rb[{cols}], rc[{cols}]; // residues of this thread's {cols} result digits, per prime"
             )),
         }
-        let staged = self.stage_before(id);
+        let staged = self.stage_before(step);
+        // A sum's second product transforms into the residues' room (`NttLayout::sum_buffer`);
+        // its residues wait in the block's staging slot meanwhile.
+        let sum = step.pairs.len() > 1;
+        if sum {
+            let (Some(z), Some(rw), Some(at)) = (
+                lay.sum_buffer(plan),
+                lay.residue_words(),
+                staged.as_ref().and_then(|h| h.residues),
+            ) else {
+                unreachable!("a fused sum has a third buffer and slot residues (NttSum::fuses)")
+            };
+            self.line(format!(
+                "u32* nz = ms + {z}u; // the second product's second operand, in the residues' room"
+            ));
+            self.line(format!(
+                "u32* s1 = reinterpret_cast<u32*>({} + {at}u); u32* s2 = s1 + {rw}u; // the residues meanwhile",
+                self.slot_base()
+            ));
+        }
         self.line("#pragma unroll 1");
         self.open("for (int pi = 0; pi < 3; ++pi) {");
         let pick = |v: [u32; 3]| format!("(pi == 0 ? {}u : pi == 1 ? {}u : {}u)", v[0], v[1], v[2]);
@@ -134,58 +176,75 @@ impl Emitter<'_> {
         };
         self.line(format!("const u32 p = {};", prime(&|p| p.p)));
         self.line(format!("const u32 ni = {};", prime(&|p| p.neg_inv)));
-        let scale: Vec<u32> = plan.primes.iter().map(|p| plan.scale(p)).collect();
         self.line(format!(
             "const u32 sc = {};",
-            pick([scale[0], scale[1], scale[2]])
+            prime(&|p| plan.scale(p))
         ));
         self.line(format!(
             "const u32 scs = {};",
-            pick([
-                ntt::shoup(scale[0], ps[0]),
-                ntt::shoup(scale[1], ps[1]),
-                ntt::shoup(scale[2], ps[2])
-            ])
+            prime(&|p| ntt::shoup(plan.scale(p), p.p))
         ));
         let section = ntt::PassTwiddles::new(plan.log_n, cubes.stages).entries();
         self.line(format!(
             "const uint2* tf = {table} + (u32)pi * {}u; // forward twiddles, then inverse (ntt::PassTwiddles)",
             2 * section
         ));
-
-        self.line("// both operands as 32-bit digits mod p");
-        let operands: Vec<(&str, ValueId)> = if square {
-            vec![("nx", a)]
-        } else {
-            vec![("nx", a), ("ny", b)]
-        };
-        for (k, (buf, operand)) in operands.into_iter().enumerate() {
-            let home = staged.as_ref().map(|h| h.operands[k].1);
-            self.stage_digits(buf, operand, plan, home);
-        }
-        self.line(format!(
-            "for (u32 i = {}u + t; i < {}u; i += {t_count}u) {{ nx[i + (i >> 5)] = 0u;{} }} // the upper half is not read",
-            plan.digits_in,
-            n / 2,
-            if square {
-                ""
-            } else {
-                " ny[i + (i >> 5)] = 0u;"
-            }
-        ));
-        self.line(self.instance_sync());
-
         let core = self.transforms(plan);
-        let ops = if square { "nx, 1u" } else { "ny, 2u" };
-        if lay.residues.is_some() {
+        let last = step.pairs.len() - 1;
+        for (j, &(a, b)) in step.pairs.iter().enumerate() {
+            // A square transforms its operand once and multiplies the transform by itself.
+            let square = a == b;
+            let (fa, fb) = match (j, square) {
+                (0, true) => ("nx", "nx"),
+                (0, false) => ("nx", "ny"),
+                (_, true) => ("ny", "ny"),
+                (_, false) => ("ny", "nz"),
+            };
+            let mut operands = vec![(fa, a)];
+            if !square {
+                operands.push((fb, b));
+            }
+            self.line(if square {
+                "// the operand as 32-bit digits mod p"
+            } else {
+                "// both operands as 32-bit digits mod p"
+            });
+            for &(buf, operand) in &operands {
+                let home = staged.as_ref().map(|h| h.operand(operand));
+                self.stage_digits(buf, operand, plan, home);
+            }
+            let zero: Vec<String> = operands
+                .iter()
+                .map(|(buf, _)| format!(" {buf}[i + (i >> 5)] = 0u;"))
+                .collect();
             self.line(format!(
-                "{core}(nx, {ops}, tf, p, ni, sc, scs, pi == 0 ? r1 : pi == 1 ? r2 : nx, {}u, t); // the third prime's digits stay in place",
+                "for (u32 i = {}u + t; i < {}u; i += {t_count}u) {{{} }} // the upper half is not read",
+                plan.digits_in,
+                n / 2,
+                zero.concat()
+            ));
+            self.line(self.instance_sync());
+            let ops = operands.len();
+            let (acc, inv) = (u32::from(j > 0), u32::from(j == last));
+            let keep = match (j == last, lay.residues, sum) {
+                (false, _, _) | (_, None, _) => "nullptr",
+                (true, Some(_), false) => "pi == 0 ? r1 : pi == 1 ? r2 : nx",
+                (true, Some(_), true) => "pi == 0 ? s1 : pi == 1 ? s2 : nx",
+            };
+            let what = match (j == last, keep) {
+                (false, _) => " // the pointwise product stays in nx",
+                (true, "nullptr") => "",
+                (true, _) => " // the third prime's digits stay in place",
+            };
+            self.line(format!(
+                "{core}(nx, {fa}, {fb}, {ops}u, {acc}u, {inv}u, tf, p, ni, sc, scs, {keep}, {}u, t);{what}",
                 plan.digits_out
             ));
-        } else {
-            self.line(format!(
-                "{core}(nx, {ops}, tf, p, ni, sc, scs, nullptr, 0u, t);"
-            ));
+            if j < last {
+                self.line(self.instance_sync());
+            }
+        }
+        if lay.residues.is_none() {
             self.line("// scale by N^-1 and keep this thread's result digits in registers");
             self.line("#pragma unroll");
             self.open(format!("for (int j = 0; j < {cols}; ++j) {{"));
@@ -199,6 +258,14 @@ impl Emitter<'_> {
         }
         self.line(self.instance_sync());
         self.close("}");
+        if sum {
+            self.line("// the first two primes' residues back into their room, which nz no longer takes");
+            self.line(format!(
+                "for (u32 k = t; k < {}u; k += {t_count}u) {{ r1[k] = s1[k]; r2[k] = s2[k]; }}",
+                lay.residue_words().unwrap_or(0)
+            ));
+            self.line(self.instance_sync());
+        }
 
         self.line(format!(
             "// CRT (Garner) per digit column, then the column sums as limbs: {q_out} per thread"
@@ -239,7 +306,7 @@ impl Emitter<'_> {
         self.line(format!(
             "for (int q = 0; q < {q_out}; ++q) {{ const u32 l = t * {q_out}u + (u32)q; {y}[q] = (l >= 1u && l - 1u < {out_len}u) ? nh[l - 1u] : 0ull; }}"
         ));
-        let product = self.finish_product(&x, &y, out, q_out, out_len, offset, lay.flags);
+        let product = self.finish_product(&x, &y, out_regs, q_out, out_len, offset, lay.flags);
         if let Some(h) = staged {
             self.reload_parked(&h.parked);
         }
@@ -334,9 +401,11 @@ impl Emitter<'_> {
     }
 
     /// The device function that runs one prime's part of every NTT product of `plan`'s size in
-    /// this kernel: forward transforms of `ops` operands in `nx` and `ny` (natural order in,
-    /// bit-reversed out), pointwise products into `nx`, inverse transform of `nx` (natural order
-    /// out), and, when `keep` is given, the first `cols` digits scaled into it. Every product and
+    /// this kernel: forward transforms of `ops` operands in `fa` and `fb` (natural order in,
+    /// bit-reversed out), their pointwise product into `nx` (added to it with `acc`), and with
+    /// `inv` the inverse transform of `nx` (natural order out) and, when `keep` is given, the
+    /// first `cols` digits scaled into it. A sum of two products calls it twice per prime: once
+    /// without `inv`, once with `acc`. Every product and
     /// prime calls it and the operands share its passes, so NVRTC compiles each pass once per
     /// kernel instead of once per product, prime and operand (Poly at 2^15 bits: 3.9 s of NVRTC
     /// before, 0.5 s after). Returns the function's name.
@@ -365,7 +434,7 @@ impl Emitter<'_> {
             ));
             // Internal, so that the compiler sees every call and keeps the pointers in shared memory.
             e.open(format!(
-                "static __device__ __noinline__ void {name}(u32* nx, u32* ny, const u32 ops, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
+                "static __device__ __noinline__ void {name}(u32* nx, u32* fa, u32* fb, const u32 ops, const u32 acc, const u32 inv, const uint2* tf, const u32 p, const u32 ni, const u32 sc, const u32 scs, u32* keep, const u32 cols, const u32 t) {{"
             ));
             e.line(format!(
                 "const uint2* ti = tf + {}u; // inverse twiddles",
@@ -373,14 +442,22 @@ impl Emitter<'_> {
             ));
             e.line("const u32 p2 = 2u * p, np = 0u - p; // the butterflies' constants");
             e.line(
-                "// forward transforms (decimation in frequency): natural order in, bit-reversed out",
+                "// forward transforms of fa (and fb, with two ops; decimation in frequency): natural order in, bit-reversed out",
             );
             e.cube_passes(log_n, cubes, true, true);
-            e.line("// pointwise products (Montgomery: the 2^-32 is undone by the final scaling)");
+            e.line("// pointwise products into nx (Montgomery: the 2^-32 is undone by the final scaling); with acc, added");
+            e.line("// to the product nx holds (a sum's first): below 2p, in the inverse transform's input range");
+            e.open("if (acc) {");
             e.line(format!(
-                "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(nx[k], ny[k], p, ni); }}"
+                "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); nx[k] += bf_mont(fa[k], fb[k], p, ni); }}"
             ));
+            e.close_open("} else {");
+            e.line(format!(
+                "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); nx[k] = bf_mont(fa[k], fb[k], p, ni); }}"
+            ));
+            e.close("}");
             e.line(e.instance_sync());
+            e.line("if (!inv) return; // a sum's first product: the second's is added before the inverse transform");
             e.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
             e.cube_passes(log_n, cubes, false, half_out);
             e.line("// scaled by N^-1 (which also removes the Montgomery factor): the result's digits into `keep`");
@@ -459,7 +536,7 @@ impl Emitter<'_> {
                 // one barrier per pass, as they live in different buffers.
                 self.line("#pragma unroll 1");
                 self.open("for (u32 op = 0u; op < ops; ++op) {");
-                self.line("u32* x = (op == 0u ? nx : ny) + base + (base >> 5);");
+                self.line("u32* x = (op == 0u ? fa : fb) + base + (base >> 5);");
             } else {
                 self.open("{");
                 self.line("u32* x = nx + base + (base >> 5);");

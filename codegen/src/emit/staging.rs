@@ -13,7 +13,7 @@
 //! Where a value lives is decided here, once ([`homes`]); the emitter reads it from there.
 
 use super::{Emitter, Val};
-use crate::isel::{Product, Selection};
+use crate::isel::{self, Product, Selection};
 use crate::schedule::{global_words, Schedule};
 use bigfuse_core::{Func, Op, Type, ValueId};
 
@@ -26,19 +26,89 @@ pub(super) enum Home {
     Slot(u64),
 }
 
-/// Where NTT product `id` reads its operands (`a`, and `b` unless it is a square) and where the
-/// arrays live across it are read back from, and the slot words it takes. A computed array is
-/// staged once: an operand that stays live is read back from where it was staged.
+/// One NTT step of a kernel as it is emitted: a product at its node, or a sum of two products
+/// that runs as one (`isel::NttSum`) at the addition's node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct NttStep {
+    /// The node whose place the step's code takes: what is live across it is held across the
+    /// transforms' calls.
+    pub at: ValueId,
+    /// The operand pairs of its products.
+    pub pairs: Vec<(ValueId, ValueId)>,
+    /// 32-bit words per prime of the residues that a sum keeps in the slot (its third transform
+    /// takes their room in shared memory); 0 for a product.
+    pub residue_words: u64,
+}
+
+impl NttStep {
+    /// Product `id` at its node.
+    pub fn product(func: &Func, id: ValueId) -> NttStep {
+        NttStep {
+            at: id,
+            pairs: vec![operands(func, id)],
+            residue_words: 0,
+        }
+    }
+
+    /// A sum that runs as one product under `sched` ([`isel::NttSum::fuses`]), at its node.
+    pub fn sum(func: &Func, sum: &isel::NttSum, sched: &Schedule) -> NttStep {
+        NttStep {
+            at: sum.at,
+            pairs: sum.products.iter().map(|&p| operands(func, p)).collect(),
+            residue_words: isel::ntt_layout(&sum.plan, sched)
+                .residue_words()
+                .expect("a fused sum keeps its residues' room"),
+        }
+    }
+}
+
+fn operands(func: &Func, id: ValueId) -> (ValueId, ValueId) {
+    match func.node(id).op {
+        Op::LimbMul { a, b, .. } => (a, b),
+        _ => unreachable!("NTT products are limb products"),
+    }
+}
+
+/// The NTT steps of `func` under `sched`, in program order.
+pub(super) fn ntt_steps(func: &Func, sel: &Selection, sched: &Schedule) -> Vec<NttStep> {
+    func.ids()
+        .filter_map(|id| {
+            if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
+                Some(NttStep::sum(func, sum, sched))
+            } else {
+                let ntt = matches!(sel.product(id), Some(Product::Ntt(_)))
+                    && matches!(func.node(id).op, Op::LimbMul { .. });
+                (ntt && !sel.computed_by_fused_ntt_sum(id, sched))
+                    .then(|| NttStep::product(func, id))
+            }
+        })
+        .collect()
+}
+
+/// Where an NTT step reads its operands and where the arrays live across it are read back
+/// from, and the slot words it takes. A computed array is staged once: an operand that stays
+/// live is read back from where it was staged.
 pub(super) struct Homes {
     pub operands: Vec<(ValueId, Home)>,
     pub parked: Vec<(ValueId, Home)>,
+    /// The 64-bit word of the slot where a sum's residues start (`NttStep::residue_words` per
+    /// prime, two primes).
+    pub residues: Option<u64>,
     pub words: u64,
 }
 
-pub(super) fn homes(func: &Func, id: ValueId) -> Homes {
-    let Op::LimbMul { a, b, .. } = func.node(id).op else {
-        unreachable!("staging is for products")
-    };
+impl Homes {
+    /// Where operand `v` is read from.
+    pub fn operand(&self, v: ValueId) -> Home {
+        self.operands
+            .iter()
+            .find(|(o, _)| *o == v)
+            .map(|&(_, h)| h)
+            .expect("an operand of the step")
+    }
+}
+
+pub(super) fn homes(func: &Func, step: &NttStep) -> Homes {
     let mut words = 0u64;
     let mut home_of = |v: ValueId| match global_words(func, v) {
         Some(k) => Home::Param(k),
@@ -47,52 +117,55 @@ pub(super) fn homes(func: &Func, id: ValueId) -> Homes {
             Home::Slot(words - array_len(func, v))
         }
     };
-    let operands: Vec<(ValueId, Home)> = if a == b { vec![a] } else { vec![a, b] }
-        .into_iter()
-        .map(|v| (v, home_of(v)))
-        .collect();
-    let parked = live_across(func, id)
+    let mut operands: Vec<(ValueId, Home)> = Vec::new();
+    for &(a, b) in &step.pairs {
+        for v in [a, b] {
+            if !operands.iter().any(|(o, _)| *o == v) {
+                operands.push((v, home_of(v)));
+            }
+        }
+    }
+    let parked = live_across(func, step.at)
         .into_iter()
         .map(|v| match operands.iter().find(|(o, _)| *o == v) {
             Some(&(_, h)) => (v, h),
             None => (v, home_of(v)),
         })
         .collect();
+    // Two primes' residues of 32-bit words, in 64-bit words of the slot.
+    let residues = (step.residue_words > 0).then(|| {
+        words += step.residue_words;
+        words - step.residue_words
+    });
     Homes {
         operands,
         parked,
+        residues,
         words,
     }
 }
 
-/// The NTT products of `func` (in node order).
-fn ntt_products<'a>(func: &'a Func, sel: &'a Selection) -> impl Iterator<Item = ValueId> + 'a {
-    sel.products().filter_map(move |(id, p)| {
-        (matches!(p, Product::Ntt(_)) && matches!(func.node(id).op, Op::LimbMul { .. }))
-            .then_some(id)
-    })
-}
-
-/// Whether the kernel's NTT products read their operands from memory and park what is live
-/// across them: where some NTT product has a computed operand or arrays live across it, and an
-/// instance's threads are in one block (they share the slot; instances that span blocks read
+/// Whether the kernel's NTT steps read their operands from memory and park what is live across
+/// them: where some step has a computed operand, arrays live across it or residues to keep, and
+/// an instance's threads are in one block (they share the slot; instances that span blocks read
 /// their operands per block otherwise).
 pub(super) fn stages(func: &Func, sel: &Selection, sched: &Schedule) -> bool {
     sched.blocks_per_instance == 1
-        && ntt_products(func, sel).any(|id| {
-            let h = homes(func, id);
+        && ntt_steps(func, sel, sched).iter().any(|step| {
+            let h = homes(func, step);
             h.words > 0 || !h.parked.is_empty()
         })
 }
 
-/// 64-bit words a staging slot (a block's) holds: the largest product's [`Homes::words`] per
+/// 64-bit words a staging slot (a block's) holds: the largest step's [`Homes::words`] per
 /// instance; 0 where the kernel stages nothing, or only parameters' words.
 pub(super) fn staged_words(func: &Func, sel: &Selection, sched: &Schedule) -> u64 {
     if !stages(func, sel, sched) {
         return 0;
     }
-    let per_instance = ntt_products(func, sel)
-        .map(|id| homes(func, id).words)
+    let per_instance = ntt_steps(func, sel, sched)
+        .iter()
+        .map(|step| homes(func, step).words)
         .max()
         .unwrap_or(0);
     per_instance * sched.instances_per_block as u64
@@ -127,7 +200,7 @@ fn live_across(func: &Func, u: ValueId) -> Vec<ValueId> {
 
 impl Emitter<'_> {
     /// The instance's part of its block's staging slot, as a `u64*` expression.
-    fn slot_base(&self) -> String {
+    pub(super) fn slot_base(&self) -> String {
         let words = self.scratch.map_or(0, |s| s.staged_words);
         let ipb = self.sched.instances_per_block as u64;
         format!("(bf_block_staged + (u64)slot * {}ull)", words / ipb)
@@ -180,15 +253,15 @@ impl Emitter<'_> {
         );
     }
 
-    /// Before NTT product `id`: writes its computed operands and the computed arrays live across
+    /// Before NTT step `step`: writes its computed operands and the computed arrays live across
     /// it, held in registers, to their slot words ([`homes`]). The homes of its operands, which
     /// its primes read from; None where the kernel does not stage ([`stages`]), and its operands
     /// are read as they are held.
-    pub(super) fn stage_before(&mut self, id: ValueId) -> Option<Homes> {
+    pub(super) fn stage_before(&mut self, step: &NttStep) -> Option<Homes> {
         if !self.staging {
             return None;
         }
-        let h = homes(self.func, id);
+        let h = homes(self.func, step);
         let mut written = Vec::new();
         for &(v, home) in h.operands.iter().chain(&h.parked) {
             let (Home::Slot(at), Val::Array { leaves, q, len }) = (home, self.val(v).clone())
@@ -276,21 +349,24 @@ mod tests {
         }
     }
 
-    /// Poly: a slot holds what is computed (x = a^2 + b and y = b^2 + b for their product, a^2
-    /// across b^2), and `b`, a parameter, is read where it lies, never staged.
+    /// Poly: a slot holds what is computed (x = a^2 + b and y = b^2 + b for the sum x y + a b,
+    /// a^2 across b^2) and the sum's residues, and `b`, a parameter, is read where it lies,
+    /// never staged.
     #[test]
     fn poly_stages_computed_values_and_reads_parameters_where_they_lie() {
         let c = compile(crate::per_thread::poly);
         assert_eq!(c.schedule.instances_per_block, 2);
-        // The largest product's: x and y, 1,024 words each, for each of two instances.
-        assert_eq!(c.scratch.unwrap().staged_words, 2 * 2048);
+        // The sum's: x and y, 1,024 words each, and two primes' residues of 2,116 32-bit words
+        // (2,048 digits at i + i / 32, rounded to 4), for each of two instances.
+        assert_eq!(c.scratch.unwrap().staged_words, 2 * (2048 + 2116));
         let src = &c.source;
         assert_eq!(src.matches("staged in the block's slot").count(), 2);
-        // Read back: b after a^2; b and a^2 after b^2; b after x * y; x * y after a * b.
-        assert_eq!(src.matches("read back after the product").count(), 5);
+        // Read back: b after a^2; b and a^2 after b^2. Nothing is live across the sum.
+        assert_eq!(src.matches("read back after the product").count(), 3);
         assert!(src.matches("from in1, read where it lies").count() >= 2);
-        // Written: a^2 before b^2, x and y before their product, x * y before a * b; never b.
-        assert_eq!(writes(&c), 4);
+        // Written: a^2 before b^2, x and y before the sum; never b.
+        assert_eq!(writes(&c), 3);
+        assert_eq!(src.matches("the residues meanwhile").count(), 1);
     }
 
     /// An operand that stays live is read back from where it was staged, not staged twice.

@@ -20,7 +20,9 @@
 //!   carry ; map add.apply`, its intermediates used nowhere else — as one PTX carry chain over each
 //!   thread's limbs around the same ballot resolution, selected at its partial map;
 //! - each product (`limb_mul`, `poly_mul`): its plan — the classical product's sizes, the NTT's
-//!   primes and transform length, the polynomial transform's root and Montgomery constants.
+//!   primes and transform length, the polynomial transform's root and Montgomery constants;
+//! - an addition of two NTT products of one plan that nothing else reads ([`NttSum`]): the
+//!   products' pointwise steps summed before one inverse transform.
 
 pub mod bits;
 pub mod canon;
@@ -28,7 +30,7 @@ pub mod recognise;
 
 use crate::error::{CgResult, CodegenError};
 use crate::mul;
-use crate::ntt::NttPlan;
+use crate::ntt::{NttLayout, NttPlan};
 use crate::polymul::PolyPlan;
 use crate::schedule::Schedule;
 use bigfuse_core::ops::{self, Intrinsic};
@@ -76,11 +78,7 @@ impl Product {
                 let shape = self.shape(sched).expect("a classical product has a shape");
                 (mul::layout(&shape, ipb, warps).total * 4) as u32
             }
-            Product::Ntt(plan) => {
-                // Leave room for the other steps' staging (a few words per warp).
-                let limit = (sched.shared_limit as u64).saturating_sub(4096);
-                (plan.layout(ipb, warps, limit).total * 4) as u32
-            }
+            Product::Ntt(plan) => (ntt_layout(plan, sched).total * 4) as u32,
             Product::Poly(plan) => (plan.shared_bytes() * ipb) as u32,
         }
     }
@@ -93,6 +91,48 @@ impl Product {
             Product::Ntt(plan) => Some(plan.twiddle_table(sched.threads_per_instance as u64)),
             Product::Poly(plan) => Some(plan.twiddle_table()),
         }
+    }
+}
+
+/// An NTT product's buffers in its shared staging under `sched` (one home for the product's
+/// emission, its staging size and what its slot holds).
+pub fn ntt_layout(plan: &NttPlan, sched: &Schedule) -> NttLayout {
+    // Leave room for the other steps' staging (a few words per warp).
+    plan.layout(
+        sched.instances_per_block as u64,
+        sched.warps_per_instance() as u64,
+        (sched.shared_limit as u64).saturating_sub(4096),
+    )
+}
+
+/// An addition of two NTT products of one plan, each read by nothing else: one product whose
+/// pointwise step adds the second pair's transforms' product to the first's (the inverse
+/// transform is linear), so one inverse transform, one CRT and one carry pass instead of two of
+/// each, and no carry chain. Exact: a plan keeps every column sum below half the CRT modulus
+/// (`ntt::plan`), so a sum of two columns stays below it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NttSum {
+    /// The products, in program order.
+    pub products: [ValueId; 2],
+    /// Their plan.
+    pub plan: NttPlan,
+    /// The addition's partial map, where the sum is emitted: both products' operands are
+    /// computed there.
+    pub at: ValueId,
+    /// The addition's nodes; the sum is the value of its `apply`.
+    pub chain: CarryChain,
+}
+
+impl NttSum {
+    /// Whether the sum runs as one product under `sched`: its third transform buffer takes the
+    /// residues' room in shared memory ([`NttLayout::sum_buffer`]), and the residues go to the
+    /// block's staging slot, which instances spanning blocks do not have. Where it does not, the
+    /// products and the addition run as they would without the sum: each at its node.
+    pub fn fuses(&self, sched: &Schedule) -> bool {
+        sched.blocks_per_instance == 1
+            && ntt_layout(&self.plan, sched)
+                .sum_buffer(&self.plan)
+                .is_some()
     }
 }
 
@@ -115,6 +155,8 @@ pub enum Choice {
     /// The partial map of an addition emitted whole as a carry chain (its other nodes follow it).
     CarryChain(CarryChain),
     Product(Product),
+    /// At the partial map of an addition of two NTT products (which keep their own choices).
+    NttSum(NttSum),
 }
 
 /// The choices for every node of one (fused) function, indexed by node.
@@ -132,12 +174,41 @@ impl Selection {
         matches!(self.of(id), Some(Choice::CarryScan))
     }
 
-    /// The carry chain selected at this (partial map) node.
+    /// The carry chain selected at this (partial map) node: also a sum of NTT products', which
+    /// is emitted as a chain where it does not run as one product.
     pub fn carry_chain(&self, id: ValueId) -> Option<&CarryChain> {
         match self.of(id) {
             Some(Choice::CarryChain(c)) => Some(c),
+            Some(Choice::NttSum(s)) => Some(&s.chain),
             _ => None,
         }
+    }
+
+    /// The sum of NTT products selected at this (partial map) node.
+    pub fn ntt_sum(&self, id: ValueId) -> Option<&NttSum> {
+        match self.of(id) {
+            Some(Choice::NttSum(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The sums of NTT products that run as one product under `sched` ([`NttSum::fuses`]), in
+    /// program order.
+    pub fn fused_ntt_sums<'a>(&'a self, sched: &'a Schedule) -> impl Iterator<Item = &'a NttSum> {
+        self.choices.iter().filter_map(move |c| match c {
+            Some(Choice::NttSum(s)) if s.fuses(sched) => Some(s),
+            _ => None,
+        })
+    }
+
+    /// Whether node `id` is computed by the code of a sum that runs as one product under `sched`,
+    /// which is emitted at the sum's node: the sum's products, and its addition's flags, scan and
+    /// result.
+    pub fn computed_by_fused_ntt_sum(&self, id: ValueId, sched: &Schedule) -> bool {
+        self.fused_ntt_sums(sched).any(|s| {
+            let c = &s.chain;
+            s.products.contains(&id) || [c.flags, c.scan, c.apply].contains(&id)
+        })
     }
 
     pub fn product(&self, id: ValueId) -> Option<&Product> {
@@ -178,6 +249,10 @@ impl Selection {
                         if c.sub { "-" } else { "+" },
                         c.y,
                         c.apply
+                    ),
+                    Choice::NttSum(s) => format!(
+                        "{} + {} .. {}: one NTT product, the two products' transforms summed before one inverse transform",
+                        s.products[0], s.products[1], s.chain.apply
                     ),
                     Choice::Product(Product::Classical { in_len, out_len }) => format!(
                         "classical product of {in_len}-limb operands, {out_len} limbs: slices in registers"
@@ -238,9 +313,34 @@ pub fn select(func: &Func) -> CgResult<Selection> {
     // Chains last: they need the carry scans selected above.
     let mut sel = Selection { choices };
     for chain in carry_chains(func, &sel) {
-        sel.choices[partial_of(func, &chain).index()] = Some(Choice::CarryChain(chain));
+        let choice = match ntt_sum(func, &sel, partial_of(func, &chain), chain) {
+            Some(sum) => Choice::NttSum(sum),
+            None => Choice::CarryChain(chain),
+        };
+        sel.choices[partial_of(func, &chain).index()] = Some(choice);
     }
     Ok(sel)
+}
+
+/// The addition `chain` as a sum of two NTT products ([`NttSum`]): both terms NTT products of
+/// one plan, distinct, read by nothing but the addition.
+fn ntt_sum(func: &Func, sel: &Selection, at: ValueId, chain: CarryChain) -> Option<NttSum> {
+    let (x, y) = (chain.x, chain.y);
+    if chain.sub || x == y {
+        return None;
+    }
+    let (Some(Product::Ntt(px)), Some(Product::Ntt(py))) = (sel.product(x), sel.product(y)) else {
+        return None;
+    };
+    let uses = func.use_counts();
+    let alone = |v: ValueId| uses[v.index()] == 1 && !func.outputs.contains(&v);
+    let same_length = func.ty(x) == func.ty(y) && func.ty(x) == func.ty(chain.apply);
+    (px == py && alone(x) && alone(y) && same_length).then(|| NttSum {
+        products: if x < y { [x, y] } else { [y, x] },
+        plan: px.clone(),
+        at,
+        chain,
+    })
 }
 
 /// The partial map of a chain (the first node of its pattern).
@@ -398,6 +498,50 @@ fn agrees_with_carry(op: &Func) -> bool {
 mod tests {
     use super::*;
     use bigfuse_core::{BinOp, Builder, Literal, Size};
+
+    /// The selection lines of `body(a, b)` over two `bits`-bit values, its outputs `body`'s.
+    fn selected(bits: u64, body: impl Fn(&mut Builder, ValueId, ValueId) -> Vec<ValueId>) -> Vec<String> {
+        let mut b = Builder::new("k", &[]);
+        let ty = Type::Big(Size::lit(bits));
+        let (x, y) = (b.param("a", ty.clone()), b.param("b", ty));
+        let outs = body(&mut b, x, y);
+        let f = b.finish(&outs).unwrap();
+        crate::compile(&f, &[], &crate::Target::h100(), &Default::default())
+            .unwrap()
+            .selection
+    }
+
+    fn sums(lines: &[String]) -> usize {
+        lines.iter().filter(|l| l.contains("transforms summed")).count()
+    }
+
+    /// An addition of two NTT products read by nothing else is one sum; a subtraction, a
+    /// product read elsewhere, a doubled product and classical products are not.
+    #[test]
+    fn sums_of_ntt_products_are_selected_where_nothing_else_reads_the_terms() {
+        assert_eq!(sums(&selected(65536, |b, x, y| vec![crate::per_thread::poly(b, x, y)])), 1);
+        let two = |sub: bool, also_out: bool| {
+            move |b: &mut Builder, x: ValueId, y: ValueId| {
+                let p = b.mul(x, y).unwrap();
+                let q = b.mul(x, x).unwrap();
+                let r = if sub { b.sub(p, q) } else { b.add(p, q) }.unwrap();
+                if also_out {
+                    vec![r, p]
+                } else {
+                    vec![r]
+                }
+            }
+        };
+        assert_eq!(sums(&selected(65536, two(false, false))), 1);
+        assert_eq!(sums(&selected(65536, two(true, false))), 0);
+        assert_eq!(sums(&selected(65536, two(false, true))), 0);
+        let doubled = |b: &mut Builder, x: ValueId, y: ValueId| {
+            let p = b.mul(x, y).unwrap();
+            vec![b.add(p, p).unwrap()]
+        };
+        assert_eq!(sums(&selected(65536, doubled)), 0);
+        assert_eq!(sums(&selected(4096, two(false, false))), 0);
+    }
 
     /// `((hi | ((hi >> 1) & lo)) & 1) | (lo & hi & 2)`, with its own constants; `tweak` changes the
     /// result on (lo, hi) = (3, 1) only.
