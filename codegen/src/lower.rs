@@ -27,36 +27,39 @@ use bigfuse_core::{
 /// 128-thread blocks): at 2^15 bits classical 1-Mul 37,274 Gu32ops/s and Poly 49,055 against the
 /// NTT's 35,019 and 38,308; at 2^16 classical 20,772 against the NTT's 30,787. Since the NTT's
 /// five-stage passes (NVIDIA H200, 2026-11-27, `bench mul --variant ntt=32768`): at 2^15 the NTT
-/// 1-Mul runs 43,797 against the classical 37,263, but Poly (four products) 43,436 against 49,085,
-/// so 2^16 stays for programs of several products ([`ntt_crossover`] has the rule for a lone
-/// one); at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308).
+/// 1-Mul runs 43,797 against the classical 37,263, but Poly (four products) 43,436 against 49,085;
+/// at 2^14 the NTT loses both (49,059 / 53,029 against 64,841 / 84,308). Since then programs of
+/// truncated products only take the NTT from 2^15 ([`TRUNCATED_NTT_FROM_BITS`], the rule in
+/// [`ntt_crossover`]); 2^16 stays for programs with a full product or products in a map or loop.
 pub const NTT_FROM_BITS: u64 = 1 << 16;
 
-/// The crossover for a program whose only product is one truncated product, outside any loop or
-/// map. Nothing else is live across its transforms, whose operands, when they are parameters,
-/// stay in global memory (`emit::memory`'s `only_ntt_operand`): NVIDIA H200, 2026-11-27 (tenth
-/// session), same run, 1-Mul at 2^15 bits with the NTT 47,833 / 47,873 Gu32ops/s against the
-/// classical 37,259 / 37,199. Poly's NTT at 2^15 (42,813 / 42,851) still loses to its classical
-/// kernel (49,124 / 49,064), so programs of several products keep [`NTT_FROM_BITS`].
-pub const LONE_NTT_FROM_BITS: u64 = 1 << 15;
+/// The crossover for a program whose products are all truncated, outside any loop or map. Nothing
+/// but the program's own values is live across their transforms, and parameters that only
+/// products read stay in global memory (`emit::memory`'s `only_ntt_operand`). NVIDIA H200, same
+/// runs: a lone product at 2^15 bits with the NTT 47,833 / 47,873 Gu32ops/s against the
+/// classical 37,259 / 37,199 (2026-11-27, tenth session); Poly (four products, the last two
+/// summed as one, `isel::NttSum`) 57,189 against 49,089 (fourteenth session; before the sums,
+/// 49,890 against 49,121). A full product at 2^15 bits has the classical work of a truncated one
+/// at 2^16 and takes the NTT by [`NTT_FROM_BITS`] anyway.
+pub const TRUNCATED_NTT_FROM_BITS: u64 = 1 << 15;
 
 /// The crossover for `func`'s products (the program `lower_limbs` is about to lower) under the
-/// hint `ntt` (`hint`), and why, as `explain` says it: [`LONE_NTT_FROM_BITS`] for a program of
-/// one truncated product at top level (none in a map, scan, reduction or loop body, no full
-/// product), [`NTT_FROM_BITS`] otherwise.
+/// hint `ntt` (`hint`), and why, as `explain` says it: [`TRUNCATED_NTT_FROM_BITS`] for a program
+/// whose products are all truncated and at top level (none in a map, scan, reduction or loop
+/// body), [`NTT_FROM_BITS`] otherwise.
 pub fn ntt_crossover(func: &Func, hint: Option<u64>) -> (u64, &'static str) {
     match hint {
         Some(bits) => (bits, "the hint `ntt`"),
-        None if lone_truncated_product(func) => (
-            LONE_NTT_FROM_BITS,
-            "one truncated product alone, lower::LONE_NTT_FROM_BITS",
+        None if truncated_products_only(func) => (
+            TRUNCATED_NTT_FROM_BITS,
+            "truncated products only, lower::TRUNCATED_NTT_FROM_BITS",
         ),
         None => (NTT_FROM_BITS, "lower::NTT_FROM_BITS"),
     }
 }
 
-/// Whether `func`'s only product is one truncated product at top level.
-fn lone_truncated_product(func: &Func) -> bool {
+/// Whether `func` has products, all of them truncated and at top level.
+fn truncated_products_only(func: &Func) -> bool {
     // Products in lambdas and loop bodies, at any depth.
     fn nested(f: &Func) -> bool {
         f.nodes.iter().any(|n| {
@@ -82,7 +85,7 @@ fn lone_truncated_product(func: &Func) -> bool {
             })
             .count()
     };
-    count(false) == 1 && count(true) == 0 && !nested(func)
+    count(false) >= 1 && count(true) == 0 && !nested(func)
 }
 
 /// The algorithm for a product of two `bits`-bit operands into `out_limbs` limbs, given a
@@ -427,7 +430,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_truncated_product_takes_the_ntt_from_its_own_crossover() {
+    fn truncated_products_take_the_ntt_from_their_own_crossover() {
         let build = |products: &[&str]| {
             let mut b = Builder::new("p", &["BITS"]);
             let ty = Type::Big(bigfuse_core::Size::param(0));
@@ -467,9 +470,14 @@ mod tests {
             why(&["mul", "div"])
         );
         assert!(
-            why(&["mul", "mul"]).contains("from 2^16 bits"),
+            why(&["mul", "mul"]).contains("from 2^15 bits"),
             "{}",
             why(&["mul", "mul"])
+        );
+        assert!(
+            why(&["mul", "wide"]).contains("from 2^16 bits"),
+            "{}",
+            why(&["mul", "wide"])
         );
         let build = |products: &[&str]| specialize(&build(products), &[1 << 15]).unwrap();
         let algos = |f: &Func| -> Vec<MulAlgo> {
@@ -484,13 +492,17 @@ mod tests {
                 .collect()
         };
         let lone = build(&["mul", "add"]);
-        assert_eq!(ntt_crossover(&lone, None).0, LONE_NTT_FROM_BITS);
+        assert_eq!(ntt_crossover(&lone, None).0, TRUNCATED_NTT_FROM_BITS);
         assert_eq!(algos(&lone), [MulAlgo::Ntt]);
         let two = build(&["mul", "mul"]);
-        assert_eq!(ntt_crossover(&two, None).0, NTT_FROM_BITS);
-        assert_eq!(algos(&two), [MulAlgo::Classical, MulAlgo::Classical]);
-        // A full product at 2^15 bits takes the NTT by the general rule; alone it changes nothing.
+        assert_eq!(ntt_crossover(&two, None).0, TRUNCATED_NTT_FROM_BITS);
+        assert_eq!(algos(&two), [MulAlgo::Ntt, MulAlgo::Ntt]);
+        // A full product at 2^15 bits takes the NTT by the general rule, and keeps a truncated
+        // one beside it on the classical side of 2^16.
         assert_eq!(ntt_crossover(&build(&["wide"]), None).0, NTT_FROM_BITS);
+        let mixed = build(&["mul", "wide"]);
+        assert_eq!(ntt_crossover(&mixed, None).0, NTT_FROM_BITS);
+        assert_eq!(algos(&mixed), [MulAlgo::Classical, MulAlgo::Ntt]);
         assert_eq!(ntt_crossover(&build(&["add"]), None).0, NTT_FROM_BITS);
     }
 
