@@ -176,10 +176,7 @@ impl Emitter<'_> {
         };
         self.line(format!("const u32 p = {};", prime(&|p| p.p)));
         self.line(format!("const u32 ni = {};", prime(&|p| p.neg_inv)));
-        self.line(format!(
-            "const u32 sc = {};",
-            prime(&|p| plan.scale(p))
-        ));
+        self.line(format!("const u32 sc = {};", prime(&|p| plan.scale(p))));
         self.line(format!(
             "const u32 scs = {};",
             prime(&|p| ntt::shoup(plan.scale(p), p.p))
@@ -259,7 +256,9 @@ impl Emitter<'_> {
         self.line(self.instance_sync());
         self.close("}");
         if sum {
-            self.line("// the first two primes' residues back into their room, which nz no longer takes");
+            self.line(
+                "// the first two primes' residues back into their room, which nz no longer takes",
+            );
             self.line(format!(
                 "for (u32 k = t; k < {}u; k += {t_count}u) {{ r1[k] = s1[k]; r2[k] = s2[k]; }}",
                 lay.residue_words().unwrap_or(0)

@@ -500,7 +500,10 @@ mod tests {
     use bigfuse_core::{BinOp, Builder, Literal, Size};
 
     /// The selection lines of `body(a, b)` over two `bits`-bit values, its outputs `body`'s.
-    fn selected(bits: u64, body: impl Fn(&mut Builder, ValueId, ValueId) -> Vec<ValueId>) -> Vec<String> {
+    fn selected(
+        bits: u64,
+        body: impl Fn(&mut Builder, ValueId, ValueId) -> Vec<ValueId>,
+    ) -> Vec<String> {
         let mut b = Builder::new("k", &[]);
         let ty = Type::Big(Size::lit(bits));
         let (x, y) = (b.param("a", ty.clone()), b.param("b", ty));
@@ -512,14 +515,22 @@ mod tests {
     }
 
     fn sums(lines: &[String]) -> usize {
-        lines.iter().filter(|l| l.contains("transforms summed")).count()
+        lines
+            .iter()
+            .filter(|l| l.contains("transforms summed"))
+            .count()
     }
 
     /// An addition of two NTT products read by nothing else is one sum; a subtraction, a
     /// product read elsewhere, a doubled product and classical products are not.
     #[test]
     fn sums_of_ntt_products_are_selected_where_nothing_else_reads_the_terms() {
-        assert_eq!(sums(&selected(65536, |b, x, y| vec![crate::per_thread::poly(b, x, y)])), 1);
+        assert_eq!(
+            sums(&selected(65536, |b, x, y| vec![crate::per_thread::poly(
+                b, x, y
+            )])),
+            1
+        );
         let two = |sub: bool, also_out: bool| {
             move |b: &mut Builder, x: ValueId, y: ValueId| {
                 let p = b.mul(x, y).unwrap();
