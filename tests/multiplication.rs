@@ -53,6 +53,12 @@ fn check_mul(dev: &Device, bits: u64, a: &[BigUint], b: &[BigUint]) {
         let want = (&a[i] * &a[i] + &b[i] * d) % &m;
         assert_eq!(r[i], want, "{}", ctx("square_sum", i));
     }
+    let r = product_sum3::run(dev, bits, a, b).unwrap();
+    for i in 0..a.len() {
+        let d = (&b[i] + &m - &a[i]) % &m;
+        let want = (&a[i] * &b[i] + &a[i] * &a[i] + d * &b[i]) % &m;
+        assert_eq!(r[i], want, "{}", ctx("product_sum3", i));
+    }
 }
 
 fn gpu() -> Option<Device> {

@@ -163,7 +163,9 @@ fn multiplication_kernels() {
     snap("square", square::kernel().unwrap(), 65536);
     // Operands and a live value staged in the scratch's slots around the NTT product.
     snap("staged_product", staged_product::kernel().unwrap(), 65536);
+    // Sums of products as one NTT product: two terms, and three (a middle term added, no inverse).
     snap("product_sum", product_sum::kernel().unwrap(), 65536);
+    snap("product_sum3", product_sum3::kernel().unwrap(), 65536);
     // Over global memory: the three NTT kernels and the addition of the column sums.
     snap("mul", mul::kernel().unwrap(), 1 << 19);
     for k in [

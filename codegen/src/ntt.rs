@@ -164,10 +164,10 @@ pub fn plan(in_limbs: u64, out_limbs: u64) -> CgResult<NttPlan> {
             "NTT primes too far apart for Garner's CRT".into(),
         ));
     }
-    // Exactness: the largest column sum must be below the product of the primes.
-    let modulus: u128 = primes.iter().map(|p| p.p as u128).product();
-    let max_digit = (1u128 << DIGIT_BITS) - 1;
-    let column_bound = digits_in as u128 * max_digit * max_digit;
+    // Exactness: the largest column sum must be below the product of the primes, with room for
+    // at least two products' sums (`NttPlan::sum_terms`).
+    let modulus = crt_modulus(&primes);
+    let column_bound = column_bound(digits_in);
     if column_bound >= modulus / 2 {
         return Err(CodegenError::Unsupported(format!(
             "NTT with {digits_in} digits of {DIGIT_BITS} bits: column sums up to {column_bound} do not fit the CRT modulus {modulus}"
@@ -179,6 +179,17 @@ pub fn plan(in_limbs: u64, out_limbs: u64) -> CgResult<NttPlan> {
         log_n,
         primes,
     })
+}
+
+/// The product of the primes: Garner's CRT recovers column sums below it.
+fn crt_modulus(primes: &[Prime]) -> u128 {
+    primes.iter().map(|p| p.p as u128).product()
+}
+
+/// The largest column sum of a product of operands of `digits_in` digits.
+fn column_bound(digits_in: u64) -> u128 {
+    let max_digit = (1u128 << DIGIT_BITS) - 1;
+    digits_in as u128 * max_digit * max_digit
 }
 
 /// `floor(w * 2^32 / p)`: Shoup's companion of the constant `w`.
@@ -304,6 +315,13 @@ impl NttPlan {
         let p = prime.p as u64;
         let n_inv = pow_mod(self.n() % p, p - 2, p);
         ((n_inv as u128 * (1u128 << 32) % p as u128) as u64) as u32
+    }
+
+    /// The most products of this plan whose column sums one CRT may recover as one sum
+    /// (`isel::NttSum`): their sum stays below the primes' product. At least 2 ([`plan`]).
+    pub fn sum_terms(&self) -> usize {
+        let terms = (crt_modulus(&self.primes) - 1) / column_bound(self.digits_in);
+        terms.min(usize::MAX as u128) as usize
     }
 
     /// Garner constants: p1^-1 mod p2, p1 mod p3, (p1 p2)^-1 mod p3.
@@ -738,6 +756,20 @@ mod tests {
     /// A sum's third transform fits the residues' room (two primes' residues of at least half
     /// the transform's digits each, a truncated product's; a full product's are twice that),
     /// not where the residues live in registers.
+    /// Sums of products stay exact: at least two terms for every plan (the largest has the
+    /// fewest), thousands at the sizes of one block.
+    #[test]
+    fn sums_of_products_have_room_in_the_crt_modulus() {
+        let largest = plan(1 << 21, 1 << 21).unwrap();
+        assert!(largest.sum_terms() >= 2, "{}", largest.sum_terms());
+        let p = plan(1024, 1024).unwrap();
+        assert!(p.sum_terms() > 1000);
+        let modulus: u128 = p.primes.iter().map(|q| q.p as u128).product();
+        let column = 2048u128 * ((1u128 << 32) - 1).pow(2);
+        assert!(p.sum_terms() as u128 * column < modulus);
+        assert!((p.sum_terms() as u128 + 1) * column >= modulus);
+    }
+
     #[test]
     fn a_sums_third_buffer_takes_the_residues_room() {
         let truncated = plan(1024, 1024).unwrap();
@@ -900,7 +932,7 @@ pub struct NttLayout {
 }
 
 impl NttLayout {
-    /// Where a third transform buffer fits, for a sum of two products (`isel::NttSum`): the
+    /// Where a third transform buffer fits, for a sum of products (`isel::NttSum`): the
     /// residues' room, which the transforms leave alone until the last inverse transform, whose
     /// residues then go to the block's staging slot instead. None where the residues live in
     /// registers or their room is smaller than a transform.

@@ -86,6 +86,13 @@ pub fn square_sum(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     a * a + b * (a - b)
 }
 
+/// A sum of three products: on the NTT one product, three pairs of transforms and one inverse
+/// transform.
+#[bigfuse::kernel]
+pub fn product_sum3(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a * b + a * a + (b - a) * b
+}
+
 /// A square (the product of a value with itself takes the squaring path).
 #[bigfuse::kernel]
 pub fn square(a: U<BITS>) -> U<BITS> {

@@ -388,16 +388,16 @@ pub fn emit(
     e.claim_staging_slot();
     for id in func.ids() {
         if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
-            let [x, y] = sum.products;
-            let comment = format!("{} = {x} + {y}, one product", sum.chain.apply);
+            let terms: Vec<String> = sum.products.iter().map(|p| p.to_string()).collect();
+            let comment = format!("{} = {}, one product", sum.chain.apply, terms.join(" + "));
             e.ntt_sum(sum, &comment);
+        } else if sel.computed_by_fused_ntt_sum(id, sched) {
+            // Part of a sum that runs as one product: the sum's code at its node computes it.
         } else if let Some(g) = sel.carry_chain(id).copied() {
             let comment = node_comment(func, id);
             e.carry_group(&g, &comment);
             // The partial map itself is never read outside the group.
             e.vals[id.index()] = Some(Val::Scalar(vec![]));
-        } else if sel.computed_by_fused_ntt_sum(id, sched) {
-            // A term of a sum that runs as one product: the sum's code at its node computes it.
         } else if e.vals[id.index()].is_none() {
             e.emit_node(id)?;
         }

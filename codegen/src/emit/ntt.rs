@@ -78,8 +78,8 @@ impl Emitter<'_> {
         self.ntt_step(&step, plan, id, id, comment)
     }
 
-    /// A sum of two NTT products that runs as one (`isel::NttSum`), at its addition's partial
-    /// map: the value of the addition's result; its other nodes need none.
+    /// A sum of NTT products that runs as one (`isel::NttSum`), at its last addition's partial
+    /// map: the value of that addition's result; the other nodes it covers need none.
     pub(super) fn ntt_sum(&mut self, sum: &NttSum, comment: &str) {
         let step = NttStep::sum(self.func, sum, self.sched);
         let val = self.ntt_step(&step, &sum.plan, sum.products[0], sum.chain.apply, comment);
@@ -89,7 +89,7 @@ impl Emitter<'_> {
         }
     }
 
-    /// The code of NTT step `step` (a product, or a sum of two), computing node `out`'s value
+    /// The code of NTT step `step` (a product, or a sum of products), computing node `out`'s value
     /// with the twiddle table of product `table_of`. Per prime: each product's operands are
     /// cut into digits and transformed, and their transforms multiplied pointwise, a second
     /// product's added to the first's; one inverse transform of the result, whose residues
@@ -149,7 +149,7 @@ impl Emitter<'_> {
             )),
         }
         let staged = self.stage_before(step);
-        // A sum's second product transforms into the residues' room (`NttLayout::sum_buffer`);
+        // A sum's later products transform into the residues' room (`NttLayout::sum_buffer`);
         // its residues wait in the block's staging slot meanwhile.
         let sum = step.pairs.len() > 1;
         if sum {
@@ -161,7 +161,7 @@ impl Emitter<'_> {
                 unreachable!("a fused sum has a third buffer and slot residues (NttSum::fuses)")
             };
             self.line(format!(
-                "u32* nz = ms + {z}u; // the second product's second operand, in the residues' room"
+                "u32* nz = ms + {z}u; // later products' second operands, in the residues' room"
             ));
             self.line(format!(
                 "u32* s1 = reinterpret_cast<u32*>({} + {at}u); u32* s2 = s1 + {rw}u; // the residues meanwhile",
@@ -229,7 +229,7 @@ impl Emitter<'_> {
                 (true, Some(_), true) => "pi == 0 ? s1 : pi == 1 ? s2 : nx",
             };
             let what = match (j == last, keep) {
-                (false, _) => " // the pointwise product stays in nx",
+                (false, _) => " // the sum of pointwise products so far stays in nx",
                 (true, "nullptr") => "",
                 (true, _) => " // the third prime's digits stay in place",
             };
@@ -403,8 +403,8 @@ impl Emitter<'_> {
     /// this kernel: forward transforms of `ops` operands in `fa` and `fb` (natural order in,
     /// bit-reversed out), their pointwise product into `nx` (added to it with `acc`), and with
     /// `inv` the inverse transform of `nx` (natural order out) and, when `keep` is given, the
-    /// first `cols` digits scaled into it. A sum of two products calls it twice per prime: once
-    /// without `inv`, once with `acc`. Every product and
+    /// first `cols` digits scaled into it. A sum of k products calls it k times per prime: the
+    /// first without `acc`, the last with `inv`. Every product and
     /// prime calls it and the operands share its passes, so NVRTC compiles each pass once per
     /// kernel instead of once per product, prime and operand (Poly at 2^15 bits: 3.9 s of NVRTC
     /// before, 0.5 s after). Returns the function's name.
@@ -445,10 +445,10 @@ impl Emitter<'_> {
             );
             e.cube_passes(log_n, cubes, true, true);
             e.line("// pointwise products into nx (Montgomery: the 2^-32 is undone by the final scaling); with acc, added");
-            e.line("// to the product nx holds (a sum's first): below 2p, in the inverse transform's input range");
+            e.line("// mod p to the sum of products nx holds (a sum's earlier terms)");
             e.open("if (acc) {");
             e.line(format!(
-                "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); nx[k] += bf_mont(fa[k], fb[k], p, ni); }}"
+                "for (u32 i = t; i < {n}u; i += {threads}u) {{ const u32 k = i + (i >> 5); const u32 v = nx[k] + bf_mont(fa[k], fb[k], p, ni); nx[k] = v >= p ? v - p : v; }}"
             ));
             e.close_open("} else {");
             e.line(format!(

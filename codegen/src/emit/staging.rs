@@ -26,7 +26,7 @@ pub(super) enum Home {
     Slot(u64),
 }
 
-/// One NTT step of a kernel as it is emitted: a product at its node, or a sum of two products
+/// One NTT step of a kernel as it is emitted: a product at its node, or a sum of products
 /// that runs as one (`isel::NttSum`) at the addition's node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct NttStep {

@@ -105,22 +105,27 @@ pub fn ntt_layout(plan: &NttPlan, sched: &Schedule) -> NttLayout {
     )
 }
 
-/// An addition of two NTT products of one plan, each read by nothing else: one product whose
-/// pointwise step adds the second pair's transforms' product to the first's (the inverse
-/// transform is linear), so one inverse transform, one CRT and one carry pass instead of two of
-/// each, and no carry chain. Exact: a plan keeps every column sum below half the CRT modulus
-/// (`ntt::plan`), so a sum of two columns stays below it.
+/// A sum of NTT products of one plan — an addition whose terms are such products or such sums,
+/// each read by nothing else: one product whose pointwise step adds every further pair's
+/// transforms' product to the first's (the inverse transform is linear), so one inverse
+/// transform, one CRT and one carry pass instead of one of each per product, and no carry
+/// chains. `a b + c d` is a sum of two; `a b + c d + e f` of three. Exact: the products are at
+/// most the plan's `NttPlan::sum_terms`, whose column sums stay below the CRT modulus.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NttSum {
     /// The products, in program order.
-    pub products: [ValueId; 2],
+    pub products: Vec<ValueId>,
     /// Their plan.
     pub plan: NttPlan,
-    /// The addition's partial map, where the sum is emitted: both products' operands are
+    /// The last addition's partial map, where the sum is emitted: every product's operands are
     /// computed there.
     pub at: ValueId,
-    /// The addition's nodes; the sum is the value of its `apply`.
+    /// The last addition's nodes (the sum is the value of its `apply`); emitted as a carry chain
+    /// where the sum does not run as one product.
     pub chain: CarryChain,
+    /// The nodes the sum's code computes besides `at`: its products, the inner additions' nodes
+    /// and the last one's flags, scan and result.
+    pub covers: Vec<ValueId>,
 }
 
 impl NttSum {
@@ -192,6 +197,14 @@ impl Selection {
         }
     }
 
+    /// Every sum of NTT products selected.
+    fn ntt_sums_all(&self) -> impl Iterator<Item = &NttSum> {
+        self.choices.iter().filter_map(|c| match c {
+            Some(Choice::NttSum(s)) => Some(s),
+            _ => None,
+        })
+    }
+
     /// The sums of NTT products that run as one product under `sched` ([`NttSum::fuses`]), in
     /// program order.
     pub fn fused_ntt_sums<'a>(&'a self, sched: &'a Schedule) -> impl Iterator<Item = &'a NttSum> {
@@ -205,10 +218,7 @@ impl Selection {
     /// which is emitted at the sum's node: the sum's products, and its addition's flags, scan and
     /// result.
     pub fn computed_by_fused_ntt_sum(&self, id: ValueId, sched: &Schedule) -> bool {
-        self.fused_ntt_sums(sched).any(|s| {
-            let c = &s.chain;
-            s.products.contains(&id) || [c.flags, c.scan, c.apply].contains(&id)
-        })
+        self.fused_ntt_sums(sched).any(|s| s.covers.contains(&id))
     }
 
     pub fn product(&self, id: ValueId) -> Option<&Product> {
@@ -251,8 +261,14 @@ impl Selection {
                         c.apply
                     ),
                     Choice::NttSum(s) => format!(
-                        "{} + {} .. {}: one NTT product, the two products' transforms summed before one inverse transform",
-                        s.products[0], s.products[1], s.chain.apply
+                        "{} .. {}: one NTT product, the {} products' transforms summed before one inverse transform",
+                        s.products
+                            .iter()
+                            .map(|p| p.to_string())
+                            .collect::<Vec<_>>()
+                            .join(" + "),
+                        s.chain.apply,
+                        s.products.len()
                     ),
                     Choice::Product(Product::Classical { in_len, out_len }) => format!(
                         "classical product of {in_len}-limb operands, {out_len} limbs: slices in registers"
@@ -313,34 +329,78 @@ pub fn select(func: &Func) -> CgResult<Selection> {
     // Chains last: they need the carry scans selected above.
     let mut sel = Selection { choices };
     for chain in carry_chains(func, &sel) {
-        let choice = match ntt_sum(func, &sel, partial_of(func, &chain), chain) {
-            Some(sum) => Choice::NttSum(sum),
+        let at = partial_of(func, &chain);
+        let choice = match ntt_sum(func, &sel, at, chain) {
+            Some((sum, inner)) => {
+                // An inner sum is part of this one now; alone it would be a carry chain.
+                for s in inner {
+                    sel.choices[s.at.index()] = Some(Choice::CarryChain(s.chain));
+                }
+                Choice::NttSum(sum)
+            }
             None => Choice::CarryChain(chain),
         };
-        sel.choices[partial_of(func, &chain).index()] = Some(choice);
+        sel.choices[at.index()] = Some(choice);
     }
     Ok(sel)
 }
 
-/// The addition `chain` as a sum of two NTT products ([`NttSum`]): both terms NTT products of
-/// one plan, distinct, read by nothing but the addition.
-fn ntt_sum(func: &Func, sel: &Selection, at: ValueId, chain: CarryChain) -> Option<NttSum> {
-    let (x, y) = (chain.x, chain.y);
-    if chain.sub || x == y {
+/// The addition `chain` (at partial map `at`) as a sum of NTT products ([`NttSum`]): each term
+/// an NTT product or a sum already selected, read by nothing but the addition, all of one plan,
+/// at most the plan's `NttPlan::sum_terms` products in all. Also returns the inner sums it
+/// takes in.
+fn ntt_sum(
+    func: &Func,
+    sel: &Selection,
+    at: ValueId,
+    chain: CarryChain,
+) -> Option<(NttSum, Vec<NttSum>)> {
+    if chain.sub || chain.x == chain.y {
         return None;
     }
-    let (Some(Product::Ntt(px)), Some(Product::Ntt(py))) = (sel.product(x), sel.product(y)) else {
-        return None;
-    };
     let uses = func.use_counts();
     let alone = |v: ValueId| uses[v.index()] == 1 && !func.outputs.contains(&v);
-    let same_length = func.ty(x) == func.ty(y) && func.ty(x) == func.ty(chain.apply);
-    (px == py && alone(x) && alone(y) && same_length).then(|| NttSum {
-        products: if x < y { [x, y] } else { [y, x] },
-        plan: px.clone(),
-        at,
-        chain,
-    })
+    let same_length =
+        func.ty(chain.x) == func.ty(chain.y) && func.ty(chain.x) == func.ty(chain.apply);
+    if !same_length || !alone(chain.x) || !alone(chain.y) {
+        return None;
+    }
+    // A term: (its products, its plan, the nodes it covers, the sum it was).
+    let term = |v: ValueId| -> Option<(Vec<ValueId>, NttPlan, Vec<ValueId>, Option<NttSum>)> {
+        match sel.product(v) {
+            Some(Product::Ntt(plan)) => Some((vec![v], plan.clone(), vec![v], None)),
+            _ => {
+                let inner = sel.ntt_sums_all().find(|s| s.chain.apply == v)?;
+                let mut covers = inner.covers.clone();
+                covers.push(inner.at);
+                Some((
+                    inner.products.clone(),
+                    inner.plan.clone(),
+                    covers,
+                    Some(inner.clone()),
+                ))
+            }
+        }
+    };
+    let (px, plan_x, cx, sx) = term(chain.x)?;
+    let (py, plan_y, cy, sy) = term(chain.y)?;
+    if plan_x != plan_y || px.len() + py.len() > plan_x.sum_terms() {
+        return None;
+    }
+    let mut products: Vec<ValueId> = px.into_iter().chain(py).collect();
+    products.sort();
+    let mut covers: Vec<ValueId> = cx.into_iter().chain(cy).collect();
+    covers.extend([chain.flags, chain.scan, chain.apply]);
+    Some((
+        NttSum {
+            products,
+            plan: plan_x,
+            at,
+            chain,
+            covers,
+        },
+        sx.into_iter().chain(sy).collect(),
+    ))
 }
 
 /// The partial map of a chain (the first node of its pattern).
@@ -552,6 +612,38 @@ mod tests {
         };
         assert_eq!(sums(&selected(65536, doubled)), 0);
         assert_eq!(sums(&selected(4096, two(false, false))), 0);
+    }
+
+    /// Additions of sums and products of one plan make one sum of all the products: the inner
+    /// additions are covered by it (and stay carry chains where it does not fuse).
+    #[test]
+    fn sums_of_sums_are_one_sum() {
+        let four = |b: &mut Builder, x: ValueId, y: ValueId| {
+            let p = b.mul(x, y).unwrap();
+            let q = b.mul(x, x).unwrap();
+            let r = b.mul(y, y).unwrap();
+            let d = b.sub(y, x).unwrap();
+            let s = b.mul(d, y).unwrap();
+            let pq = b.add(p, q).unwrap();
+            let rs = b.add(r, s).unwrap();
+            vec![b.add(pq, rs).unwrap()]
+        };
+        let lines = selected(65536, four);
+        assert_eq!(sums(&lines), 1, "{lines:#?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("the 4 products' transforms summed")),
+            "{lines:#?}"
+        );
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains(" + ") && l.contains("one carry chain"))
+                .count(),
+            2,
+            "the inner additions, as chains: {lines:#?}"
+        );
     }
 
     /// `((hi | ((hi >> 1) & lo)) & 1) | (lo & hi & 2)`, with its own constants; `tweak` changes the
