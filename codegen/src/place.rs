@@ -164,7 +164,7 @@ fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) ->
     let slots = sched.instances_per_block * sched.warps_per_instance();
     // A sum of NTT products stages at its node, as one product; its terms and its addition's
     // steps stage nothing of their own.
-    if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
+    if let Some(sum) = sel.fused_ntt_sum(id, sched) {
         return Some(Product::Ntt(sum.plan.clone()).staging_bytes(sched));
     }
     if sel.computed_by_fused_ntt_sum(id, sched) {

@@ -387,7 +387,7 @@ pub fn emit(
     e.indices();
     e.claim_staging_slot();
     for id in func.ids() {
-        if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
+        if let Some(sum) = sel.fused_ntt_sum(id, sched) {
             let terms: Vec<String> = sum.products.iter().map(|p| p.to_string()).collect();
             let comment = format!("{} = {}, one product", sum.chain.apply, terms.join(" + "));
             e.ntt_sum(sum, &comment);

@@ -91,8 +91,8 @@ impl Emitter<'_> {
 
     /// The code of NTT step `step` (a product, or a sum of products), computing node `out`'s value
     /// with the twiddle table of product `table_of`. Per prime: each product's operands are
-    /// cut into digits and transformed, and their transforms multiplied pointwise, a second
-    /// product's added to the first's; one inverse transform of the result, whose residues
+    /// cut into digits and transformed, and their transforms multiplied pointwise, a later
+    /// product's added to the ones before; one inverse transform of the result, whose residues
     /// are kept for Garner's CRT.
     fn ntt_step(
         &mut self,
@@ -456,7 +456,7 @@ impl Emitter<'_> {
             ));
             e.close("}");
             e.line(e.instance_sync());
-            e.line("if (!inv) return; // a sum's first product: the second's is added before the inverse transform");
+            e.line("if (!inv) return; // a sum's earlier products: the next one's is added before the inverse transform");
             e.line("// inverse transform (decimation in time): bit-reversed in, natural order out");
             e.cube_passes(log_n, cubes, false, half_out);
             e.line("// scaled by N^-1 (which also removes the Montgomery factor): the result's digits into `keep`");

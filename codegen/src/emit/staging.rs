@@ -73,7 +73,7 @@ fn operands(func: &Func, id: ValueId) -> (ValueId, ValueId) {
 pub(super) fn ntt_steps(func: &Func, sel: &Selection, sched: &Schedule) -> Vec<NttStep> {
     func.ids()
         .filter_map(|id| {
-            if let Some(sum) = sel.ntt_sum(id).filter(|s| s.fuses(sched)) {
+            if let Some(sum) = sel.fused_ntt_sum(id, sched) {
                 Some(NttStep::sum(func, sum, sched))
             } else {
                 let ntt = matches!(sel.product(id), Some(Product::Ntt(_)))

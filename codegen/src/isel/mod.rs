@@ -21,8 +21,8 @@
 //!   thread's limbs around the same ballot resolution, selected at its partial map;
 //! - each product (`limb_mul`, `poly_mul`): its plan — the classical product's sizes, the NTT's
 //!   primes and transform length, the polynomial transform's root and Montgomery constants;
-//! - an addition of two NTT products of one plan that nothing else reads ([`NttSum`]): the
-//!   products' pointwise steps summed before one inverse transform.
+//! - additions of NTT products of one plan that nothing else reads ([`NttSum`]): the products'
+//!   pointwise steps summed before one inverse transform.
 
 pub mod bits;
 pub mod canon;
@@ -160,7 +160,8 @@ pub enum Choice {
     /// The partial map of an addition emitted whole as a carry chain (its other nodes follow it).
     CarryChain(CarryChain),
     Product(Product),
-    /// At the partial map of an addition of two NTT products (which keep their own choices).
+    /// At the partial map of the last addition of a sum of NTT products (which keep their own
+    /// choices, as the inner additions keep theirs).
     NttSum(NttSum),
 }
 
@@ -214,9 +215,14 @@ impl Selection {
         })
     }
 
+    /// The sum of NTT products selected at this node, where it runs as one product under
+    /// `sched` ([`NttSum::fuses`]).
+    pub fn fused_ntt_sum(&self, id: ValueId, sched: &Schedule) -> Option<&NttSum> {
+        self.ntt_sum(id).filter(|s| s.fuses(sched))
+    }
+
     /// Whether node `id` is computed by the code of a sum that runs as one product under `sched`,
-    /// which is emitted at the sum's node: the sum's products, and its addition's flags, scan and
-    /// result.
+    /// which is emitted at the sum's node ([`NttSum::covers`]).
     pub fn computed_by_fused_ntt_sum(&self, id: ValueId, sched: &Schedule) -> bool {
         self.fused_ntt_sums(sched).any(|s| s.covers.contains(&id))
     }
@@ -328,9 +334,10 @@ pub fn select(func: &Func) -> CgResult<Selection> {
     }
     // Chains last: they need the carry scans selected above.
     let mut sel = Selection { choices };
+    let uses = func.use_counts();
     for chain in carry_chains(func, &sel) {
         let at = partial_of(func, &chain);
-        let choice = match ntt_sum(func, &sel, at, chain) {
+        let choice = match ntt_sum(func, &sel, &uses, at, chain) {
             Some((sum, inner)) => {
                 // An inner sum is part of this one now; alone it would be a carry chain.
                 for s in inner {
@@ -352,55 +359,68 @@ pub fn select(func: &Func) -> CgResult<Selection> {
 fn ntt_sum(
     func: &Func,
     sel: &Selection,
+    uses: &[u32],
     at: ValueId,
     chain: CarryChain,
 ) -> Option<(NttSum, Vec<NttSum>)> {
     if chain.sub || chain.x == chain.y {
         return None;
     }
-    let uses = func.use_counts();
     let alone = |v: ValueId| uses[v.index()] == 1 && !func.outputs.contains(&v);
     let same_length =
         func.ty(chain.x) == func.ty(chain.y) && func.ty(chain.x) == func.ty(chain.apply);
     if !same_length || !alone(chain.x) || !alone(chain.y) {
         return None;
     }
-    // A term: (its products, its plan, the nodes it covers, the sum it was).
-    let term = |v: ValueId| -> Option<(Vec<ValueId>, NttPlan, Vec<ValueId>, Option<NttSum>)> {
-        match sel.product(v) {
-            Some(Product::Ntt(plan)) => Some((vec![v], plan.clone(), vec![v], None)),
-            _ => {
-                let inner = sel.ntt_sums_all().find(|s| s.chain.apply == v)?;
-                let mut covers = inner.covers.clone();
-                covers.push(inner.at);
-                Some((
-                    inner.products.clone(),
-                    inner.plan.clone(),
-                    covers,
-                    Some(inner.clone()),
-                ))
-            }
-        }
-    };
-    let (px, plan_x, cx, sx) = term(chain.x)?;
-    let (py, plan_y, cy, sy) = term(chain.y)?;
-    if plan_x != plan_y || px.len() + py.len() > plan_x.sum_terms() {
+    let (x, y) = (sum_term(sel, chain.x)?, sum_term(sel, chain.y)?);
+    if x.plan != y.plan || x.products.len() + y.products.len() > x.plan.sum_terms() {
         return None;
     }
-    let mut products: Vec<ValueId> = px.into_iter().chain(py).collect();
+    let mut products: Vec<ValueId> = x.products.into_iter().chain(y.products).collect();
     products.sort();
-    let mut covers: Vec<ValueId> = cx.into_iter().chain(cy).collect();
+    let mut covers: Vec<ValueId> = x.covers.into_iter().chain(y.covers).collect();
     covers.extend([chain.flags, chain.scan, chain.apply]);
     Some((
         NttSum {
             products,
-            plan: plan_x,
+            plan: x.plan,
             at,
             chain,
             covers,
         },
-        sx.into_iter().chain(sy).collect(),
+        x.inner.into_iter().chain(y.inner).collect(),
     ))
+}
+
+/// A term of a sum of NTT products: a product, or a sum selected before.
+struct SumTerm {
+    products: Vec<ValueId>,
+    plan: NttPlan,
+    /// The nodes the sum's code computes for it.
+    covers: Vec<ValueId>,
+    /// The sum it was.
+    inner: Option<NttSum>,
+}
+
+/// Value `v` as a term of a sum of NTT products: an NTT product, or the result of a sum.
+fn sum_term(sel: &Selection, v: ValueId) -> Option<SumTerm> {
+    if let Some(Product::Ntt(plan)) = sel.product(v) {
+        return Some(SumTerm {
+            products: vec![v],
+            plan: plan.clone(),
+            covers: vec![v],
+            inner: None,
+        });
+    }
+    let inner = sel.ntt_sums_all().find(|s| s.chain.apply == v)?;
+    let mut covers = inner.covers.clone();
+    covers.push(inner.at);
+    Some(SumTerm {
+        products: inner.products.clone(),
+        plan: inner.plan.clone(),
+        covers,
+        inner: Some(inner.clone()),
+    })
 }
 
 /// The partial map of a chain (the first node of its pattern).
