@@ -3,7 +3,7 @@
 //! which are reused by liveness.
 
 use crate::error::{CgResult, CodegenError};
-use crate::isel::{Product, Selection};
+use crate::isel::Selection;
 use crate::schedule::Schedule;
 use crate::target::Target;
 use bigfuse_core::{Func, Op, Type, ValueId};
@@ -165,7 +165,7 @@ fn staging_bytes(func: &Func, sel: &Selection, id: ValueId, sched: &Schedule) ->
     // A sum of NTT products stages at its node, as one product; its terms and its addition's
     // steps stage nothing of their own.
     if let Some(sum) = sel.fused_ntt_sum(id, sched) {
-        return Some(Product::Ntt(sum.plan.clone()).staging_bytes(sched));
+        return sel.product(sum.products[0]).map(|p| p.staging_bytes(sched));
     }
     if sel.computed_by_fused_ntt_sum(id, sched) {
         return None;
@@ -234,7 +234,7 @@ pub fn place(
         };
         let k = uses.len();
         let fenced = matches!(func.node(id).op, Op::LimbMul { .. } | Op::PolyMul { .. })
-            || sel.ntt_sum(id).is_some();
+            || sel.fused_ntt_sum(id, sched).is_some();
         let free = buffers
             .iter()
             .enumerate()
