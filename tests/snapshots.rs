@@ -180,6 +180,22 @@ fn multiplication_kernels() {
     }
 }
 
+/// Poly's kernels as the runtime loads them where the held form spills (at 2^13..2^18 bits with
+/// NVRTC 13.0): the thread coordinates read from their special registers where used
+/// (`Compiled::spill_free`).
+#[test]
+fn kernels_with_coordinates_read_where_used() {
+    for bits in [8192, 65536] {
+        let plan = poly::kernel()
+            .unwrap()
+            .plan(&[bits], &Target::h100(), &bigfuse::Hints::default())
+            .unwrap();
+        let read = plan.parts[0].compiled.spill_free.clone().unwrap();
+        insta::assert_snapshot!(format!("poly_read_coordinates_{bits}"), read);
+        common::nvrtc_compiles_plan(&plan);
+    }
+}
+
 #[test]
 fn explain_poly() {
     let dev = bigfuse::Device::cpu();

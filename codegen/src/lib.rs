@@ -74,6 +74,13 @@ pub struct Compiled {
     /// The size parameters' names and values, e.g. `[("BITS", 4096)]`.
     pub sizes: Vec<(String, u64)>,
     pub target: Target,
+    /// The same kernel with its thread coordinates read where used
+    /// ([`Schedule::read_coordinates`]), which the runtime loads instead where the CUDA compiler
+    /// spills this one: the compiler shows spills only once it has allocated registers. Given
+    /// where the coordinates are held by default and an instance has several threads of one
+    /// block: one thread per instance holds whole values, whose registers are what spill (Poly
+    /// at 2^10 / 2^11 bits: 304 -> 304 and 1,128 -> 1,000 bytes).
+    pub spill_free: Option<String>,
 }
 
 impl Compiled {
@@ -123,6 +130,22 @@ impl Compiled {
             self.schedule.block_threads, self.schedule.instances_per_block, self.placement.shared_bytes
         );
         s
+    }
+
+    /// The sources the runtime may load: this kernel's and, where the cost model expects it at
+    /// its register cap (`__launch_bounds__`), the form the runtime takes if the CUDA compiler
+    /// spills it ([`Compiled::spill_free`]), so that a background compile can cache both.
+    pub fn likely_sources(&self) -> Vec<&str> {
+        let s = &self.schedule;
+        let cap = (self.target.regs_per_sm / (s.block_threads * s.min_blocks).max(1))
+            .min(self.target.max_regs_per_thread);
+        let mut sources = vec![self.source.as_str()];
+        if let Some(read) = &self.spill_free {
+            if s.est_registers > cap {
+                sources.push(read);
+            }
+        }
+        sources
     }
 
     /// Blocks needed for `n` instances.
@@ -197,6 +220,25 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         header
     };
     let source = emit(&fused.func, &selection, &sched, &placement, &name, &header)?;
+    let spill_free = if hints.read_coordinates.is_none()
+        && sched.blocks_per_instance == 1
+        && sched.threads_per_instance > 1
+    {
+        let read = Schedule {
+            read_coordinates: true,
+            ..sched.clone()
+        };
+        Some(emit(
+            &fused.func,
+            &selection,
+            &read,
+            &placement,
+            &name,
+            &header,
+        )?)
+    } else {
+        None
+    };
     let (inputs, outputs) = layout::buffer_layouts(&fused.func)?;
     let scratch = emit::scratch_of(&fused.func, &selection, &sched);
     let tables = selection
@@ -233,5 +275,6 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         stages: stages.stages,
         sizes: size_pairs,
         target: target.clone(),
+        spill_free,
     })
 }

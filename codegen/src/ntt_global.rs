@@ -341,6 +341,7 @@ impl GlobalNtt {
                 tuples_coalesced: false,
                 wide_coalesced: false,
                 prefetch_ahead: 0,
+                read_coordinates: false,
                 decisions: vec![why.clone()],
             },
             placement: Placement {
@@ -360,6 +361,7 @@ impl GlobalNtt {
             scratch: None,
             sizes: vec![],
             target: target.clone(),
+            spill_free: None,
         })
     }
 

@@ -12,7 +12,7 @@ use bigfuse_core::{Func, Op, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -51,14 +51,19 @@ pub struct Hints {
     /// their own (`gntt=65536`, [`crate::ntt_global`]); by default only those that do not fit a
     /// block.
     pub global_ntt_from_bits: Option<u64>,
+    /// Thread coordinates read from their special registers wherever they are used (`coords=1`)
+    /// or held in registers (`coords=0`); by default held, and the runtime loads the kernel's
+    /// other form ([`crate::Compiled::spill_free`]) where held ones spill.
+    pub read_coordinates: Option<bool>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 11] = [
+    pub const KEYS: [&'static str; 12] = [
         "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw", "span", "gntt",
+        "coords",
     ];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
@@ -70,6 +75,14 @@ impl Hints {
                     .parse::<u64>()
                     .map(Some)
                     .map_err(|_| format!("`{key}={v}`: {v} is not a number")),
+            }
+        };
+        let flag = || -> Result<Option<bool>, String> {
+            match num()? {
+                None => Ok(None),
+                Some(0) => Ok(Some(false)),
+                Some(1) => Ok(Some(true)),
+                Some(_) => Err(format!("`{key}={value}`: write 1, 0 or -")),
             }
         };
         let small = || -> Result<Option<u32>, String> {
@@ -93,14 +106,8 @@ impl Hints {
                     return Err("`span=0`: write 1 or more (1 for one block)".into());
                 }
             }
-            "thread" => {
-                self.per_thread = match num()? {
-                    None => None,
-                    Some(0) => Some(false),
-                    Some(1) => Some(true),
-                    Some(_) => return Err(format!("`{key}={value}`: write 1, 0 or -")),
-                }
-            }
+            "thread" => self.per_thread = flag()?,
+            "coords" => self.read_coordinates = flag()?,
             other => {
                 return Err(format!(
                     "unknown schedule key `{other}` ({})",
@@ -215,6 +222,7 @@ impl std::fmt::Display for Hints {
             v(&self.divide_whole_bits),
             v(&self.span),
             v(&self.global_ntt_from_bits),
+            v(&self.read_coordinates.map(u8::from)),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -265,6 +273,10 @@ pub struct Schedule {
     /// is whose tiles of the array parameters each block prefetches into L2 just before it looks
     /// back ([`lookback_prefetch`]); 0 for none.
     pub prefetch_ahead: u32,
+    /// The thread coordinates (`t`, `slot`, `inst`, `live`, `lane`, `warp`) are read from their
+    /// special registers where used instead of held (`emit::prologue`; instances of one block
+    /// only).
+    pub read_coordinates: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -1050,6 +1062,7 @@ pub fn schedule(
         min_blocks,
         shared_limit: target.max_shared_per_block,
         prefetch_ahead: 0,
+        read_coordinates: hints.read_coordinates == Some(true) && blocks == 1,
         decisions,
     };
     // Coalesced accesses (`place::coalesced_vectors`) cost a few registers; with 512-thread
@@ -1156,9 +1169,9 @@ mod tests {
         let text = h.to_string();
         assert_eq!(
             text,
-            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-,gntt=-"
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-,gntt=-,coords=-"
         );
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 11)));
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 12)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -1206,7 +1219,7 @@ mod tests {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(
                 json,
-                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-""#
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-""#
             );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.
@@ -1266,10 +1279,11 @@ mod tests {
                 divide_whole_bits in hint(any::<u64>()),
                 span in hint(1..=u32::MAX),
                 global_ntt_from_bits in hint(any::<u64>()),
+                read_coordinates in hint(any::<bool>()),
             ) {
                 let h = Hints {
                     q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
-                    pow_mod_group, divide_whole_bits, span, global_ntt_from_bits,
+                    pow_mod_group, divide_whole_bits, span, global_ntt_from_bits, read_coordinates,
                 };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));

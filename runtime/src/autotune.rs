@@ -327,6 +327,7 @@ mod tests {
             divide_whole_bits: Some(4096),
             span: Some(1),
             global_ntt_from_bits: Some(1 << 16),
+            read_coordinates: Some(true),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
         // Entries written before the chunk length existed still parse.

@@ -364,7 +364,6 @@ impl GpuDevice {
 
     /// Compiles (or takes from the cache) and loads a kernel.
     pub fn load(&self, compiled: Compiled) -> Result<GpuKernel> {
-        let arch = self.target.sm();
         let nvrtc = crate::nvrtc::library()?;
         if nvrtc.version().0 > self.driver.0 {
             // Minor versions are compatible within a major version; CUBIN of a newer major is not.
@@ -378,20 +377,6 @@ impl GpuDevice {
                 self.driver.0
             )));
         }
-        let binary = crate::nvrtc::compile(&compiled.source, &compiled.kernel_name, &arch)?;
-        let module = match self.load_binary(&binary) {
-            Ok(m) => m,
-            Err(_) => {
-                // A cached binary the driver refuses is stale: compile afresh once.
-                crate::nvrtc::forget(&compiled.source, &arch);
-                let binary =
-                    crate::nvrtc::compile_uncached(&compiled.source, &compiled.kernel_name, &arch)?;
-                self.load_binary(&binary)?
-            }
-        };
-        let function = guarded("finding the kernel in its module", || {
-            module.load_function(&compiled.kernel_name)
-        })?;
         let shared = compiled.placement.shared_bytes;
         if shared > self.target.max_shared_per_block {
             return Err(bigfuse_codegen::CodegenError::TooBig(format!(
@@ -400,26 +385,37 @@ impl GpuDevice {
             ))
             .into());
         }
-        if shared > 48 * 1024 {
-            // Above 48 KiB a kernel must opt in to its dynamic shared memory.
-            guarded("allowing the kernel its shared memory", || {
-                function.set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared as i32,
-                )
-            })?;
+        let mut compiled = compiled;
+        let mut coordinates = None;
+        let mut form = self.load_form(&compiled.source, &compiled.kernel_name, shared)?;
+        let held = form.resources.local_bytes;
+        // The other form compiles only where this one spills.
+        if let (true, Some(read)) = (held > 0, compiled.spill_free.take()) {
+            match self.load_form(&read, &compiled.kernel_name, shared) {
+                Ok(other) if other.resources.local_bytes < held => {
+                    coordinates = Some(format!(
+                        "thread coordinates read where used: held in registers, they spilled ({held} bytes of local memory a thread; {} now)",
+                        other.resources.local_bytes
+                    ));
+                    form = other;
+                    compiled.source = read;
+                    compiled.schedule.read_coordinates = true;
+                }
+                Ok(other) => coordinates = Some(format!(
+                    "thread coordinates held: the kernel spills {held} bytes a thread, and as many or more ({}) with them read where used",
+                    other.resources.local_bytes
+                )),
+                // The held form works: a failure of the other is reported, not raised.
+                Err(e) => coordinates = Some(format!(
+                    "thread coordinates held: the kernel spills {held} bytes a thread; the form with them read where used failed: {e}"
+                )),
+            }
         }
-        let resources = Resources {
-            registers: guarded("reading kernel attributes", || function.num_regs())?.max(0) as u32,
-            shared_bytes: guarded("reading kernel attributes", || function.shared_size_bytes())?
-                .max(0) as u32,
-            local_bytes: guarded("reading kernel attributes", || function.local_size_bytes())?
-                .max(0) as u32,
-            max_threads: guarded("reading kernel attributes", || {
-                function.max_threads_per_block()
-            })?
-            .max(0) as u32,
-        };
+        let Form {
+            module,
+            function,
+            resources,
+        } = form;
         if resources.max_threads < compiled.schedule.block_threads {
             return Err(bigfuse_codegen::CodegenError::TooBig(format!(
                 "kernel `{}` compiled to {} registers per thread, which allows at most {} threads per block; \
@@ -441,6 +437,7 @@ impl GpuDevice {
             tables.push(self.upload(t, "a constant table")?);
         }
         Ok(GpuKernel {
+            coordinates,
             compiled,
             tables,
             _module: module,
@@ -451,10 +448,61 @@ impl GpuDevice {
         })
     }
 
+    /// Compiles (or takes from the cache) and loads one form of a kernel's CUDA, with the
+    /// resources the driver gives its function.
+    fn load_form(&self, source: &str, name: &str, shared: u32) -> Result<Form> {
+        let arch = self.target.sm();
+        let binary = crate::nvrtc::compile(source, name, &arch)?;
+        let module = match self.load_binary(&binary) {
+            Ok(m) => m,
+            Err(_) => {
+                // A cached binary the driver refuses is stale: compile afresh once.
+                crate::nvrtc::forget(source, &arch);
+                let binary = crate::nvrtc::compile_uncached(source, name, &arch)?;
+                self.load_binary(&binary)?
+            }
+        };
+        let function = guarded("finding the kernel in its module", || {
+            module.load_function(name)
+        })?;
+        if shared > 48 * 1024 {
+            // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+            guarded("allowing the kernel its shared memory", || {
+                function.set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared as i32,
+                )
+            })?;
+        }
+        let resources = Resources {
+            registers: guarded("reading kernel attributes", || function.num_regs())?.max(0) as u32,
+            shared_bytes: guarded("reading kernel attributes", || function.shared_size_bytes())?
+                .max(0) as u32,
+            local_bytes: guarded("reading kernel attributes", || function.local_size_bytes())?
+                .max(0) as u32,
+            max_threads: guarded("reading kernel attributes", || {
+                function.max_threads_per_block()
+            })?
+            .max(0) as u32,
+        };
+        Ok(Form {
+            module,
+            function,
+            resources,
+        })
+    }
+
     fn load_binary(&self, binary: &[u8]) -> Result<Arc<CudaModule>> {
         let image = cudarc::nvrtc::Ptx::from_binary(binary.to_vec());
         guarded("loading a compiled module", || self.ctx.load_module(image))
     }
+}
+
+/// One form of a kernel's CUDA, loaded.
+struct Form {
+    module: Arc<CudaModule>,
+    function: CudaFunction,
+    resources: Resources,
 }
 
 /// A kernel loaded on a GPU.
@@ -467,6 +515,9 @@ pub struct GpuKernel {
     function: CudaFunction,
     /// Registers, shared and local memory of the compiled kernel, as the driver reports them.
     pub resources: Resources,
+    /// Where the held form spilled, which form of the thread coordinates was loaded and why
+    /// ([`Compiled::spill_free`]).
+    pub coordinates: Option<String>,
     /// Blocks of this kernel one SM runs at once.
     pub blocks_per_sm: u32,
     /// Blocks of this kernel the whole GPU runs at once: a launch's staging slots.

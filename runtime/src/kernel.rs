@@ -114,13 +114,20 @@ pub fn autotune_enabled() -> bool {
 /// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer), `BIGFUSE_DIVIDE_WHOLE` (the
 /// widest divisor, in bits, that one thread divides by whole), `BIGFUSE_SPAN` (the most blocks one
 /// instance spans; 1 keeps every instance in one block), `BIGFUSE_GLOBAL_NTT` (operand bits from
-/// which products go over global memory in kernels of their own). Unparsable values are ignored.
+/// which products go over global memory in kernels of their own), `BIGFUSE_COORDS` (1: thread
+/// coordinates read where used, 0: held; `Hints::read_coordinates`). Unparsable values are
+/// ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
             .ok()
             .and_then(|v| v.trim().parse::<u32>().ok())
             .filter(|v| *v > 0)
+    };
+    let flag = |k: &str| match std::env::var(k).ok().as_deref().map(str::trim) {
+        Some("1") => Some(true),
+        Some("0") => Some(false),
+        _ => None,
     };
     Hints {
         q: read("BIGFUSE_Q"),
@@ -129,19 +136,12 @@ pub fn env_hints() -> Hints {
         ntt_from_bits: read("BIGFUSE_NTT_FROM").map(u64::from),
         min_blocks: read("BIGFUSE_MIN_BLOCKS"),
         chunk_len: read("BIGFUSE_CHUNK").map(u64::from),
-        per_thread: match std::env::var("BIGFUSE_PER_THREAD")
-            .ok()
-            .as_deref()
-            .map(str::trim)
-        {
-            Some("1") => Some(true),
-            Some("0") => Some(false),
-            _ => None,
-        },
+        per_thread: flag("BIGFUSE_PER_THREAD"),
         pow_mod_group: read("BIGFUSE_POW_MOD_GROUP"),
         divide_whole_bits: read("BIGFUSE_DIVIDE_WHOLE").map(u64::from),
         span: read("BIGFUSE_SPAN"),
         global_ntt_from_bits: read("BIGFUSE_GLOBAL_NTT").map(u64::from),
+        read_coordinates: flag("BIGFUSE_COORDS"),
     }
 }
 
@@ -546,7 +546,11 @@ impl Kernel {
             let sources: Vec<(String, String)> = plan
                 .parts
                 .iter()
-                .map(|p| (p.compiled.source.clone(), p.compiled.kernel_name.clone()))
+                .flat_map(|p| {
+                    let name = &p.compiled.kernel_name;
+                    let sources = p.compiled.likely_sources();
+                    sources.into_iter().map(|s| (s.to_string(), name.clone()))
+                })
                 .collect();
             *slot.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(plan);
             let job_slot = slot.clone();
@@ -657,6 +661,9 @@ impl Kernel {
                         r.local_bytes,
                         if r.local_bytes > 0 { " (spills)" } else { " (no spills)" }
                     ));
+                    if let Some(why) = &k.coordinates {
+                        s.push_str(&format!("  {why}\n"));
+                    }
                 }
                 Ok(s)
             }

@@ -82,6 +82,46 @@ impl Emitter<'_> {
         self.src.depth = 1;
     }
 
+    /// The thread coordinate `name = held`: held in a register, or, with
+    /// [`Schedule::read_coordinates`], a value that reads its special registers again wherever it
+    /// is used, `read` (`held` where not given: an expression of `threadIdx.x`, `blockIdx.x` and
+    /// the instance count `n` only). Held, the coordinates and the
+    /// addresses the CUDA compiler derives from them stay live through the whole kernel: across
+    /// the NTT's transform calls, which leave the caller 14 of its 128 registers, and beside
+    /// classical products' limbs. There they spilled (Poly at 2^13..2^18 bits: 32-72 bytes a
+    /// thread); read where used they do not, but each use costs a special-register read, which
+    /// slowed kernels that did not spill (6-Add at 2^14..2^16 bits -10%; H200, bench/RESULTS.md,
+    /// fifteenth session). So held is the default, and the runtime loads this form only where
+    /// the held one spills ([`crate::Compiled::spill_free`]).
+    ///
+    /// [`Schedule::read_coordinates`]: crate::schedule::Schedule::read_coordinates
+    fn coordinate(&mut self, ty: &str, name: &str, held: &str, read: Option<&str>) {
+        if !self.sched.read_coordinates || self.sched.blocks_per_instance > 1 {
+            self.line(format!("const {ty} {name} = {held};"));
+            return;
+        }
+        let expr = read.unwrap_or(held);
+        for (f, reg) in [("bf_tid", "tid"), ("bf_ctaid", "ctaid")] {
+            self.device_function(f, |e| {
+                e.line(format!(
+                    "__device__ __forceinline__ u32 {f}() {{ u32 r; asm volatile(\"mov.u32 %0, %%{reg}.x;\" : \"=r\"(r)); return r; }}"
+                ));
+            });
+        }
+        let read = expr
+            .replace("threadIdx.x", "bf_tid()")
+            .replace("blockIdx.x", "bf_ctaid()");
+        // `live` compares with the instance count, a parameter the struct keeps.
+        let (member, init) = if expr.ends_with("< n") {
+            ("u64 n; ", "{n}")
+        } else {
+            ("", "{}")
+        };
+        self.line(format!(
+            "const struct {{ {member}__device__ __forceinline__ operator {ty}() const {{ return {read}; }} }} {name}{init};"
+        ));
+    }
+
     /// The thread's place: `t` within its instance, the instance's `slot` in the block and `inst`
     /// in the batch, `live` (past the batch's end threads still take part in barriers and
     /// shuffles), `lane` and `warp`; and the block's dynamic shared memory.
@@ -112,29 +152,36 @@ impl Emitter<'_> {
             }
             self.line("const u32 slot = 0u;");
             self.line(format!("const u64 inst = (u64)(vb / {blocks}u);"));
+            if sched.lane_halo {
+                self.line("const bool live = inst < n && (part != 0u || threadIdx.x != 0u);");
+            } else {
+                self.line("const bool live = inst < n;");
+            }
+            self.line("const u32 lane = threadIdx.x & 31u;");
         } else {
             self.line(format!(
                 "// {t} thread(s) per instance, {} instance(s) per block",
                 sched.instances_per_block
             ));
-            self.line(format!("const u32 t = threadIdx.x & {}u;", t - 1));
-            self.line(format!("const u32 slot = threadIdx.x / {t}u;"));
-            self.line(format!(
-                "const u64 inst = (u64)blockIdx.x * {}ull + slot;",
-                sched.instances_per_block
-            ));
+            if sched.read_coordinates {
+                self.line("// read from the special registers where used, not held (Schedule::read_coordinates)");
+            }
+            let first = format!("(u64)blockIdx.x * {}ull", sched.instances_per_block);
+            let inst = format!("{first} + threadIdx.x / {t}u");
+            self.coordinate("u32", "t", &format!("threadIdx.x & {}u", t - 1), None);
+            self.coordinate("u32", "slot", &format!("threadIdx.x / {t}u"), None);
+            self.coordinate("u64", "inst", &format!("{first} + slot"), Some(&inst));
+            self.coordinate("bool", "live", "inst < n", Some(&format!("{inst} < n")));
+            self.coordinate("u32", "lane", "threadIdx.x & 31u", None);
         }
-        if sched.lane_halo {
-            self.line("const bool live = inst < n && (part != 0u || threadIdx.x != 0u);");
-        } else {
-            self.line("const bool live = inst < n;");
-        }
-        self.line("const u32 lane = threadIdx.x & 31u;");
         if sched.block_span() > 32 {
-            self.line(format!(
-                "const u32 warp = (threadIdx.x >> 5) & {}u;",
-                sched.warps_per_instance() - 1
-            ));
+            let warps = sched.warps_per_instance() - 1;
+            self.coordinate(
+                "u32",
+                "warp",
+                &format!("(threadIdx.x >> 5) & {warps}u"),
+                None,
+            );
         }
         if placement.shared_bytes > 0 {
             // Dynamic, so that a block can take more than the 48 KiB of static shared memory.
@@ -162,5 +209,78 @@ impl Emitter<'_> {
             self.line("__syncthreads();");
         }
         self.line("(void)t; (void)slot; (void)live; (void)lane;");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{compile, Hints, Target};
+    use bigfuse_core::{Builder, Func, Size, Type};
+
+    fn program(bits: u64, poly: bool) -> Func {
+        let mut b = Builder::new("f", &[]);
+        let x = b.param("a", Type::Big(Size::lit(bits)));
+        let y = b.param("b", Type::Big(Size::lit(bits)));
+        let r = if poly {
+            crate::per_thread::poly(&mut b, x, y)
+        } else {
+            b.mul(x, y).unwrap()
+        };
+        b.finish(&[r]).unwrap()
+    }
+
+    fn hints(text: &str) -> Hints {
+        Hints::default().with(text).unwrap().0
+    }
+
+    /// The held form is the default; the form that reads coordinates where used comes with it
+    /// wherever an instance has several threads of one block, for the runtime to load where the
+    /// held one spills, and is the kernel itself under `coords=1`.
+    #[test]
+    fn kernels_of_several_threads_come_with_a_form_that_reads_coordinates_where_used() {
+        let target = Target::h100();
+        for bits in [8192, 65536] {
+            let c = compile(&program(bits, true), &[], &target, &Hints::default()).unwrap();
+            assert!(c.schedule.threads_per_instance > 1);
+            assert!(!c.schedule.read_coordinates);
+            assert!(c.source.contains("const u32 t = threadIdx.x & "));
+            assert!(!c.source.contains("bf_tid"));
+            let read = c.spill_free.as_deref().expect("a second form");
+            assert!(read.contains("asm volatile(\"mov.u32 %0, %%tid.x;\""));
+            assert!(read.contains("operator u32() const { return bf_tid() & "));
+            assert!(read.contains(" live{n};"));
+            assert!(!read.contains("const u32 t = threadIdx.x"));
+            // Only the prologue differs: two helpers, a comment and six coordinates.
+            let held: std::collections::HashSet<&str> = c.source.lines().collect();
+            let new = read.lines().filter(|l| !held.contains(l)).count();
+            assert!(new <= 9, "{new} lines");
+            // Poly is expected at its register cap: a background compile caches both forms.
+            assert_eq!(c.likely_sources().len(), 2, "{bits}");
+
+            let forced = compile(&program(bits, true), &[], &target, &hints("coords=1")).unwrap();
+            assert!(forced.schedule.read_coordinates);
+            assert_eq!(forced.source, read);
+            assert!(forced.spill_free.is_none());
+            let held = compile(&program(bits, true), &[], &target, &hints("coords=0")).unwrap();
+            assert_eq!(held.source, c.source);
+            assert!(held.spill_free.is_none());
+        }
+        // One thread per instance holds whole values: no second form.
+        let one = compile(&program(1024, true), &[], &target, &Hints::default()).unwrap();
+        assert_eq!(one.schedule.threads_per_instance, 1);
+        assert!(one.spill_free.is_none());
+        // A lone classical product is not expected at its cap: only its own form is precompiled.
+        let mul = compile(&program(8192, false), &[], &target, &Hints::default()).unwrap();
+        assert!(mul.spill_free.is_some());
+        assert_eq!(mul.likely_sources().len(), 1);
+    }
+
+    #[test]
+    fn the_coordinates_hint_has_a_text_form() {
+        assert_eq!(hints("coords=1").read_coordinates, Some(true));
+        assert_eq!(hints("coords=0").read_coordinates, Some(false));
+        assert_eq!(hints("coords=-").read_coordinates, None);
+        assert!(Hints::default().with("coords=2").is_err());
+        assert!(hints("coords=1").to_string().ends_with(",coords=1"));
     }
 }
