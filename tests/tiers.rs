@@ -39,6 +39,20 @@ fn compact_hints_fill_only_what_is_not_given() {
         (forms[0].per_thread, forms[1].per_thread),
         (None, Some(false))
     );
+    // A compact kernel compiles once: held coordinates, no second form to load where it spills.
+    for f in &forms {
+        assert_eq!(f.read_coordinates, Some(false));
+    }
+    let read: Hints = "coords=1".parse().unwrap();
+    assert!(read
+        .compact()
+        .iter()
+        .all(|f| f.read_coordinates == Some(true)));
+    let plan = poly::kernel()
+        .unwrap()
+        .plan(&[65536], &bigfuse::Target::h100(), &forms[0])
+        .unwrap();
+    assert!(plan.parts.iter().all(|p| p.compiled.spill_free.is_none()));
     let one_thread: Hints = "thread=1".parse().unwrap();
     let forms = one_thread.compact();
     assert_eq!(forms.len(), 1);

@@ -139,7 +139,8 @@ impl Hints {
     /// block of a classical product is unrolled over its slice) and classical products below
     /// [`COMPACT_NTT_FROM_BITS`] (NTT transforms are long unrolled passes); then the same with
     /// several threads per instance, for one-thread programs, which unroll whole products (and
-    /// which that makes longer where they divide). A hint given here stays as it is.
+    /// which that makes longer where they divide); thread coordinates held, so that a compact
+    /// kernel compiles once even where it spills. A hint given here stays as it is.
     ///
     /// Measured with NVRTC 13.0 (2026-11-27, CPU time of one compile): Poly at 2^11 bits 9.9 s
     /// -> 0.43 s, at 2^15 1.8 s -> 0.47 s, at 2^18 2.0 s -> 0.51 s; 1-Mul at 2^15 0.68 s -> 0.22 s.
@@ -147,6 +148,9 @@ impl Hints {
         let narrow = Hints {
             mul_width: self.mul_width.or(Some(COMPACT_WIDTH)),
             ntt_from_bits: self.ntt_from_bits.or(Some(COMPACT_NTT_FROM_BITS)),
+            // One compile, whether it spills or not: a second form would delay the first
+            // result (Poly at 2^18 bits: 1.2 s instead of 0.6-0.8).
+            read_coordinates: self.read_coordinates.or(Some(false)),
             ..self.clone()
         };
         let mut forms = vec![narrow.clone()];

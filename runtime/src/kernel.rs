@@ -555,12 +555,15 @@ impl Kernel {
             *slot.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(plan);
             let job_slot = slot.clone();
             let started = crate::tiers::spawn(move || {
-                for (source, name) in &sources {
-                    // A failure is reported by the call that loads the tuned kernel.
-                    if crate::nvrtc::compile(source, name, &arch).is_err() {
-                        break;
+                // In parallel: a kernel's second form (`Compiled::likely_sources`) compiles
+                // beside its first instead of after it. A failure is reported by the call that
+                // loads the tuned kernel.
+                std::thread::scope(|s| {
+                    for (source, name) in &sources {
+                        let arch = &arch;
+                        s.spawn(move || crate::nvrtc::compile(source, name, arch).is_ok());
                     }
-                }
+                });
                 job_slot.background.set(Background::Done);
             });
             if !started {
