@@ -78,7 +78,8 @@ struct Common {
     #[arg(long, default_value_t = 20)]
     runs: usize,
     /// schedules to time besides the default, e.g. `q=2` or `minb=1,width=8`
-    /// (keys: q, block, width, minb, ntt, thread)
+    /// (keys: the hints' text form, `bigfuse::Hints`: q, block, width, minb, ntt, chunk, thread,
+    /// group, divw, span, gntt, coords)
     #[arg(long = "variant")]
     variants: Vec<String>,
     /// write the figures here as JSON
