@@ -136,12 +136,9 @@ impl Compiled {
     /// its register cap (`__launch_bounds__`), the form the runtime takes if the CUDA compiler
     /// spills it ([`Compiled::spill_free`]), so that a background compile can cache both.
     pub fn likely_sources(&self) -> Vec<&str> {
-        let s = &self.schedule;
-        let cap = (self.target.regs_per_sm / (s.block_threads * s.min_blocks).max(1))
-            .min(self.target.max_regs_per_thread);
         let mut sources = vec![self.source.as_str()];
         if let Some(read) = &self.spill_free {
-            if s.est_registers > cap {
+            if self.schedule.est_registers > self.schedule.register_cap(&self.target) {
                 sources.push(read);
             }
         }

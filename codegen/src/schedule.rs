@@ -286,6 +286,15 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The registers a thread may use under `__launch_bounds__(block_threads, min_blocks)` on
+    /// `target`, in the allocation's steps of 8.
+    pub fn register_cap(&self, target: &Target) -> u32 {
+        (target.regs_per_sm / (self.min_blocks * self.block_threads).max(1))
+            .min(target.max_regs_per_thread)
+            / 8
+            * 8
+    }
+
     /// Elements per thread of an array of `len` elements.
     pub fn q_of(&self, len: u64) -> u32 {
         len.div_ceil(self.threads_per_instance as u64).max(1) as u32
@@ -1092,7 +1101,7 @@ pub fn schedule(
     sched.decisions.push(format!(
         "__launch_bounds__({block}, {}): at most {} registers per thread",
         sched.min_blocks,
-        (target.regs_per_sm / (sched.min_blocks * block)).min(255) / 8 * 8
+        sched.register_cap(target)
     ));
     sched.decisions.push(if blocks > 1 {
         format!("each instance spans {blocks} blocks of {block} threads")

@@ -83,10 +83,10 @@ impl Emitter<'_> {
     }
 
     /// The thread coordinate `name = held`: held in a register, or, with
-    /// [`Schedule::read_coordinates`], a value that reads its special registers again wherever it
-    /// is used, `read` (`held` where not given: an expression of `threadIdx.x`, `blockIdx.x` and
-    /// the instance count `n` only). Held, the coordinates and the
-    /// addresses the CUDA compiler derives from them stay live through the whole kernel: across
+    /// [`Schedule::read_coordinates`], a value that computes `read` (`held` where not given; an
+    /// expression of `threadIdx.x`, `blockIdx.x` and the instance count `n` only) from the
+    /// special registers again wherever it is used. Held, the coordinates and the addresses the
+    /// CUDA compiler derives from them stay live through the whole kernel: across
     /// the NTT's transform calls, which leave the caller 14 of its 128 registers, and beside
     /// classical products' limbs. There they spilled (Poly at 2^13..2^18 bits: 32-72 bytes a
     /// thread); read where used they do not, but each use costs a special-register read, which
@@ -96,7 +96,7 @@ impl Emitter<'_> {
     ///
     /// [`Schedule::read_coordinates`]: crate::schedule::Schedule::read_coordinates
     fn coordinate(&mut self, ty: &str, name: &str, held: &str, read: Option<&str>) {
-        if !self.sched.read_coordinates || self.sched.blocks_per_instance > 1 {
+        if !self.sched.read_coordinates {
             self.line(format!("const {ty} {name} = {held};"));
             return;
         }
