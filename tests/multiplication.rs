@@ -108,6 +108,44 @@ fn gpu_every_size() {
     }
 }
 
+/// Issue 14's spill bar as the driver reports it: 1-Mul without local memory from 2^9 to 2^18
+/// bits, and Poly wherever an instance has several threads (2^12..2^18). Where Poly's held form
+/// spills, the runtime loads the form that reads thread coordinates where used and says so.
+/// Poly's one-thread kernels at 2^10 / 2^11 bits still spill (bench/RESULTS.md, fifteenth
+/// session): whole values that one thread holds.
+#[test]
+fn products_without_local_memory_on_the_gpu() {
+    let Some(Device::Gpu(gpu)) = gpu() else {
+        return;
+    };
+    for log in 9..=18 {
+        let bits = 1u64 << log;
+        let program = mul::kernel().unwrap().prepare(&gpu, &[bits]).unwrap();
+        for k in &program.parts {
+            assert_eq!(k.resources.local_bytes, 0, "1-Mul at {bits} bits");
+        }
+        let program = poly::kernel().unwrap().prepare(&gpu, &[bits]).unwrap();
+        for k in &program.parts {
+            let c = &k.compiled;
+            if c.schedule.threads_per_instance == 1 {
+                continue;
+            }
+            assert_eq!(
+                k.resources.local_bytes, 0,
+                "Poly at {bits} bits: {:?}",
+                k.coordinates
+            );
+            if c.schedule.read_coordinates {
+                let why = k.coordinates.as_deref().unwrap_or_default();
+                assert!(why.starts_with("thread coordinates read where used"), "{why}");
+                assert!(c.source.contains("bf_tid()"));
+            } else {
+                assert!(k.coordinates.is_none(), "{:?}", k.coordinates);
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
