@@ -137,7 +137,10 @@ fn products_without_local_memory_on_the_gpu() {
             );
             if c.schedule.read_coordinates {
                 let why = k.coordinates.as_deref().unwrap_or_default();
-                assert!(why.starts_with("thread coordinates read where used"), "{why}");
+                assert!(
+                    why.starts_with("thread coordinates read where used"),
+                    "{why}"
+                );
                 assert!(c.source.contains("bf_tid()"));
             } else {
                 assert!(k.coordinates.is_none(), "{:?}", k.coordinates);
