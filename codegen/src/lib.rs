@@ -183,7 +183,7 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
     validate(&lowered)?;
     let fused = fuse::fuse_recorded(&lowered, &mut stages)?;
     let selection = isel::select(&fused.func)?;
-    let sched = schedule(&fused.func, &selection, target, hints)?;
+    let mut sched = schedule(&fused.func, &selection, target, hints)?;
     let placement = place(&fused.func, &selection, &sched, target)?;
     let name = kernel_name(func, sizes);
     let size_pairs: Vec<(String, u64)> = func
@@ -225,14 +225,13 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
             read_coordinates: true,
             ..sched.clone()
         };
-        Some(emit(
-            &fused.func,
-            &selection,
-            &read,
-            &placement,
-            &name,
-            &header,
-        )?)
+        let read = emit(&fused.func, &selection, &read, &placement, &name, &header)?;
+        sched.decisions.push(
+            "thread coordinates held in registers; where the CUDA compiler spills this kernel, \
+             the runtime loads its second form, which reads them where used"
+                .into(),
+        );
+        Some(read)
     } else {
         None
     };
