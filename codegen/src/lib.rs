@@ -76,10 +76,10 @@ pub struct Compiled {
     pub target: Target,
     /// The same kernel with its thread coordinates read where used
     /// ([`Schedule::read_coordinates`]), which the runtime loads instead where the CUDA compiler
-    /// spills this one: the compiler shows spills only once it has allocated registers. Given
-    /// where the coordinates are held by default and an instance has several threads of one
-    /// block: one thread per instance holds whole values, whose registers are what spill (Poly
-    /// at 2^10 / 2^11 bits: 304 -> 304 and 1,128 -> 1,000 bytes).
+    /// spills this one (spills show only once the compiler has allocated registers). Present
+    /// where no hint fixes the form and an instance has several threads of one block; absent for
+    /// one thread per instance, whose spills are the whole values it holds (Poly at 2^10 / 2^11
+    /// bits: 304 -> 304 and 1,128 -> 1,000 bytes).
     pub spill_free: Option<String>,
 }
 

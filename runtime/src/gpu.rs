@@ -388,13 +388,13 @@ impl GpuDevice {
         let mut compiled = compiled;
         let mut coordinates = None;
         let mut form = self.load_form(&compiled.source, &compiled.kernel_name, shared)?;
-        let held = form.resources.local_bytes;
+        let held_local = form.resources.local_bytes;
         // The other form compiles only where this one spills.
-        if let (true, Some(read)) = (held > 0, compiled.spill_free.take()) {
+        if let (true, Some(read)) = (held_local > 0, compiled.spill_free.take()) {
             match self.load_form(&read, &compiled.kernel_name, shared) {
-                Ok(other) if other.resources.local_bytes < held => {
+                Ok(other) if other.resources.local_bytes < held_local => {
                     coordinates = Some(format!(
-                        "thread coordinates read where used: held in registers, they spilled ({held} bytes of local memory a thread; {} now)",
+                        "thread coordinates read where used: held in registers, they spilled ({held_local} bytes of local memory a thread; {} now)",
                         other.resources.local_bytes
                     ));
                     form = other;
@@ -402,12 +402,12 @@ impl GpuDevice {
                     compiled.schedule.read_coordinates = true;
                 }
                 Ok(other) => coordinates = Some(format!(
-                    "thread coordinates held: the kernel spills {held} bytes a thread, and as many or more ({}) with them read where used",
+                    "thread coordinates held: the kernel spills {held_local} bytes a thread, and as many or more ({}) with them read where used",
                     other.resources.local_bytes
                 )),
                 // The held form works: a failure of the other is reported, not raised.
                 Err(e) => coordinates = Some(format!(
-                    "thread coordinates held: the kernel spills {held} bytes a thread; the form with them read where used failed: {e}"
+                    "thread coordinates held: the kernel spills {held_local} bytes a thread; the form with them read where used failed: {e}"
                 )),
             }
         }
