@@ -190,8 +190,24 @@ fn kernels_with_coordinates_read_where_used() {
             .unwrap()
             .plan(&[bits], &Target::h100(), &bigfuse::Hints::default())
             .unwrap();
-        let read = plan.parts[0].compiled.spill_free.clone().unwrap();
+        let read = plan.parts[0].compiled.spill_free.clone().unwrap().source;
         insta::assert_snapshot!(format!("poly_read_coordinates_{bits}"), read);
+        common::nvrtc_compiles_plan(&plan);
+    }
+}
+
+/// Poly's one-thread kernels as the runtime loads them where the held form spills (at 2^10 /
+/// 2^11 bits with NVRTC 13.0): the parameters' words that live across a product parked in shared
+/// memory where loaded (`Compiled::spill_free`).
+#[test]
+fn kernels_with_parameters_parked() {
+    for bits in [1024, 2048] {
+        let plan = poly::kernel()
+            .unwrap()
+            .plan(&[bits], &Target::h100(), &bigfuse::Hints::default())
+            .unwrap();
+        let parked = plan.parts[0].compiled.spill_free.clone().unwrap().source;
+        insta::assert_snapshot!(format!("poly_parked_{bits}"), parked);
         common::nvrtc_compiles_plan(&plan);
     }
 }

@@ -79,7 +79,7 @@ struct Common {
     runs: usize,
     /// schedules to time besides the default, e.g. `q=2` or `minb=1,width=8`
     /// (keys: the hints' text form, `bigfuse::Hints`: q, block, width, minb, ntt, chunk, thread,
-    /// group, divw, span, gntt, coords)
+    /// group, divw, span, gntt, coords, park)
     #[arg(long = "variant")]
     variants: Vec<String>,
     /// write the figures here as JSON

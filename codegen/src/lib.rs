@@ -74,13 +74,35 @@ pub struct Compiled {
     /// The size parameters' names and values, e.g. `[("BITS", 4096)]`.
     pub sizes: Vec<(String, u64)>,
     pub target: Target,
-    /// The same kernel with its thread coordinates read where used
-    /// ([`Schedule::read_coordinates`]), which the runtime loads instead where the CUDA compiler
-    /// spills this one (spills show only once the compiler has allocated registers). Present
-    /// where no hint fixes the form and an instance has several threads of one block; absent for
-    /// one thread per instance, whose spills are the whole values it holds (Poly at 2^10 / 2^11
-    /// bits: 304 -> 304 and 1,128 -> 1,000 bytes).
-    pub spill_free: Option<String>,
+    /// The same kernel with values read again where used instead of held, which the runtime
+    /// loads instead where the CUDA compiler spills this one (spills show only once the compiler
+    /// has allocated registers): with several threads of one block per instance, the thread
+    /// coordinates ([`Schedule::read_coordinates`]); with one thread per instance, whose spills
+    /// are whole values it holds, the parameters' words that live across a product, parked in
+    /// shared memory where loaded ([`Schedule::park_values`]; Poly at 2^10 / 2^11 bits: 320 /
+    /// 856 -> 0 / 72 bytes). Present where no hint fixes the form and the second form differs
+    /// from this one.
+    pub spill_free: Option<SecondForm>,
+}
+
+/// A kernel's second form ([`Compiled::spill_free`]): its source, and the schedule and placement
+/// that wrote it (parked parameters take shared memory of their own).
+#[derive(Clone, Debug)]
+pub struct SecondForm {
+    pub source: String,
+    pub schedule: Schedule,
+    pub placement: Placement,
+}
+
+impl SecondForm {
+    /// What this form reads where used, for the runtime's account of the form it loaded.
+    pub fn reads(&self) -> &'static str {
+        if self.schedule.park_values {
+            "parameters parked in shared memory"
+        } else {
+            "thread coordinates read where used"
+        }
+    }
 }
 
 impl Compiled {
@@ -137,9 +159,13 @@ impl Compiled {
     /// spills it ([`Compiled::spill_free`]), so that a background compile can cache both.
     pub fn likely_sources(&self) -> Vec<&str> {
         let mut sources = vec![self.source.as_str()];
-        if let Some(read) = &self.spill_free {
-            if self.schedule.est_registers > self.schedule.register_cap(&self.target) {
-                sources.push(read);
+        if let Some(second) = &self.spill_free {
+            // The estimate misses the values a one-thread kernel holds whole (Poly at 2^10 bits:
+            // 120 registers estimated, 168 and 320 bytes of spills).
+            if second.schedule.park_values
+                || self.schedule.est_registers > self.schedule.register_cap(&self.target)
+            {
+                sources.push(&second.source);
             }
         }
         sources
@@ -217,24 +243,45 @@ pub fn compile(func: &Func, sizes: &[u64], target: &Target, hints: &Hints) -> Cg
         header
     };
     let source = emit(&fused.func, &selection, &sched, &placement, &name, &header)?;
-    let spill_free = if hints.read_coordinates.is_none()
-        && sched.blocks_per_instance == 1
-        && sched.threads_per_instance > 1
-    {
-        let read = Schedule {
-            read_coordinates: true,
-            ..sched.clone()
-        };
-        let read = emit(&fused.func, &selection, &read, &placement, &name, &header)?;
-        sched.decisions.push(
+    let second = match (sched.blocks_per_instance, sched.threads_per_instance) {
+        (1, 1) if hints.park_values.is_none() => Some((
+            Schedule {
+                park_values: true,
+                ..sched.clone()
+            },
+            "parameters held in registers from their load; where the CUDA compiler spills this \
+             kernel, the runtime loads its second form, which parks their words in shared memory \
+             where it loads them and reads them there after a product",
+        )),
+        (1, t) if t > 1 && hints.read_coordinates.is_none() => Some((
+            Schedule {
+                read_coordinates: true,
+                ..sched.clone()
+            },
             "thread coordinates held in registers; where the CUDA compiler spills this kernel, \
-             the runtime loads its second form, which reads them where used"
-                .into(),
-        );
-        Some(read)
-    } else {
-        None
+             the runtime loads its second form, which reads them where used",
+        )),
+        _ => None,
     };
+    let mut spill_free = None;
+    // A second form that does not fit a block's shared memory is none.
+    if let Some((schedule, why, Ok(placed))) =
+        second.map(|(s, why)| (s.clone(), why, place(&fused.func, &selection, &s, target)))
+    {
+        let text = emit(&fused.func, &selection, &schedule, &placed, &name, &header)?;
+        // Where no value lives across a product, the forms are one kernel.
+        if text != source {
+            sched.decisions.push(why.into());
+            spill_free = Some(SecondForm {
+                source: text,
+                schedule: Schedule {
+                    decisions: sched.decisions.clone(),
+                    ..schedule
+                },
+                placement: placed,
+            });
+        }
+    }
     let (inputs, outputs) = layout::buffer_layouts(&fused.func)?;
     let scratch = emit::scratch_of(&fused.func, &selection, &sched);
     let tables = selection

@@ -34,6 +34,9 @@ pub struct Placement {
     pub staging: Vec<Staging>,
     /// The warps' transposition buffers (see [`coalesced_vectors`]), after the staging buffers.
     pub transpose: Option<Transpose>,
+    /// Where one-thread maps park the words that live across their products ([`Parking`]),
+    /// after the transposition buffers.
+    pub parks: Vec<Park>,
     pub shared_bytes: u32,
     pub notes: Vec<String>,
 }
@@ -42,6 +45,146 @@ impl Placement {
     pub fn staging_of(&self, node: ValueId) -> Option<&Staging> {
         self.staging.iter().find(|s| s.node == node)
     }
+
+    pub fn park_of(&self, node: ValueId) -> Option<&Park> {
+        self.parks.iter().find(|p| p.node == node)
+    }
+}
+
+/// The words a one-thread map's body parks in shared memory ([`Parking`]), each thread its
+/// own: slot `k` of element `q` of thread `x` at `offset + 8 ((q S + k) block_threads + x)`, `S`
+/// the slots of an element, so that a warp's reads of one slot are 256 consecutive bytes (no bank
+/// conflicts) and no thread reads another's (no barrier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Park {
+    /// The map.
+    pub node: ValueId,
+    pub offset: u32,
+    /// Slots of an element and elements per thread.
+    pub slots: u32,
+    pub q: u32,
+}
+
+/// Whether a step of a one-thread body is a product or another device function of its own
+/// registers: what values live across it compete with.
+fn product_step(op: &Op) -> bool {
+    matches!(op, Op::LimbMulWords(..) | Op::LimbMulAddWords(..)) || op.is_one_thread_op()
+}
+
+/// What a one-thread map's body reads from shared memory: the words of its parameters (big
+/// integers' limbs) that a step reads with a product step between the body's start and it. The
+/// kernel parks them where it loads them; the other steps read the registers. Held instead, they
+/// are what such kernels spill (Poly at 2^10 / 2^11 bits: 320 / 856 bytes a thread). Read again
+/// from global memory, they cost more than the spills (Poly at 2^10: 550 K Gu32ops/s against 715
+/// K held; each thread's words lie 128 bytes from its neighbour's, so every warp-wide load touched
+/// 32 sectors); parked, Poly ran at 866 K without spills (H200, bench/RESULTS.md 2026-11-27,
+/// sixteenth session). Computed values that live across a product are not parked: in ptxas,
+/// parking `a^2` across `b^2` in Poly at 2^11 bits left 312 bytes of spills against 32.
+pub struct Parking {
+    /// The parked leaves in slot order.
+    pub slots: Vec<(usize, usize)>,
+    /// Where each leaf of each node comes from: tuples and extracts pass leaves on.
+    origin: Vec<Vec<(usize, usize)>>,
+    /// Product steps before each node, and whether it is one.
+    products_before: Vec<usize>,
+    product: Vec<bool>,
+}
+
+impl Parking {
+    /// The plan for body `f`, whose parameters `parkable` are the kernel's parameters' words.
+    pub fn of(f: &Func, parkable: &[bool]) -> Parking {
+        let mut p = Parking {
+            slots: Vec::new(),
+            origin: Vec::with_capacity(f.nodes.len()),
+            products_before: Vec::with_capacity(f.nodes.len()),
+            product: Vec::with_capacity(f.nodes.len()),
+        };
+        let mut products = 0;
+        for (k, n) in f.nodes.iter().enumerate() {
+            p.products_before.push(products);
+            p.product.push(product_step(&n.op));
+            let from = match &n.op {
+                Op::Tuple(xs) => xs
+                    .iter()
+                    .flat_map(|x| p.origin[x.index()].clone())
+                    .collect(),
+                Op::Extract(t, i) => p.origin[t.index()][f.ty(*t).field_leaves(*i)].to_vec(),
+                _ => {
+                    for a in n.op.args() {
+                        for &(o, leaf) in &p.origin[a.index()] {
+                            let parkable = match f.nodes[o].op {
+                                Op::Param(i) => parkable.get(i as usize) == Some(&true),
+                                _ => false,
+                            };
+                            if parkable && p.crosses(o, k) {
+                                p.slots.push((o, leaf));
+                            }
+                        }
+                    }
+                    (0..n.ty.leaf_count()).map(|leaf| (k, leaf)).collect()
+                }
+            };
+            p.origin.push(from);
+            products += usize::from(p.product[k]);
+        }
+        p.slots.sort_unstable();
+        p.slots.dedup();
+        p
+    }
+
+    /// Whether a product step lies between node `o` (a product's result comes after it) and
+    /// step `k`.
+    fn crosses(&self, o: usize, k: usize) -> bool {
+        self.products_before[k] > self.products_before[o] + usize::from(self.product[o])
+    }
+
+    /// The slot that step `k` reads leaf `leaf` of its argument `a` from, if parked there.
+    pub fn read(&self, k: usize, a: usize, leaf: usize) -> Option<usize> {
+        let (o, l) = self.origin[a][leaf];
+        if !self.crosses(o, k) {
+            return None;
+        }
+        self.slots.binary_search(&(o, l)).ok()
+    }
+
+    /// The slots that body parameter `i`'s leaves are parked in, as `(leaf, slot)`.
+    pub fn stores(&self, f: &Func, i: u32) -> Vec<(usize, usize)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, (o, _))| matches!(f.nodes[*o].op, Op::Param(j) if j == i))
+            .map(|(slot, (_, leaf))| (*leaf, slot))
+            .collect()
+    }
+}
+
+/// The maps whose bodies read parked words ([`Parking`]) in a kernel that parks them
+/// ([`crate::schedule::Schedule::park_values`]), with their slots and elements per thread.
+fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, u32, u32)> {
+    if !sched.park_values {
+        return vec![];
+    }
+    func.ids()
+        .filter_map(|id| match (&func.node(id).op, func.ty(id)) {
+            (Op::Map { f, args }, Type::Array(_, len)) => {
+                let slots = Parking::of(f, &parkable_args(func, args)).slots.len() as u32;
+                (slots > 0).then(|| (id, slots, sched.q_of(len.as_const().unwrap_or(0))))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Which arguments of a map are parameters of the kernel whose elements are tuples of words: the
+/// arrays it loads element by element (`emit::memory`), and so may park where it loads them.
+pub fn parkable_args(func: &Func, args: &[ValueId]) -> Vec<bool> {
+    args.iter()
+        .map(|&a| {
+            matches!(func.node(a).op, Op::Param(_))
+                && matches!(func.ty(a), Type::Array(e, _)
+                    if e.leaf_count() > 1 && e.leaves().iter().all(|l| *l == Type::U64))
+        })
+        .collect()
 }
 
 /// Where the warps' transposition buffers lie: one per warp of the block, each of `32 * vectors`
@@ -271,6 +414,19 @@ pub fn place(
         total += sched.block_threads * v * 16;
         Transpose { offset, vectors: v }
     });
+    let parks: Vec<Park> = parked_maps(func, sched)
+        .into_iter()
+        .map(|(node, slots, q)| {
+            let park = Park {
+                node,
+                offset: total,
+                slots,
+                q,
+            };
+            total += sched.block_threads * slots * q * 8;
+            park
+        })
+        .collect();
     let staging: Vec<Staging> = uses
         .iter()
         .map(|(node, bytes, colour)| Staging {
@@ -314,11 +470,90 @@ pub fn place(
             32 * v * 16
         ));
     }
+    for p in &parks {
+        notes.push(format!(
+            "{}: {} word(s) of each element that live across a product parked in shared memory, read there after it",
+            p.node, p.slots
+        ));
+    }
     Ok(Placement {
         places,
         staging,
         transpose,
+        parks,
         shared_bytes: total,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{compile, Hints, Target};
+    use bigfuse_core::{Builder, Func, Size, Type};
+
+    fn program(bits: u64, poly: bool) -> Func {
+        let mut b = Builder::new("f", &[]);
+        let x = b.param("a", Type::Big(Size::lit(bits)));
+        let y = b.param("b", Type::Big(Size::lit(bits)));
+        let r = if poly {
+            crate::per_thread::poly(&mut b, x, y)
+        } else {
+            b.mul(x, y).unwrap()
+        };
+        b.finish(&[r]).unwrap()
+    }
+
+    /// One-thread Poly's second form parks the parameter words that a step reads after a
+    /// product: all of b's (b^2 comes after a^2) and a's for a b; a^2 reads a's registers. The
+    /// park takes shared memory of its own, `park=1` makes that form the kernel, and a lone
+    /// product, with no value across a product, has one form.
+    #[test]
+    fn one_thread_kernels_park_the_parameter_words_that_live_across_a_product() {
+        let target = Target::h100();
+        for bits in [1024u64, 2048] {
+            let w = (bits / 64) as u32;
+            let c = compile(&program(bits, true), &[], &target, &Hints::default()).unwrap();
+            assert_eq!(c.schedule.threads_per_instance, 1);
+            assert!(c.placement.parks.is_empty());
+            let second = c.spill_free.as_ref().expect("a second form");
+            assert!(second.schedule.park_values);
+            let park = second.placement.parks[0];
+            assert_eq!((park.slots, park.q), (2 * w, 1));
+            assert_eq!(
+                second.placement.shared_bytes,
+                c.placement.shared_bytes + c.schedule.block_threads * 2 * w * 8
+            );
+            let read = &second.source;
+            for k in 0..w {
+                let stored = |p: u32, s: u32| {
+                    format!(
+                        "reinterpret_cast<u64*>(bf_smem + {})[(q * {}u + {s}u) * {}u + threadIdx.x] = v{p}_{k}[q];",
+                        park.offset, park.slots, c.schedule.block_threads
+                    )
+                };
+                assert!(read.contains(&stored(0, k)), "{bits}: a word {k}");
+                assert!(read.contains(&stored(1, w + k)), "{bits}: b word {k}");
+            }
+            let reads = read
+                .matches("reinterpret_cast<volatile const u64*>")
+                .count() as u32;
+            // b in b^2, in both sums and in a b; a in a b.
+            assert_eq!(reads, 5 * w, "{bits}");
+            // a^2 reads the registers the load filled.
+            assert!(read.contains(&format!("const u64 p0[{w}] = {{v0_0[q], v0_1[q]")));
+            assert_eq!(c.likely_sources().len(), 2);
+            let forced = compile(
+                &program(bits, true),
+                &[],
+                &target,
+                &Hints::default().with("park=1").unwrap().0,
+            )
+            .unwrap();
+            assert_eq!(&forced.source, read);
+            assert!(forced.spill_free.is_none());
+        }
+        let mul = compile(&program(1024, false), &[], &target, &Hints::default()).unwrap();
+        assert_eq!(mul.schedule.threads_per_instance, 1);
+        assert!(mul.spill_free.is_none());
+    }
 }

@@ -135,6 +135,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
     if !lambda_has_big(f) {
         return Ok(f.clone());
     }
+    let sums = sums_of_products(f);
     rewrite(
         f,
         Builder::like(f),
@@ -145,6 +146,15 @@ fn lambda(f: &Func) -> CgResult<Func> {
                 Type::Big(s) => limbs_of(s),
                 _ => 0,
             };
+            // The product is computed by the sum that is its only use.
+            if sums.iter().any(|s| s.product == id) {
+                return Ok(Rewritten::Drop);
+            }
+            if let Some(s) = sums.iter().find(|s| s.sum == id) {
+                let (x, y, out) = s.factors;
+                let op = Op::LimbMulAddWords(m(x), m(y), m(s.addend), out);
+                return Ok(Rewritten::Value(b.push(op)?));
+            }
             Ok::<_, CodegenError>(Rewritten::Value(match &node.op {
                 Op::Param(i) => mapped.param(*i as usize),
                 Op::Const(l) => b.constant(scalar_literal(l)),
@@ -228,6 +238,53 @@ fn lambda(f: &Func) -> CgResult<Func> {
         },
         same_output,
     )
+}
+
+/// A sum whose one operand is a product that one thread computes whole as `limb.mul_words` (not
+/// a square: the square's doubling would count an addend twice), and that sum is the product's
+/// only use: it becomes one `limb.mul_add_words`.
+struct SumOfProduct {
+    sum: ValueId,
+    product: ValueId,
+    /// The product's factors and limbs kept.
+    factors: (ValueId, ValueId, usize),
+    addend: ValueId,
+}
+
+fn sums_of_products(f: &Func) -> Vec<SumOfProduct> {
+    let uses = f.use_counts();
+    let limbs = |v: ValueId| match f.ty(v) {
+        Type::Big(s) => limbs_of(s),
+        _ => 0,
+    };
+    let word_product = |p: ValueId| match f.node(p).op {
+        Op::BigMul(x, y) | Op::BigMulWide(x, y)
+            if x != y
+                && uses[p.index()] == 1
+                && limbs(x) >= MUL_WORDS_FROM_LIMBS
+                && known(f, y).iter().all(Option::is_none) =>
+        {
+            Some((x, y, limbs(p)))
+        }
+        _ => None,
+    };
+    f.ids()
+        .filter_map(|id| match f.node(id).op {
+            // Of two products, the later one takes the sum: the earlier one is done by then.
+            Op::BigAdd(a, c) if a != c => [(a, c), (c, a)]
+                .into_iter()
+                .filter_map(|(p, addend)| {
+                    word_product(p).map(|factors| SumOfProduct {
+                        sum: id,
+                        product: p,
+                        factors,
+                        addend,
+                    })
+                })
+                .max_by_key(|s| s.product),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The limbs of a big-integer constant of the closure (those a product may skip when zero), or
@@ -970,6 +1027,94 @@ mod tests {
     /// Squares (`x * x`, `x.mul_wide(x)`: each cross product once) equal the reference at one
     /// to seventeen limbs, on edge values and random ones, and use fewer word products than a
     /// product of two operands.
+    /// A product whose only use is a sum becomes one `limb.mul_add_words` (the later of two
+    /// products takes the sum); a square, a product used twice and a narrow one stay products;
+    /// every form equals the reference.
+    #[test]
+    fn products_take_the_sums_that_are_their_only_use() {
+        let poly = || {
+            let big = Type::Big(Size::param(0));
+            let arr = Type::array(big.clone(), Size::param(1));
+            let mut b = Builder::new("poly", &["BITS", "N"]);
+            let xs = b.param("xs", arr.clone());
+            let ys = b.param("ys", arr);
+            let f = {
+                let mut l = Builder::lambda();
+                let x = l.param("x", big.clone());
+                let y = l.param("y", big.clone());
+                let x2 = l.mul(x, x).unwrap();
+                let y2 = l.mul(y, y).unwrap();
+                let u = l.add(x2, y).unwrap();
+                let v = l.add(y2, y).unwrap();
+                let uv = l.mul(u, v).unwrap();
+                let xy = l.mul(x, y).unwrap();
+                let r = l.add(uv, xy).unwrap();
+                // Used twice: stays a product.
+                let twice = l.mul(r, y).unwrap();
+                let s = l.add(twice, x).unwrap();
+                let t = l.sub(s, twice).unwrap();
+                l.finish(&[t]).unwrap()
+            };
+            let r = b.map(f, &[xs, ys]).unwrap();
+            b.finish(&[r]).unwrap()
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for limbs in [2u64, 4, 5] {
+            let bits = 64 * limbs;
+            let keep = BigUint::from(1u8) << bits;
+            let mut big = || {
+                let d: Vec<u32> = (0..limbs)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed
+                    })
+                    .flat_map(|w| [w as u32, (w >> 32) as u32])
+                    .collect();
+                BigUint::from_slice(&d)
+            };
+            let mut pairs = vec![
+                (BigUint::default(), &keep - 1u8),
+                (&keep - 1u8, &keep - 1u8),
+                (BigUint::from(1u8), BigUint::from(3u8)),
+            ];
+            for _ in 0..6 {
+                pairs.push((big(), big()));
+            }
+            let n = pairs.len() as u64;
+            let f = specialize(&poly(), &[bits, n]).unwrap();
+            let low = scalarize(&f).unwrap();
+            let text = print(&low);
+            let fused = text.matches("limb.mul_add_words").count();
+            let products = text.matches("limb.mul_words").count();
+            if limbs >= MUL_WORDS_FROM_LIMBS as u64 {
+                // x*y takes the sum with (x^2 + y)(y^2 + y); the squares, that product and
+                // the one used twice stay products.
+                assert_eq!((fused, products), (1, 4), "{text}");
+            } else {
+                assert_eq!((fused, products), (0, 0), "{text}");
+            }
+            let as_limbs = |x: &BigUint| {
+                let mut d = x.to_u64_digits();
+                d.resize(limbs as usize, 0);
+                Value::Tuple(d.into_iter().map(Value::U64).collect())
+            };
+            let xs = Value::Array(pairs.iter().map(|p| as_limbs(&p.0)).collect());
+            let ys = Value::Array(pairs.iter().map(|p| as_limbs(&p.1)).collect());
+            let got = eval(&low, &[xs, ys]).unwrap();
+            let want: Vec<Value> = pairs
+                .iter()
+                .map(|(x, y)| {
+                    let r = ((x * x + y) * (y * y + y) + x * y) % &keep;
+                    let twice = (&r * y) % &keep;
+                    as_limbs(&((&twice + x + &keep - &twice) % &keep))
+                })
+                .collect();
+            assert_eq!(got[0], Value::Array(want), "{bits} bits");
+        }
+    }
+
     #[test]
     fn squares_match_the_reference() {
         let squares = || {

@@ -55,15 +55,20 @@ pub struct Hints {
     /// or held in registers (`coords=0`); by default held, and the runtime loads the kernel's
     /// other form ([`crate::Compiled::spill_free`]) where held ones spill.
     pub read_coordinates: Option<bool>,
+    /// In kernels of one thread per instance, the parameters' words that live across a product
+    /// parked in shared memory where loaded and read there after it (`park=1`), or held in
+    /// registers (`park=0`); by default held, and the runtime loads the kernel's other form
+    /// ([`crate::Compiled::spill_free`]) where held ones spill.
+    pub park_values: Option<bool>,
 }
 
 /// The text form of hints, one home for every reader and writer (the autotune cache, `explain`,
-/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-`, `-` for no hint.
+/// the bench's `--variant`): `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-,park=-`, `-` for no hint.
 impl Hints {
     /// The keys of the text form, in the order it is written.
-    pub const KEYS: [&'static str; 12] = [
+    pub const KEYS: [&'static str; 13] = [
         "q", "block", "width", "minb", "ntt", "chunk", "thread", "group", "divw", "span", "gntt",
-        "coords",
+        "coords", "park",
     ];
 
     /// Sets the hint `key` to `value` (a number, or `-` for none).
@@ -108,6 +113,7 @@ impl Hints {
             }
             "thread" => self.per_thread = flag()?,
             "coords" => self.read_coordinates = flag()?,
+            "park" => self.park_values = flag()?,
             other => {
                 return Err(format!(
                     "unknown schedule key `{other}` ({})",
@@ -151,6 +157,7 @@ impl Hints {
             // One compile, whether it spills or not: a second form would delay the first
             // result (Poly at 2^18 bits: 1.2 s instead of 0.6-0.8).
             read_coordinates: self.read_coordinates.or(Some(false)),
+            park_values: self.park_values.or(Some(false)),
             ..self.clone()
         };
         let mut forms = vec![narrow.clone()];
@@ -227,6 +234,7 @@ impl std::fmt::Display for Hints {
             v(&self.span),
             v(&self.global_ntt_from_bits),
             v(&self.read_coordinates.map(u8::from)),
+            v(&self.park_values.map(u8::from)),
         ];
         let pairs: Vec<String> = Hints::KEYS
             .iter()
@@ -281,6 +289,9 @@ pub struct Schedule {
     /// special registers where used instead of held (`emit::prologue`; instances of one block
     /// only).
     pub read_coordinates: bool,
+    /// The parameters' words that live across a product are parked in shared memory where
+    /// loaded and read there after it ([`crate::place::Parking`]; one thread per instance only).
+    pub park_values: bool,
     /// Why each choice was made, for `explain`.
     pub decisions: Vec<String>,
 }
@@ -364,7 +375,7 @@ pub fn ops_per_word(func: &Func) -> u64 {
                 // wide multiply-adds, which the transposition buffers' loads do not slow (Poly at
                 // 2^9 bits 1.02 M Gu32ops/s through them, bench/RESULTS.md 2026-11-26 sixth
                 // session).
-                Op::LimbMulWords(..) => 1,
+                Op::LimbMulWords(..) | Op::LimbMulAddWords(..) => 1,
                 op => 1 + op.lambdas().iter().map(|l| ops(l)).sum::<u64>(),
             })
             .fold(0, u64::saturating_add)
@@ -889,7 +900,10 @@ pub fn schedule(
     // runs on the group of threads its plan asks for: a thread's share of the registers.
     let heavy = crate::montgomery::has_one_thread_op(func);
     let products_of = |limbs: usize| {
-        max_len == 1 && func.any_op(&|op| matches!(op, Op::LimbMulWords(_, _, n) if *n >= limbs))
+        max_len == 1
+            && func.any_op(&|op| {
+                matches!(op, Op::LimbMulWords(_, _, n) | Op::LimbMulAddWords(_, _, _, n) if *n >= limbs)
+            })
     };
     let wide_products = products_of(WIDE_PRODUCT_LIMBS);
     let classical = sel
@@ -1076,6 +1090,7 @@ pub fn schedule(
         shared_limit: target.max_shared_per_block,
         prefetch_ahead: 0,
         read_coordinates: hints.read_coordinates == Some(true) && blocks == 1,
+        park_values: hints.park_values == Some(true) && blocks == 1 && t == 1,
         decisions,
     };
     // Coalesced accesses (`place::coalesced_vectors`) cost a few registers; with 512-thread
@@ -1293,10 +1308,12 @@ mod tests {
                 span in hint(1..=u32::MAX),
                 global_ntt_from_bits in hint(any::<u64>()),
                 read_coordinates in hint(any::<bool>()),
+                park_values in hint(any::<bool>()),
             ) {
                 let h = Hints {
                     q, block_threads, mul_width, ntt_from_bits, min_blocks, chunk_len, per_thread,
                     pow_mod_group, divide_whole_bits, span, global_ntt_from_bits, read_coordinates,
+                    park_values,
                 };
                 let json = serde_json::to_string(&h).unwrap();
                 prop_assert_eq!(&json, &format!("\"{h}\""));

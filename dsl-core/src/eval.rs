@@ -477,6 +477,14 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
             w.resize(*n, 0);
             Value::Tuple(w.into_iter().map(Value::U64).collect())
         }
+        Op::LimbMulAddWords(a, b, c, n) => {
+            let (a, _) = limb_tuple(v(*a))?;
+            let (b, _) = limb_tuple(v(*b))?;
+            let (c, _) = limb_tuple(v(*c))?;
+            let mut w = (a * b + c).to_u64_digits();
+            w.resize(*n, 0);
+            Value::Tuple(w.into_iter().map(Value::U64).collect())
+        }
         Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
             let (a, n) = limb_tuple(v(*a))?;
             let (b, _) = limb_tuple(v(*b))?;

@@ -337,6 +337,12 @@ pub enum Op {
     /// a tuple of `n` u64. `scalarize` makes it from a product one thread computes; emission
     /// writes it as one device function of carry chains (codegen's `emit/mul_words.rs`).
     LimbMulWords(ValueId, ValueId, usize),
+    /// `(a b + c) mod 2^(64 n)` on tuples of u64 limbs, `c` of `n` limbs: a
+    /// [`Op::LimbMulWords`] whose accumulator starts at the addend. `scalarize` makes it from
+    /// `big.add` of a product one thread computes and another value, where the sum is the
+    /// product's only use: no addition follows the product, and no register holds the product
+    /// and the addend at once.
+    LimbMulAddWords(ValueId, ValueId, ValueId, usize),
 
     /// `!a` on a big integer, or one of its bit counts (a u32; `bits` for 0).
     BigUnary(UnOp, ValueId),
@@ -447,6 +453,7 @@ impl Op {
             | Op::LimbMontMul(c, a, b) => {
                 vec![*c, *a, *b]
             }
+            Op::LimbMulAddWords(a, b, c, _) => vec![*a, *b, *c],
             Op::Tuple(xs) | Op::Zip(xs) => xs.clone(),
             Op::Map { args, .. } | Op::Loop { args, .. } => args.clone(),
             Op::Scan { input, flags, .. } => {
@@ -504,6 +511,11 @@ impl Op {
                 *c = f(*c);
                 *a = f(*a);
                 *b = f(*b);
+            }
+            Op::LimbMulAddWords(a, b, c, _) => {
+                *a = f(*a);
+                *b = f(*b);
+                *c = f(*c);
             }
             Op::Tuple(xs) | Op::Zip(xs) => xs.iter_mut().for_each(|x| *x = f(*x)),
             Op::Map { args, .. } | Op::Loop { args, .. } => {
@@ -579,6 +591,7 @@ impl Op {
                 | Op::LimbGcd(..)
                 | Op::LimbInvMod(..)
                 | Op::LimbMulWords(..)
+                | Op::LimbMulAddWords(..)
                 | Op::BigDivRem(..)
                 | Op::LimbDivRem(..)
                 | Op::BigCmp(..)

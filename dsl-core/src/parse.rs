@@ -870,6 +870,18 @@ fn operation(
                 c.number("the limb count of `limb.mul_words`")? as usize,
             )
         }
+        "limb.mul_add_words" => {
+            let (a, b) = two(c, scope, m)?;
+            c.expect(",", "before the addend of `limb.mul_add_words`")?;
+            let addend = v(c)?;
+            c.expect(",", "before the limb count of `limb.mul_add_words`")?;
+            Op::LimbMulAddWords(
+                a,
+                b,
+                addend,
+                c.number("the limb count of `limb.mul_add_words`")? as usize,
+            )
+        }
         "limb.inv_mod" => {
             let (a, b) = two(c, scope, m)?;
             Op::LimbInvMod(a, b)

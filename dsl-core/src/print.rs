@@ -109,6 +109,7 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::BigInvMod(a, m) => format!("big.inv_mod {a}, {m}"),
         Op::LimbGcd(a, b) => format!("limb.gcd {a}, {b}"),
         Op::LimbMulWords(a, b, n) => format!("limb.mul_words {a}, {b}, {n}"),
+        Op::LimbMulAddWords(a, b, c, n) => format!("limb.mul_add_words {a}, {b}, {c}, {n}"),
         Op::LimbInvMod(a, m) => format!("limb.inv_mod {a}, {m}"),
         Op::BigUnary(u, a) => format!("big.{} {a}", u.mnemonic()),
         Op::BigBitwise(o, a, b) => format!("big.{} {a}, {b}", o.mnemonic()),

@@ -196,6 +196,24 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 }
             }
         }
+        Op::LimbMulAddWords(a, b, c, n) => {
+            match (limb_count(ty(*a)), limb_count(ty(*b)), limb_count(ty(*c))) {
+                (Some(_), Some(_), Some(nc)) if *n > 0 && nc == *n => {
+                    Type::Tuple(vec![Type::U64; *n])
+                }
+                _ => {
+                    return Err(err(
+                        func,
+                        format!(
+                            "limb.mul_add_words needs two tuples of u64 limbs, an addend of {n} limbs and a limb count above 0, not {}, {}, {} and {n}",
+                            show(ty(*a)),
+                            show(ty(*b)),
+                            show(ty(*c))
+                        ),
+                    ))
+                }
+            }
+        }
         Op::LimbGcd(a, b) | Op::LimbInvMod(a, b) => {
             match (limb_count(ty(*a)), limb_count(ty(*b))) {
                 (Some(na), Some(nb)) if na == nb => match op {

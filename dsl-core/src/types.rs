@@ -163,6 +163,15 @@ impl Type {
         }
     }
 
+    /// The leaves of field `i` of a tuple type, as a range of [`Type::leaves`].
+    pub fn field_leaves(&self, i: u32) -> std::ops::Range<usize> {
+        let Type::Tuple(ts) = self else {
+            panic!("field {i} of {self:?}, which is not a tuple")
+        };
+        let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
+        start..start + ts[i as usize].leaf_count()
+    }
+
     /// True when every size in the type is a constant.
     pub fn is_concrete(&self) -> bool {
         match self {

@@ -328,6 +328,7 @@ mod tests {
             span: Some(1),
             global_ntt_from_bits: Some(1 << 16),
             read_coordinates: Some(true),
+            park_values: Some(false),
         };
         assert_eq!(parse_hints(&format_hints(&h)), Some(h));
         // Entries written before the chunk length existed still parse.

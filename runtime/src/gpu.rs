@@ -386,28 +386,31 @@ impl GpuDevice {
             .into());
         }
         let mut compiled = compiled;
-        let mut coordinates = None;
+        let mut form_why = None;
         let mut form = self.load_form(&compiled.source, &compiled.kernel_name, shared)?;
         let held_local = form.resources.local_bytes;
         // The other form compiles only where this one spills.
-        if let (true, Some(read)) = (held_local > 0, compiled.spill_free.take()) {
-            match self.load_form(&read, &compiled.kernel_name, shared) {
+        if let (true, Some(second)) = (held_local > 0, compiled.spill_free.take()) {
+            let reads = second.reads();
+            let second_shared = second.placement.shared_bytes;
+            match self.load_form(&second.source, &compiled.kernel_name, second_shared) {
                 Ok(other) if other.resources.local_bytes < held_local => {
-                    coordinates = Some(format!(
-                        "thread coordinates read where used: held in registers, they spilled ({held_local} bytes of local memory a thread; {} now)",
+                    form_why = Some(format!(
+                        "{reads}: held in registers, they spilled ({held_local} bytes of local memory a thread; {} now)",
                         other.resources.local_bytes
                     ));
                     form = other;
-                    compiled.source = read;
-                    compiled.schedule.read_coordinates = true;
+                    compiled.source = second.source;
+                    compiled.schedule = second.schedule;
+                    compiled.placement = second.placement;
                 }
-                Ok(other) => coordinates = Some(format!(
-                    "thread coordinates held: the kernel spills {held_local} bytes a thread, and as many or more ({}) with them read where used",
+                Ok(other) => form_why = Some(format!(
+                    "held in registers: the kernel spills {held_local} bytes a thread, and as many or more ({}) with {reads}",
                     other.resources.local_bytes
                 )),
                 // The held form works: a failure of the other is reported, not raised.
-                Err(e) => coordinates = Some(format!(
-                    "thread coordinates held: the kernel spills {held_local} bytes a thread; the form with them read where used failed: {e}"
+                Err(e) => form_why = Some(format!(
+                    "held in registers: the kernel spills {held_local} bytes a thread; the form with {reads} failed: {e}"
                 )),
             }
         }
@@ -427,7 +430,7 @@ impl GpuDevice {
         let blocks_per_sm = guarded("reading the kernel's occupancy", || {
             function.occupancy_max_active_blocks_per_multiprocessor(
                 compiled.schedule.block_threads,
-                shared as usize,
+                compiled.placement.shared_bytes as usize,
                 None,
             )
         })?
@@ -437,7 +440,7 @@ impl GpuDevice {
             tables.push(self.upload(t, "a constant table")?);
         }
         Ok(GpuKernel {
-            coordinates,
+            form: form_why,
             compiled,
             tables,
             _module: module,
@@ -515,9 +518,8 @@ pub struct GpuKernel {
     function: CudaFunction,
     /// Registers, shared and local memory of the compiled kernel, as the driver reports them.
     pub resources: Resources,
-    /// Where the held form spilled, which form of the thread coordinates was loaded and why
-    /// ([`Compiled::spill_free`]).
-    pub coordinates: Option<String>,
+    /// Where the held form spilled, which form was loaded and why ([`Compiled::spill_free`]).
+    pub form: Option<String>,
     /// Blocks of this kernel one SM runs at once.
     pub blocks_per_sm: u32,
     /// Blocks of this kernel the whole GPU runs at once: a launch's staging slots.

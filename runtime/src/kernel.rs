@@ -115,8 +115,9 @@ pub fn autotune_enabled() -> bool {
 /// widest divisor, in bits, that one thread divides by whole), `BIGFUSE_SPAN` (the most blocks one
 /// instance spans; 1 keeps every instance in one block), `BIGFUSE_GLOBAL_NTT` (operand bits from
 /// which products go over global memory in kernels of their own), `BIGFUSE_COORDS` (1: thread
-/// coordinates read where used, 0: held; `Hints::read_coordinates`). Unparsable values are
-/// ignored.
+/// coordinates read where used, 0: held; `Hints::read_coordinates`), `BIGFUSE_PARK` (1: in
+/// one-thread kernels, parameters parked in shared memory, 0: held; `Hints::park_values`).
+/// Unparsable values are ignored.
 pub fn env_hints() -> Hints {
     let read = |k: &str| {
         std::env::var(k)
@@ -142,6 +143,7 @@ pub fn env_hints() -> Hints {
         span: read("BIGFUSE_SPAN"),
         global_ntt_from_bits: read("BIGFUSE_GLOBAL_NTT").map(u64::from),
         read_coordinates: flag("BIGFUSE_COORDS"),
+        park_values: flag("BIGFUSE_PARK"),
     }
 }
 
@@ -664,7 +666,7 @@ impl Kernel {
                         r.local_bytes,
                         if r.local_bytes > 0 { " (spills)" } else { " (no spills)" }
                     ));
-                    if let Some(why) = &k.coordinates {
+                    if let Some(why) = &k.form {
                         s.push_str(&format!("  {why}\n"));
                     }
                 }

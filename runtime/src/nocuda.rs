@@ -141,8 +141,8 @@ pub mod gpu {
         pub compiled: Compiled,
         /// What the kernel takes from the chip.
         pub resources: Resources,
-        /// Which form of the thread coordinates was loaded, and why.
-        pub coordinates: Option<String>,
+        /// Which form was loaded, and why.
+        pub form: Option<String>,
         /// Blocks of this kernel one SM runs at once.
         pub blocks_per_sm: u32,
         never: Infallible,

@@ -135,6 +135,7 @@ impl Emitter<'_> {
             // The buffer is free for the warp's next access only once every lane has read.
             self.line("__syncwarp();");
             self.close("}");
+            self.park(id, &leaves, q);
             return Val::Array { leaves, q, len };
         }
         self.line(format!(
@@ -157,7 +158,34 @@ impl Emitter<'_> {
         }
         self.close("}");
         self.close("}");
+        self.park(id, &leaves, q);
         Val::Array { leaves, q, len }
+    }
+
+    /// Parameter `id`'s words (`leaves`, `q` elements each) into the slots of the maps that read
+    /// them there ([`crate::place::Parking`]), right where they are loaded.
+    fn park(&mut self, id: ValueId, leaves: &[String], q: u32) {
+        for park in self.placement.parks.clone() {
+            let Op::Map { f, args } = &self.func.node(park.node).op else {
+                continue;
+            };
+            let parkable = crate::place::parkable_args(self.func, args);
+            let plan = crate::place::Parking::of(f, &parkable);
+            for (i, _) in args.iter().enumerate().filter(|(_, a)| **a == id) {
+                let stores = plan.stores(f, i as u32);
+                if stores.is_empty() {
+                    continue;
+                }
+                self.line(format!("// parked for {}, where read again", park.node));
+                self.line("#pragma unroll");
+                self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
+                for (leaf, s) in stores {
+                    let slot = park_slot(&park, s, "u64", self.sched.block_threads);
+                    self.line(format!("{slot} = {}[q];", leaves[leaf]));
+                }
+                self.close("}");
+            }
+        }
     }
 
     /// Writes node `id` as result `k`; a scalar is written once per instance, by its first thread.
@@ -618,4 +646,18 @@ impl Emitter<'_> {
         }
         self.close("}");
     }
+}
+
+/// Slot `s` of element `q` of this thread's in `park` (blocks of `block_threads`), as a `ty`
+/// lvalue.
+pub(super) fn park_slot(
+    park: &crate::place::Park,
+    s: usize,
+    ty: &str,
+    block_threads: u32,
+) -> String {
+    format!(
+        "reinterpret_cast<{ty}*>(bf_smem + {})[(q * {}u + {s}u) * {block_threads}u + threadIdx.x]",
+        park.offset, park.slots
+    )
 }

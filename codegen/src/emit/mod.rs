@@ -47,7 +47,7 @@ use crate::isel::{Product, Selection};
 use crate::place::Placement;
 use crate::schedule::Schedule;
 use bigfuse_core::{Func, Op, Type, ValueId};
-use scalar::{binary_expr, ctype, field_range, literal, unary_expr};
+use scalar::{binary_expr, ctype, literal, unary_expr};
 
 pub use crate::layout::{layout_of, BufferLayout};
 
@@ -97,6 +97,9 @@ struct Emitter<'a> {
     /// prefetched for a later block before the first look-back
     /// ([`Emitter::prefetch_later_tiles`]).
     prefetches: Vec<(u32, u64, u32)>,
+    /// While a map's body is written: where its parameters' words are parked and which steps
+    /// read them there ([`crate::place::Parking`]), for [`Emitter::apply`].
+    parking: Option<(crate::place::Park, crate::place::Parking)>,
 }
 
 /// CUDA text being written, indented by block depth: how every emitter writes its lines.
@@ -230,7 +233,7 @@ impl<'a> Emitter<'a> {
                 Val::Scalar(leaves)
             }
             Op::Extract(t, i) => match self.val(*t) {
-                Val::Scalar(l) => Val::Scalar(l[field_range(self.func.ty(*t), *i)].to_vec()),
+                Val::Scalar(l) => Val::Scalar(l[self.func.ty(*t).field_leaves(*i)].to_vec()),
                 _ => return Err(unsupported_tuple()),
             },
             Op::Limbs(p) => {
@@ -308,6 +311,7 @@ impl<'a> Emitter<'a> {
             | Op::LimbGcd(..)
             | Op::LimbInvMod(..)
             | Op::LimbMulWords(..)
+            | Op::LimbMulAddWords(..)
             | Op::BigDivRem(..)
             | Op::LimbDivRem(..)
             | Op::BigUnary(..)
@@ -379,6 +383,7 @@ pub fn emit(
         scratch: scratch_of(func, sel, sched),
         staging: staging::stages(func, sel, sched),
         prefetches: Vec::new(),
+        parking: None,
     };
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.

@@ -1,5 +1,5 @@
 //! `limb.mul_words` as C: the product one thread computes whole, as one device function per
-//! shape (limbs of each factor, limbs kept).
+//! shape (limbs of each factor, limbs kept, an addend or none).
 //!
 //! Rows of whole 64-bit word products in PTX carry chains: row `i` adds `a_j b_i` for every `j`,
 //! each product one 64-bit value at words `i + j, i + j + 1`. Products of one parity of `i + j`
@@ -9,91 +9,143 @@
 //! rounds): about one instruction per word product, against four or more for column sums of
 //! 64-bit limbs. The two accumulators are summed once at the end.
 //!
+//! The two chains of a row are independent: one-thread kernels run few warps (Poly at 2^11 bits:
+//! 8 a SM), and the products depend on that parallelism within a thread. One accumulator with
+//! each row as two dependent chains (low halves, then high halves) needs 64 registers fewer at
+//! 2^11 bits but ran Poly there at 158 K Gu32ops/s against 381 K (H200, bench/RESULTS.md
+//! 2026-11-27, sixteenth session).
+//!
+//! `a b + c` starts its accumulator at `c` ([`Op::LimbMulAddWords`]): no addition after the
+//! product, and no register holds the product and the addend at once (Poly at 2^9 bits: 1.02 M
+//! -> 1.26 M Gu32ops/s, same session).
+//!
 //! A square (`a == b`) computes each cross product once: rows `i` over `j > i`, the sum doubled
 //! by a one-bit shift, then the squares `a_i^2` (pairs at even positions: one chain).
 //!
 //! Fully unrolled: every array is indexed by constants and stays in registers. Each chain is
 //! rendered for the GPU and, as plain C, for the host, where the tests below compile it.
+//!
+//! [`Op::LimbMulAddWords`]: bigfuse_core::Op::LimbMulAddWords
 
 use super::chain::{both_targets, Step};
 use super::Emitter;
 
-/// The device function for the product of an `na`-limb and an `nb`-limb number kept to `out`
-/// limbs (`square`: the same number twice, `na == nb`): `(name, text)`.
-pub(crate) fn mul_words_function(
-    na: usize,
-    nb: usize,
-    out: usize,
-    square: bool,
-) -> (String, String) {
-    let name = if square {
-        format!("bf_sqr_words_{na}_{out}")
-    } else {
-        format!("bf_mul_words_{na}_{nb}_{out}")
-    };
-    let (wa, wb, w) = (2 * na, 2 * nb, 2 * out);
-    let mut acc = Accumulators::new(w);
-    let mut body = String::new();
-    if square {
-        for i in 0..wa {
-            let row: Vec<usize> = (i + 1..wa).collect();
-            body.push_str(&acc.row(i, &format!("a[{i}]"), &row));
+/// One shape of `limb.mul_words`: what its device function computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WordProduct {
+    /// Limbs of each factor and limbs kept.
+    pub na: usize,
+    pub nb: usize,
+    pub out: usize,
+    /// The same number twice (`na == nb`).
+    pub square: bool,
+    /// `a b + c`, `c` of `out` limbs (not with `square`: the doubling would count it twice).
+    pub addend: bool,
+}
+
+impl WordProduct {
+    /// The device function's name: one per shape.
+    pub(crate) fn name(&self) -> String {
+        let WordProduct { na, nb, out, .. } = *self;
+        match (self.square, self.addend) {
+            (true, _) => format!("bf_sqr_words_{na}_{out}"),
+            (false, false) => format!("bf_mul_words_{na}_{nb}_{out}"),
+            (false, true) => format!("bf_mad_words_{na}_{nb}_{out}"),
         }
-        body.push_str(&acc.sum());
-        body.push_str(&double(w));
-        body.push_str(&diagonal(wa, w));
-    } else {
-        for i in 0..wb {
-            let row: Vec<usize> = (0..wa).collect();
-            body.push_str(&acc.row(i, &format!("b[{i}]"), &row));
-        }
-        body.push_str(&acc.sum());
     }
-    let loads = |x: &str, n: usize| {
-        format!(
-            "  u32 {x}[{w2}];\n  #pragma unroll\n  for (int j = 0; j < {n}; ++j) {{ {x}[2 * j] = (u32){x}64[j]; {x}[2 * j + 1] = (u32)({x}64[j] >> 32); }}\n",
-            w2 = 2 * n
-        )
-    };
-    let operands = if square {
-        loads("a", na)
-    } else {
-        format!("{}{}", loads("a", na), loads("b", nb))
-    };
-    let params = if square {
-        "u64* r, const u64* a64".to_string()
-    } else {
-        "u64* r, const u64* a64, const u64* b64".to_string()
-    };
-    let text = format!(
-        r#"// r = {what} mod 2^{bits} ({na} x {nb} limbs): rows of whole word products in carry chains on two
-// accumulators, e (pairs of words from even positions) and o (from odd ones), summed at the end.
+
+    /// The device function: `(name, text)`.
+    pub(crate) fn function(&self) -> (String, String) {
+        let WordProduct {
+            na,
+            nb,
+            out,
+            square,
+            addend,
+        } = *self;
+        assert!(
+            !(square && addend),
+            "a square with an addend would double it"
+        );
+        let name = self.name();
+        let (wa, wb, w) = (2 * na, 2 * nb, 2 * out);
+        let mut acc = Accumulators::new(w, addend);
+        let mut body = String::new();
+        if square {
+            for i in 0..wa {
+                let row: Vec<usize> = (i + 1..wa).collect();
+                body.push_str(&acc.row(i, &format!("a[{i}]"), &row));
+            }
+            body.push_str(&acc.sum());
+            body.push_str(&double(w));
+            body.push_str(&diagonal(wa, w));
+        } else {
+            for i in 0..wb {
+                let row: Vec<usize> = (0..wa).collect();
+                body.push_str(&acc.row(i, &format!("b[{i}]"), &row));
+            }
+            body.push_str(&acc.sum());
+        }
+        let loads = |x: &str, n: usize| {
+            format!(
+                "  u32 {x}[{w2}];\n  #pragma unroll\n  for (int j = 0; j < {n}; ++j) {{ {x}[2 * j] = (u32){x}64[j]; {x}[2 * j + 1] = (u32)({x}64[j] >> 32); }}\n",
+                w2 = 2 * n
+            )
+        };
+        let mut operands = loads("a", na);
+        let mut params = "u64* r, const u64* a64".to_string();
+        if !square {
+            operands.push_str(&loads("b", nb));
+            params.push_str(", const u64* b64");
+        }
+        if addend {
+            params.push_str(", const u64* c64");
+        }
+        let (start, how) = if addend {
+            (
+                "e[j] = (u32)(c64[j / 2] >> (32 * (j % 2))); o[j] = 0u;",
+                "carry chains on two\n// accumulators, e (from c, with pairs of words from even positions) and o (from odd ones), summed at\n// the end.",
+            )
+        } else {
+            (
+                "e[j] = 0u; o[j] = 0u;",
+                "carry chains on two\n// accumulators, e (pairs of words from even positions) and o (from odd ones), summed at the end.",
+            )
+        };
+        let what = match (square, addend) {
+            (true, _) => "a^2",
+            (false, false) => "a b",
+            (false, true) => "a b + c",
+        };
+        let text = format!(
+            r#"// r = {what} mod 2^{bits} ({na} x {nb} limbs): rows of whole word products in {how}
 static __device__ __forceinline__ void {name}({params}) {{
 {operands}  u32 e[{w}], o[{w}];
   #pragma unroll
-  for (int j = 0; j < {w}; ++j) {{ e[j] = 0u; o[j] = 0u; }}
+  for (int j = 0; j < {w}; ++j) {{ {start} }}
 {body}  #pragma unroll
   for (int k = 0; k < {out}; ++k) r[k] = ((u64)e[2 * k + 1] << 32) | (u64)e[2 * k];
 }}
 "#,
-        what = if square { "a^2" } else { "a b" },
-        bits = 64 * out,
-    );
-    (name, text)
+            bits = 64 * out,
+        );
+        (name, text)
+    }
 }
 
-/// The highest word of each accumulator written so far, so that a chain's carry goes on through
-/// written words only: a word above them is still zero and takes the carry whole.
+/// The accumulators' words written so far (the highest of each), so that a chain's carry goes
+/// on through written words only: a word above them is still zero and takes the carry whole.
 struct Accumulators {
     w: usize,
     top: [Option<usize>; 2],
 }
 
 impl Accumulators {
-    fn new(w: usize) -> Accumulators {
+    /// `w` words each; `e` written whole where it starts at an addend.
+    fn new(w: usize, addend: bool) -> Accumulators {
         Accumulators {
             w,
-            top: [None, None],
+            top: [addend.then(|| w - 1), None],
         }
     }
 
@@ -102,53 +154,60 @@ impl Accumulators {
     fn row(&mut self, i: usize, g: &str, js: &[usize]) -> String {
         let mut chains = Vec::new();
         for parity in 0..2 {
-            let x = if parity == 0 { 'e' } else { 'o' };
-            let ps: Vec<(usize, usize)> = js
+            let terms: Vec<(&str, usize, usize)> = js
                 .iter()
-                .map(|&j| (j, i + j))
-                .filter(|&(_, p)| p % 2 == parity && p < self.w)
+                .filter(|&&j| (i + j) % 2 == parity)
+                .flat_map(|&j| [("lo", j, i + j), ("hi", j, i + j + 1)])
                 .collect();
-            if ps.is_empty() {
-                continue;
-            }
-            let word = |p: usize| format!("{x}[{p}]");
-            let mut steps: Vec<Step> = Vec::new();
-            let mut last = 0;
-            for &(j, p) in &ps {
-                let args = |q: usize| [format!("a[{j}]"), g.to_string(), word(q)];
-                let lo = if steps.is_empty() {
-                    "mad.lo.cc"
-                } else {
-                    "madc.lo.cc"
-                };
-                steps.push(Step::new(lo, word(p), &args(p)));
-                if p + 1 < self.w {
-                    steps.push(Step::new("madc.hi.cc", word(p + 1), &args(p + 1)));
-                }
-                last = p + 1;
-            }
-            // The carry on up: through the words written before, into the first one above them
-            // (still zero: it takes the carry whole).
-            let written = self.top[parity].map_or(0, |t| t + 1);
-            let mut q = last + 1;
-            while q < self.w {
-                let fresh = q >= written;
-                let src = if fresh { "0".to_string() } else { word(q) };
-                let op = if fresh || q + 1 == self.w {
-                    "addc"
-                } else {
-                    "addc.cc"
-                };
-                steps.push(Step::new(op, word(q), &[src, "0".to_string()]));
-                q += 1;
-                if fresh {
-                    break;
-                }
-            }
-            self.top[parity] = Some(self.top[parity].map_or(q - 1, |t| t.max(q - 1)));
-            chains.push(steps);
+            chains.extend(self.chain(parity, g, &terms));
         }
         format!("  // Row {i}.\n{}\n", both_targets(&chains, "    "))
+    }
+
+    /// One chain into accumulator `k` (`e` or `o`): for each term `(half, j, p)`, that half of
+    /// `a[j] g` added at position `p` (consecutive positions; those past the width dropped), then
+    /// the carry on up: through the words written before, into the first one above them (still
+    /// zero: it takes the carry whole). None where no term lies below the width.
+    fn chain(&mut self, k: usize, g: &str, terms: &[(&str, usize, usize)]) -> Option<Vec<Step>> {
+        let x = if k == 0 { 'e' } else { 'o' };
+        let word = |p: usize| format!("{x}[{p}]");
+        let mut steps: Vec<Step> = Vec::new();
+        let mut last = 0;
+        for &(half, j, p) in terms.iter().filter(|t| t.2 < self.w) {
+            let op = match (half, steps.is_empty()) {
+                ("lo", true) => "mad.lo.cc",
+                ("lo", false) => "madc.lo.cc",
+                (_, true) => "mad.hi.cc",
+                (_, false) => "madc.hi.cc",
+            };
+            steps.push(Step::new(
+                op,
+                word(p),
+                &[format!("a[{j}]"), g.to_string(), word(p)],
+            ));
+            last = p;
+        }
+        if steps.is_empty() {
+            return None;
+        }
+        let written = self.top[k].map_or(0, |t| t + 1);
+        let mut q = last + 1;
+        while q < self.w {
+            let fresh = q >= written;
+            let src = if fresh { "0".to_string() } else { word(q) };
+            let op = if fresh || q + 1 == self.w {
+                "addc"
+            } else {
+                "addc.cc"
+            };
+            steps.push(Step::new(op, word(q), &[src, "0".to_string()]));
+            q += 1;
+            if fresh {
+                break;
+            }
+        }
+        self.top[k] = Some(self.top[k].map_or(q - 1, |t| t.max(q - 1)));
+        Some(steps)
     }
 
     /// `e += o` over the whole width (the carry out of the top is dropped: the product kept).
@@ -202,17 +261,26 @@ fn diagonal(wa: usize, w: usize) -> String {
 }
 
 impl Emitter<'_> {
-    /// The limbs of `a b` kept to `out` limbs, through the device function of its shape (`square`:
-    /// `a` and `b` are one value).
+    /// The limbs of `a b + c` (`c` where given, of `out` limbs) kept to `out` limbs, through the
+    /// device function of its shape (`square`: `a` and `b` are one value).
     pub(super) fn mul_words_call(
         &mut self,
         a: &[String],
         b: &[String],
+        c: Option<&[String]>,
         out: usize,
         square: bool,
     ) -> Vec<String> {
-        let (name, text) = mul_words_function(a.len(), b.len(), out, square);
-        let operands: Vec<&[String]> = if square { vec![a] } else { vec![a, b] };
+        let shape = WordProduct {
+            na: a.len(),
+            nb: b.len(),
+            out,
+            square,
+            addend: c.is_some(),
+        };
+        let (name, text) = shape.function();
+        let mut operands: Vec<&[String]> = if square { vec![a] } else { vec![a, b] };
+        operands.extend(c);
         self.device_call(
             vec![(name.clone(), text)],
             &name,
@@ -230,30 +298,51 @@ mod tests {
     use super::*;
     use num_bigint::BigUint;
 
-    /// The device function of a shape compiled for the host, against num-bigint's product.
-    fn check(na: usize, nb: usize, out: usize, square: bool, cases: &[(BigUint, BigUint)]) {
-        let (name, text) = mul_words_function(na, nb, out, square);
-        let call = if square {
-            format!("{name}(r, a);")
-        } else {
-            format!("{name}(r, a, b);")
+    /// The device function of a shape compiled for the host, against num-bigint's product (plus
+    /// an addend made from the case: `a ^ b` kept to the product's limbs).
+    fn check(shape: WordProduct, cases: &[(BigUint, BigUint)]) {
+        let WordProduct {
+            na,
+            nb,
+            out,
+            square,
+            addend,
+            ..
+        } = shape;
+        let (name, text) = shape.function();
+        let call = match (square, addend) {
+            (true, _) => format!("{name}(r, a);"),
+            (false, false) => format!("{name}(r, a, b);"),
+            (false, true) => format!("{name}(r, a, b, c);"),
         };
         let src = format!(
-            "{}{text}int main() {{\n  static u64 a[{na}], b[{nb}], r[{out}];\n  for (;;) {{\n    for (int j = 0; j < {na}; ++j) if (scanf(\"%llu\", &a[j]) != 1) return 0;\n    for (int j = 0; j < {nb}; ++j) scanf(\"%llu\", &b[j]);\n    {call}\n    for (int j = 0; j < {out}; ++j) printf(\"%llu \", r[j]);\n    printf(\"\\n\");\n  }}\n}}\n",
+            "{}{text}int main() {{\n  static u64 a[{na}], b[{nb}], c[{out}], r[{out}];\n  for (;;) {{\n    for (int j = 0; j < {na}; ++j) if (scanf(\"%llu\", &a[j]) != 1) return 0;\n    for (int j = 0; j < {nb}; ++j) scanf(\"%llu\", &b[j]);\n    for (int j = 0; j < {out}; ++j) scanf(\"%llu\", &c[j]);\n    {call}\n    for (int j = 0; j < {out}; ++j) printf(\"%llu \", r[j]);\n    printf(\"\\n\");\n  }}\n}}\n",
             host::PRELUDE
         );
-        let input = host::pairs(cases, na, nb);
-        let got = host::run(&format!("mulwords-{na}-{nb}-{out}-{square}"), &src, &input);
+        let keep = BigUint::from(1u8) << (64 * out);
+        let plus = |a: &BigUint, b: &BigUint| (a ^ b) % &keep;
+        let input: String = cases
+            .iter()
+            .map(|(a, b)| {
+                format!(
+                    "{}{}{}\n",
+                    host::limbs(a, na),
+                    host::limbs(b, nb),
+                    host::limbs(&plus(a, b), out)
+                )
+            })
+            .collect();
+        let got = host::run(&format!("mulwords-{}", name), &src, &input);
         let lines: Vec<&str> = got.lines().collect();
         assert_eq!(lines.len(), cases.len());
-        let keep = BigUint::from(1u8) << (64 * out);
         for ((a, b), line) in cases.iter().zip(lines) {
-            let want = if square { a * a } else { a * b } % &keep;
-            assert_eq!(
-                host::number(line),
-                want,
-                "{na} x {nb} -> {out} limbs, square {square}: {a} * {b}"
-            );
+            let c = if addend {
+                plus(a, b)
+            } else {
+                BigUint::default()
+            };
+            let want = (if square { a * a } else { a * b } + c) % &keep;
+            assert_eq!(host::number(line), want, "{shape:?}: {a} * {b}");
         }
     }
 
@@ -309,21 +398,25 @@ mod tests {
             (1, 4, 4),
             (17, 17, 17),
         ] {
-            check(
-                na,
-                nb,
-                out,
-                false,
-                &cases(na, nb, false, (na * 100 + out) as u64),
-            );
-            if na == nb {
-                check(
+            for addend in [false, true] {
+                let shape = WordProduct {
                     na,
-                    na,
+                    nb,
                     out,
-                    true,
-                    &cases(na, na, true, (na * 1000 + out) as u64),
-                );
+                    square: false,
+                    addend,
+                };
+                check(shape, &cases(na, nb, false, (na * 100 + out) as u64));
+            }
+            if na == nb {
+                let shape = WordProduct {
+                    na,
+                    nb,
+                    out,
+                    square: true,
+                    addend: false,
+                };
+                check(shape, &cases(na, na, true, (na * 1000 + out) as u64));
             }
         }
     }

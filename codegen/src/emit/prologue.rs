@@ -245,7 +245,9 @@ mod tests {
             assert!(!c.schedule.read_coordinates);
             assert!(c.source.contains("const u32 t = threadIdx.x & "));
             assert!(!c.source.contains("bf_tid"));
-            let read = c.spill_free.as_deref().expect("a second form");
+            let second = c.spill_free.as_ref().expect("a second form");
+            assert!(second.schedule.read_coordinates);
+            let read = second.source.as_str();
             assert!(read.contains("asm volatile(\"mov.u32 %0, %%tid.x;\""));
             assert!(read.contains("operator u32() const { return bf_tid() & "));
             assert!(read.contains(" live{n};"));
@@ -265,10 +267,11 @@ mod tests {
             assert_eq!(held.source, c.source);
             assert!(held.spill_free.is_none());
         }
-        // One thread per instance holds whole values: no second form.
+        // One thread per instance holds whole values: its second form reads parameters again.
         let one = compile(&program(1024, true), &[], &target, &Hints::default()).unwrap();
         assert_eq!(one.schedule.threads_per_instance, 1);
-        assert!(one.spill_free.is_none());
+        let second = one.spill_free.as_ref().expect("a second form");
+        assert!(second.schedule.park_values && !second.schedule.read_coordinates);
         // A lone classical product is not expected at its cap: only its own form is precompiled.
         let mul = compile(&program(8192, false), &[], &target, &Hints::default()).unwrap();
         assert!(mul.spill_free.is_some());
@@ -281,6 +284,6 @@ mod tests {
         assert_eq!(hints("coords=0").read_coordinates, Some(false));
         assert_eq!(hints("coords=-").read_coordinates, None);
         assert!(Hints::default().with("coords=2").is_err());
-        assert!(hints("coords=1").to_string().ends_with(",coords=1"));
+        assert!(hints("coords=1").to_string().ends_with(",coords=1,park=-"));
     }
 }

@@ -31,15 +31,6 @@ pub(super) fn literal(l: &Literal) -> Vec<String> {
         .collect()
 }
 
-/// Leaf range of field `i` of a tuple type.
-pub(super) fn field_range(t: &Type, i: u32) -> std::ops::Range<usize> {
-    let Type::Tuple(ts) = t else {
-        unreachable!("extract from a non-tuple")
-    };
-    let start: usize = ts[..i as usize].iter().map(Type::leaf_count).sum();
-    start..start + ts[i as usize].leaf_count()
-}
-
 /// `op` on `a`, an operand of type `t`. Counts of zeros give the width for 0, as `__clz` does
 /// (trailing zeros count the leading zeros of the bit-reversed word for that reason).
 pub(super) fn unary_expr(op: UnOp, t: &Type, a: &str) -> String {
@@ -101,9 +92,31 @@ impl Emitter<'_> {
         }
         self.open("{");
         let mut vals: Vec<Vec<String>> = Vec::with_capacity(f.nodes.len());
-        for node in &f.nodes {
+        // Parameter words read from where the kernel parked them (`crate::place::Parking`): the
+        // body's own reads only, not those of the loops inside it.
+        let parking = self.parking.take();
+        let block_threads = self.sched.block_threads;
+        let slot = |p: &(crate::place::Park, crate::place::Parking), s: usize| {
+            super::memory::park_slot(&p.0, s, "volatile const u64", block_threads)
+        };
+        for (k, node) in f.nodes.iter().enumerate() {
             let leaves = node.ty.leaves();
-            let arg = |v: ValueId| vals[v.index()].clone();
+            let forwards = matches!(node.op, Op::Tuple(_) | Op::Extract(..));
+            let arg = |v: ValueId| -> Vec<String> {
+                let held = &vals[v.index()];
+                match &parking {
+                    Some(p) if !forwards => held
+                        .iter()
+                        .enumerate()
+                        .map(|(leaf, x)| match p.1.read(k, v.index(), leaf) {
+                            // Volatile: read there, not from the register it was stored from.
+                            Some(s) => slot(p, s),
+                            None => x.clone(),
+                        })
+                        .collect(),
+                    _ => held.clone(),
+                }
+            };
             let new = match &node.op {
                 Op::Param(i) => args[*i as usize].clone(),
                 Op::Const(l) => literal(l),
@@ -129,11 +142,16 @@ impl Emitter<'_> {
                     self.bind(&leaves, exprs)
                 }
                 Op::Tuple(xs) => xs.iter().flat_map(|x| arg(*x)).collect(),
-                Op::Extract(t, i) => arg(*t)[field_range(f.ty(*t), *i)].to_vec(),
+                Op::Extract(t, i) => arg(*t)[f.ty(*t).field_leaves(*i)].to_vec(),
                 Op::LimbPowMod(x, e, m) => self.pow_mod_call(&arg(*x), &arg(*e), &arg(*m)),
                 Op::LimbMontMul(a, b, m) => self.mont_mul_call(&arg(*a), &arg(*b), &arg(*m)),
                 Op::LimbGcd(a, b) => self.gcd_call(&arg(*a), &arg(*b)),
-                Op::LimbMulWords(a, b, n) => self.mul_words_call(&arg(*a), &arg(*b), *n, a == b),
+                Op::LimbMulWords(a, b, n) => {
+                    self.mul_words_call(&arg(*a), &arg(*b), None, *n, a == b)
+                }
+                Op::LimbMulAddWords(a, b, c, n) => {
+                    self.mul_words_call(&arg(*a), &arg(*b), Some(&arg(*c)), *n, false)
+                }
                 Op::LimbDivRem(a, b) => self.div_rem_call(&arg(*a), &arg(*b)),
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
                 Op::Loop { count, body, args } => {
@@ -280,7 +298,15 @@ impl Emitter<'_> {
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
         let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
         let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
+        self.parking = self.placement.park_of(id).map(|p| {
+            let Op::Map { f, args } = &self.func.node(id).op else {
+                unreachable!("parks are maps'")
+            };
+            let parkable = crate::place::parkable_args(self.func, args);
+            (*p, crate::place::Parking::of(f, &parkable))
+        });
         body(self, &a, &dest);
+        self.parking = None;
         self.close("}");
         Ok(Val::Array { leaves, q, len })
     }
