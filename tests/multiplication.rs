@@ -129,7 +129,7 @@ fn products_without_local_memory_on_the_gpu() {
             let c = &k.compiled;
             let why = k.form.as_deref().unwrap_or_default();
             if bits == 2048 {
-                // 856 bytes held, 72 parked (NVRTC 13.0).
+                // 856 bytes held, 32 parked (NVRTC 13.0): the output address and a few product terms.
                 assert!(c.schedule.park_values, "{why}");
                 assert!(k.resources.local_bytes <= 128, "{why}");
             } else {

@@ -77,9 +77,9 @@ fn product_step(op: &Op) -> bool {
 /// are what such kernels spill (Poly at 2^10 / 2^11 bits: 320 / 856 bytes a thread). Read again
 /// from global memory, they cost more than the spills (Poly at 2^10: 550 K Gu32ops/s against 715
 /// K held; each thread's words lie 128 bytes from its neighbour's, so every warp-wide load touched
-/// 32 sectors); parked, Poly ran at 866 K without spills (H200, bench/RESULTS.md 2026-11-27,
-/// sixteenth session). Computed values that live across a product are not parked: in ptxas,
-/// parking `a^2` across `b^2` in Poly at 2^11 bits left 312 bytes of spills against 32.
+/// 32 sectors); parked, Poly ran at 852-873 K without spills (H200, bench/RESULTS.md 2026-11-27,
+/// sixteenth session). Computed values that live across a product are not parked: parking `a^2`
+/// across `b^2` too took Poly at 2^11 bits from 72 to 88 bytes of spills (ptxas, NVRTC 13.0).
 pub struct Parking {
     /// The parked leaves in slot order.
     pub slots: Vec<(usize, usize)>,

@@ -184,6 +184,10 @@ impl Emitter<'_> {
                     self.line(format!("{slot} = {}[q];", leaves[leaf]));
                 }
                 self.close("}");
+                // The stores complete here: ptxas would otherwise interleave them with the next
+                // product and hold the words' registers through it (Poly at 2^11 bits: 72 bytes
+                // of spills, 32 with the fence).
+                self.line("__syncwarp();");
             }
         }
     }
