@@ -172,6 +172,20 @@ pub(crate) fn poly(b: &mut Builder, x: ValueId, y: ValueId) -> ValueId {
     b.add(p, ab).unwrap()
 }
 
+/// `f(a, b) = Poly(a, b)` (`poly`) or `a b` over two `bits`-bit values (for tests).
+#[cfg(test)]
+pub(crate) fn poly_or_product(bits: u64, poly: bool) -> Func {
+    let mut b = Builder::new("f", &[]);
+    let x = b.param("a", Type::Big(Size::lit(bits)));
+    let y = b.param("b", Type::Big(Size::lit(bits)));
+    let r = if poly {
+        self::poly(&mut b, x, y)
+    } else {
+        b.mul(x, y).unwrap()
+    };
+    b.finish(&[r]).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -488,20 +488,8 @@ pub fn place(
 
 #[cfg(test)]
 mod tests {
+    use crate::per_thread::poly_or_product as program;
     use crate::{compile, Hints, Target};
-    use bigfuse_core::{Builder, Func, Size, Type};
-
-    fn program(bits: u64, poly: bool) -> Func {
-        let mut b = Builder::new("f", &[]);
-        let x = b.param("a", Type::Big(Size::lit(bits)));
-        let y = b.param("b", Type::Big(Size::lit(bits)));
-        let r = if poly {
-            crate::per_thread::poly(&mut b, x, y)
-        } else {
-            b.mul(x, y).unwrap()
-        };
-        b.finish(&[r]).unwrap()
-    }
 
     /// One-thread Poly's second form parks the parameter words that a step reads after a
     /// product: all of b's (b^2 comes after a^2) and a's for a b; a^2 reads a's registers. The

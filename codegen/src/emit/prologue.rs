@@ -214,20 +214,8 @@ impl Emitter<'_> {
 
 #[cfg(test)]
 mod tests {
+    use crate::per_thread::poly_or_product as program;
     use crate::{compile, Hints, Target};
-    use bigfuse_core::{Builder, Func, Size, Type};
-
-    fn program(bits: u64, poly: bool) -> Func {
-        let mut b = Builder::new("f", &[]);
-        let x = b.param("a", Type::Big(Size::lit(bits)));
-        let y = b.param("b", Type::Big(Size::lit(bits)));
-        let r = if poly {
-            crate::per_thread::poly(&mut b, x, y)
-        } else {
-            b.mul(x, y).unwrap()
-        };
-        b.finish(&[r]).unwrap()
-    }
 
     fn hints(text: &str) -> Hints {
         Hints::default().with(text).unwrap().0
