@@ -55,7 +55,7 @@ impl Placement {
 /// own: slot `k` of element `q` of thread `x` at `offset + 8 ((q S + k) block_threads + x)`, `S`
 /// the slots of an element, so that a warp's reads of one slot are 256 consecutive bytes (no bank
 /// conflicts) and no thread reads another's (no barrier).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Park {
     /// The map.
     pub node: ValueId,
@@ -63,6 +63,8 @@ pub struct Park {
     /// Slots of an element and elements per thread.
     pub slots: u32,
     pub q: u32,
+    /// Which words are parked and which steps read them there.
+    pub plan: Parking,
 }
 
 /// Whether a step of a one-thread body is a product or another device function of its own
@@ -80,6 +82,7 @@ fn product_step(op: &Op) -> bool {
 /// 32 sectors); parked, Poly ran at 852-873 K without spills (H200, bench/RESULTS.md 2026-11-27,
 /// sixteenth session). Computed values that live across a product are not parked: parking `a^2`
 /// across `b^2` too took Poly at 2^11 bits from 72 to 88 bytes of spills (ptxas, NVRTC 13.0).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parking {
     /// The parked leaves in slot order.
     pub slots: Vec<(usize, usize)>,
@@ -159,16 +162,17 @@ impl Parking {
 }
 
 /// The maps whose bodies read parked words ([`Parking`]) in a kernel that parks them
-/// ([`crate::schedule::Schedule::park_values`]), with their slots and elements per thread.
-fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, u32, u32)> {
+/// ([`crate::schedule::Schedule::park_values`]), with their plans and elements per thread.
+fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, Parking, u32)> {
     if !sched.park_values {
         return vec![];
     }
     func.ids()
         .filter_map(|id| match (&func.node(id).op, func.ty(id)) {
             (Op::Map { f, args }, Type::Array(_, len)) => {
-                let slots = Parking::of(f, &parkable_args(func, args)).slots.len() as u32;
-                (slots > 0).then(|| (id, slots, sched.q_of(len.as_const().unwrap_or(0))))
+                let plan = Parking::of(f, &parkable_args(func, args));
+                let q = sched.q_of(len.as_const().unwrap_or(0));
+                (!plan.slots.is_empty()).then_some((id, plan, q))
             }
             _ => None,
         })
@@ -177,7 +181,7 @@ fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, u32, u32)> {
 
 /// Which arguments of a map are parameters of the kernel whose elements are tuples of words: the
 /// arrays it loads element by element (`emit::memory`), and so may park where it loads them.
-pub fn parkable_args(func: &Func, args: &[ValueId]) -> Vec<bool> {
+fn parkable_args(func: &Func, args: &[ValueId]) -> Vec<bool> {
     args.iter()
         .map(|&a| {
             matches!(func.node(a).op, Op::Param(_))
@@ -416,12 +420,14 @@ pub fn place(
     });
     let parks: Vec<Park> = parked_maps(func, sched)
         .into_iter()
-        .map(|(node, slots, q)| {
+        .map(|(node, plan, q)| {
+            let slots = plan.slots.len() as u32;
             let park = Park {
                 node,
                 offset: total,
                 slots,
                 q,
+                plan,
             };
             total += sched.block_threads * slots * q * 8;
             park
@@ -505,7 +511,7 @@ mod tests {
             assert!(c.placement.parks.is_empty());
             let second = c.spill_free.as_ref().expect("a second form");
             assert!(second.schedule.park_values);
-            let park = second.placement.parks[0];
+            let park = &second.placement.parks[0];
             assert_eq!((park.slots, park.q), (2 * w, 1));
             assert_eq!(
                 second.placement.shared_bytes,

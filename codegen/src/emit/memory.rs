@@ -169,10 +169,8 @@ impl Emitter<'_> {
             let Op::Map { f, args } = &self.func.node(park.node).op else {
                 continue;
             };
-            let parkable = crate::place::parkable_args(self.func, args);
-            let plan = crate::place::Parking::of(f, &parkable);
             for (i, _) in args.iter().enumerate().filter(|(_, a)| **a == id) {
-                let stores = plan.stores(f, i as u32);
+                let stores = park.plan.stores(f, i as u32);
                 if stores.is_empty() {
                     continue;
                 }

@@ -98,8 +98,8 @@ struct Emitter<'a> {
     /// ([`Emitter::prefetch_later_tiles`]).
     prefetches: Vec<(u32, u64, u32)>,
     /// While a map's body is written: where its parameters' words are parked and which steps
-    /// read them there ([`crate::place::Parking`]), for [`Emitter::apply`].
-    parking: Option<(crate::place::Park, crate::place::Parking)>,
+    /// read them there ([`crate::place::Park`]), for [`Emitter::apply`].
+    parking: Option<crate::place::Park>,
 }
 
 /// CUDA text being written, indented by block depth: how every emitter writes its lines.

@@ -96,8 +96,8 @@ impl Emitter<'_> {
         // body's own reads only, not those of the loops inside it.
         let parking = self.parking.take();
         let block_threads = self.sched.block_threads;
-        let slot = |p: &(crate::place::Park, crate::place::Parking), s: usize| {
-            super::memory::park_slot(&p.0, s, "volatile const u64", block_threads)
+        let slot = |p: &crate::place::Park, s: usize| {
+            super::memory::park_slot(p, s, "volatile const u64", block_threads)
         };
         for (k, node) in f.nodes.iter().enumerate() {
             let leaves = node.ty.leaves();
@@ -108,7 +108,7 @@ impl Emitter<'_> {
                     Some(p) if !forwards => held
                         .iter()
                         .enumerate()
-                        .map(|(leaf, x)| match p.1.read(k, v.index(), leaf) {
+                        .map(|(leaf, x)| match p.plan.read(k, v.index(), leaf) {
                             // Volatile: read there, not from the register it was stored from.
                             Some(s) => slot(p, s),
                             None => x.clone(),
@@ -298,13 +298,7 @@ impl Emitter<'_> {
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
         let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
         let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
-        self.parking = self.placement.park_of(id).map(|p| {
-            let Op::Map { f, args } = &self.func.node(id).op else {
-                unreachable!("parks are maps'")
-            };
-            let parkable = crate::place::parkable_args(self.func, args);
-            (*p, crate::place::Parking::of(f, &parkable))
-        });
+        self.parking = self.placement.park_of(id).cloned();
         body(self, &a, &dest);
         self.parking = None;
         self.close("}");
