@@ -60,11 +60,17 @@ pub struct Park {
     /// The map.
     pub node: ValueId,
     pub offset: u32,
-    /// Slots of an element and elements per thread.
-    pub slots: u32,
+    /// Elements per thread.
     pub q: u32,
     /// Which words are parked and which steps read them there.
     pub plan: Parking,
+}
+
+impl Park {
+    /// Slots of an element: its parked words.
+    pub fn slot_count(&self) -> u32 {
+        self.plan.slots.len() as u32
+    }
 }
 
 /// Whether a step of a one-thread body is a product or another device function of its own
@@ -421,15 +427,13 @@ pub fn place(
     let parks: Vec<Park> = parked_maps(func, sched)
         .into_iter()
         .map(|(node, plan, q)| {
-            let slots = plan.slots.len() as u32;
             let park = Park {
                 node,
                 offset: total,
-                slots,
                 q,
                 plan,
             };
-            total += sched.block_threads * slots * q * 8;
+            total += sched.block_threads * park.slot_count() * q * 8;
             park
         })
         .collect();
@@ -479,7 +483,8 @@ pub fn place(
     for p in &parks {
         notes.push(format!(
             "{}: {} word(s) of each element that live across a product parked in shared memory, read there after it",
-            p.node, p.slots
+            p.node,
+            p.slot_count()
         ));
     }
     Ok(Placement {
@@ -512,7 +517,7 @@ mod tests {
             let second = c.spill_free.as_ref().expect("a second form");
             assert!(second.schedule.park_values);
             let park = &second.placement.parks[0];
-            assert_eq!((park.slots, park.q), (2 * w, 1));
+            assert_eq!((park.slot_count(), park.q), (2 * w, 1));
             assert_eq!(
                 second.placement.shared_bytes,
                 c.placement.shared_bytes + c.schedule.block_threads * 2 * w * 8
@@ -522,7 +527,9 @@ mod tests {
                 let stored = |p: u32, s: u32| {
                     format!(
                         "reinterpret_cast<u64*>(bf_smem + {})[(q * {}u + {s}u) * {}u + threadIdx.x] = v{p}_{k}[q];",
-                        park.offset, park.slots, c.schedule.block_threads
+                        park.offset,
+                        park.slot_count(),
+                        c.schedule.block_threads
                     )
                 };
                 assert!(read.contains(&stored(0, k)), "{bits}: a word {k}");

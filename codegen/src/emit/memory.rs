@@ -660,6 +660,7 @@ pub(super) fn park_slot(
 ) -> String {
     format!(
         "reinterpret_cast<{ty}*>(bf_smem + {})[(q * {}u + {s}u) * {block_threads}u + threadIdx.x]",
-        park.offset, park.slots
+        park.offset,
+        park.slot_count()
     )
 }
