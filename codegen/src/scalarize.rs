@@ -259,10 +259,7 @@ fn sums_of_products(f: &Func) -> Vec<SumOfProduct> {
     };
     let word_product = |p: ValueId| match f.node(p).op {
         Op::BigMul(x, y) | Op::BigMulWide(x, y)
-            if x != y
-                && uses[p.index()] == 1
-                && limbs(x) >= MUL_WORDS_FROM_LIMBS
-                && known(f, y).iter().all(Option::is_none) =>
+            if x != y && uses[p.index()] == 1 && whole_words(limbs(x), &known(f, y)) =>
         {
             Some((x, y, limbs(p)))
         }
@@ -351,7 +348,7 @@ fn product(
     y_known: &[Option<u64>],
 ) -> CgResult<ValueId> {
     let unknown = y_known.iter().all(Option::is_none);
-    if n >= MUL_WORDS_FROM_LIMBS && unknown {
+    if whole_words(n, y_known) {
         return Ok(b.push(Op::LimbMulWords(x, y, out))?);
     }
     if x == y && n > 1 && unknown {
@@ -359,6 +356,12 @@ fn product(
     }
     let (xs, ys) = (limbs(b, x, n)?, limbs(b, y, n)?);
     column_sums(b, &xs, &ys, out, &|_, j| y_known.get(j) == Some(&Some(0)))
+}
+
+/// Whether a product of `n`-limb numbers, of which `y_known` are the second's known limbs, is
+/// one `limb.mul_words` ([`MUL_WORDS_FROM_LIMBS`]).
+fn whole_words(n: usize, y_known: &[Option<u64>]) -> bool {
+    n >= MUL_WORDS_FROM_LIMBS && y_known.iter().all(Option::is_none)
 }
 
 /// Products of numbers of at least this many limbs (and no limb known, as a constant's are) go
