@@ -623,7 +623,7 @@ mod tests {
         assert_eq!(v["target_ratio"], TARGET_RATIO);
         assert_eq!(
             v["hints"],
-            "q=-,block=128,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-"
+            "q=-,block=128,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-,park=-"
         );
         assert_eq!(
             serde_json::from_value::<Hints>(v["hints"].clone()).unwrap(),

@@ -674,7 +674,7 @@ mod tests {
         // Hints in their serde form (the text form), read back by the one parser.
         assert_eq!(
             v["rows"][0]["hints"],
-            "q=4,block=-,width=-,minb=1,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-"
+            "q=4,block=-,width=-,minb=1,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-,park=-"
         );
         let hints: Hints = serde_json::from_value(v["rows"][0]["hints"].clone()).unwrap();
         assert_eq!(Some(hints), r.rows[0].hints);

@@ -382,7 +382,7 @@ mod tests {
         assert_eq!(row["variants"][1]["poly_gu32ops"], 173216.9);
         assert_eq!(
             row["variants"][1]["hints"],
-            "q=4,block=-,width=-,minb=1,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-"
+            "q=4,block=-,width=-,minb=1,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-,park=-"
         );
         let hints: Hints = serde_json::from_value(row["variants"][1]["hints"].clone()).unwrap();
         assert_eq!(hints, vs[1].hints);

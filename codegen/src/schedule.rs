@@ -12,7 +12,7 @@ use bigfuse_core::{Func, Op, Type};
 
 /// Caller's overrides (from the API or the environment); `None` leaves the choice to the model.
 ///
-/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-` (`-` for no hint):
+/// Hints have one text form, `q=2,block=256,width=-,minb=-,ntt=-,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-,park=-` (`-` for no hint):
 /// [`Display`](std::fmt::Display) writes it, [`Hints::with`] and [`str::parse`] read it. With the
 /// `serde` feature, hints serialize as that text, a string (`"hints": "q=2,block=-,..."` in JSON),
 /// and deserialize through the same parser: one reader for the autotune cache, the bench's
@@ -1197,9 +1197,9 @@ mod tests {
         let text = h.to_string();
         assert_eq!(
             text,
-            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-,gntt=-,coords=-"
+            "q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=1,group=4,divw=8192,span=-,gntt=-,coords=-,park=-"
         );
-        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 12)));
+        assert_eq!(Hints::default().with(&text), Ok((h.clone(), 13)));
         // Overrides apply on top of a base; `-` clears.
         let (g, n) = h.clone().with("block=256,q=-").unwrap();
         assert_eq!(n, 2);
@@ -1247,7 +1247,7 @@ mod tests {
             let json = serde_json::to_string(&h).unwrap();
             assert_eq!(
                 json,
-                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-""#
+                r#""q=4,block=-,width=-,minb=1,ntt=32768,chunk=-,thread=-,group=-,divw=-,span=-,gntt=-,coords=-,park=-""#
             );
             assert_eq!(serde_json::from_str::<Hints>(&json).unwrap(), h);
             // Inside other values, and the keys the text leaves out are no hint.
