@@ -196,17 +196,7 @@ mod tests {
     /// read and written (Poly), not for a lone product.
     #[test]
     fn products_run_one_thread_up_to_their_widths() {
-        let program = |bits: u64, poly: bool| {
-            let mut b = Builder::new("f", &[]);
-            let x = b.param("a", Type::Big(Size::lit(bits)));
-            let y = b.param("b", Type::Big(Size::lit(bits)));
-            let r = if poly {
-                super::poly(&mut b, x, y)
-            } else {
-                b.mul(x, y).unwrap()
-            };
-            b.finish(&[r]).unwrap()
-        };
+        let program = poly_or_product;
         for (bits, poly, want) in [
             (1024, false, true),
             (1024, true, true),

@@ -1045,13 +1045,7 @@ mod tests {
                 let mut l = Builder::lambda();
                 let x = l.param("x", big.clone());
                 let y = l.param("y", big.clone());
-                let x2 = l.mul(x, x).unwrap();
-                let y2 = l.mul(y, y).unwrap();
-                let u = l.add(x2, y).unwrap();
-                let v = l.add(y2, y).unwrap();
-                let uv = l.mul(u, v).unwrap();
-                let xy = l.mul(x, y).unwrap();
-                let r = l.add(uv, xy).unwrap();
+                let r = crate::per_thread::poly(&mut l, x, y);
                 // Used twice: stays a product.
                 let twice = l.mul(r, y).unwrap();
                 let s = l.add(twice, x).unwrap();
