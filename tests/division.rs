@@ -346,31 +346,7 @@ fn wide_divisors_divided_whole_in_local_memory() {
             }
         }
         let Some(dev) = common::gpu() else { continue };
-        let mut r = rng(bits);
-        let mut a: Vec<BigUint> = (0..37)
-            .map(|i| random_big(&mut r, na) >> (i * 31 % 97))
-            .collect();
-        let mut b: Vec<BigUint> = (0..37)
-            .map(|i| random_big(&mut r, bits) >> (i * 97 % bits as usize))
-            .collect();
-        // Divisor zero, one, all ones, above the dividend, and a quotient of a few words.
-        let top = BigUint::from(1u8) << (bits - 1);
-        a.extend([
-            all_ones(na),
-            BigUint::from(5u8),
-            all_ones(na),
-            all_ones(na),
-            BigUint::from(0u8),
-            (&top * 12345u32 + 17u32) % modulus(na),
-        ]);
-        b.extend([
-            BigUint::from(0u8),
-            BigUint::from(7u8),
-            BigUint::from(1u8),
-            all_ones(bits),
-            all_ones(bits),
-            &top + 1u32,
-        ]);
+        let (a, b) = wide_cases(bits, na);
         let cols = k
             .run_with(
                 &dev,
@@ -399,6 +375,103 @@ fn wide_divisors_divided_whole_in_local_memory() {
                 a[i],
                 b[i]
             );
+        }
+    }
+}
+
+/// Operands of a division by a `bits`-bit divisor of an `na`-bit dividend: random ones of every
+/// length, divisor zero, one, all ones, above the dividend, and a quotient of a few words.
+fn wide_cases(bits: u64, na: u64) -> (Vec<BigUint>, Vec<BigUint>) {
+    let mut r = rng(bits);
+    let mut a: Vec<BigUint> = (0..37)
+        .map(|i| random_big(&mut r, na) >> (i * 31 % 97))
+        .collect();
+    let mut b: Vec<BigUint> = (0..37)
+        .map(|i| random_big(&mut r, bits) >> (i * 97 % bits as usize))
+        .collect();
+    // Divisors of full width: quotients of one word (the short path), its add-back at b - 1.
+    for i in 0..8u32 {
+        let d = random_big(&mut r, bits) | (BigUint::from(1u8) << (bits - 1 - u64::from(i)));
+        a.push((&d * (i + 1) - (i % 2)) % modulus(na));
+        b.push(d);
+    }
+    let top = BigUint::from(1u8) << (bits - 1);
+    a.extend([
+        all_ones(na),
+        BigUint::from(5u8),
+        all_ones(na),
+        all_ones(na),
+        BigUint::from(0u8),
+        (&top * 12345u32 + 17u32) % modulus(na),
+    ]);
+    b.extend([
+        BigUint::from(0u8),
+        BigUint::from(7u8),
+        BigUint::from(1u8),
+        all_ones(bits),
+        all_ones(bits),
+        &top + 1u32,
+    ]);
+    (a, b)
+}
+
+#[bigfuse::kernel]
+fn quotient_alone(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a / b
+}
+
+#[bigfuse::kernel]
+fn remainder_alone(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a % b
+}
+
+/// A quotient alone and a remainder alone: the device function computes and writes only what
+/// is read, and above 2048 bits reads the operands where they lie in global memory (no copy of
+/// them in the kernel); on a GPU both equal num-bigint's.
+#[test]
+fn quotients_alone_and_remainders_alone() {
+    for bits in [1024u64, 2048, 4096, 8192] {
+        for (quotients, k) in [
+            (true, quotient_alone::kernel().unwrap()),
+            (false, remainder_alone::kernel().unwrap()),
+        ] {
+            let words = 2 * bits / 64;
+            let function = if quotients { "bf_div" } else { "bf_rem" };
+            let source = k.cuda_source(&[bits], &bigfuse::Target::h100()).unwrap();
+            assert!(
+                source.contains(&format!("{function}_{words}_{words}(")),
+                "{bits} bits: {function}"
+            );
+            // Up to 2048 bits the division holds its operands in registers: they are loaded.
+            assert_eq!(
+                source.contains("const u64 p0["),
+                bits <= 2048,
+                "{bits} bits: operands copied"
+            );
+            if bigfuse::runtime::nvrtc::library().is_ok() {
+                common::nvrtc_compiles(k, &[bits]);
+            }
+            let Some(dev) = common::gpu() else { continue };
+            let (a, b) = wide_cases(bits, bits);
+            let cols = k
+                .run_with(
+                    &dev,
+                    &[bits],
+                    &[a.as_slice().into(), b.as_slice().into()],
+                    &bigfuse::Hints::default(),
+                )
+                .unwrap();
+            let bigfuse::runtime::Column::Big(got) = &cols[0] else {
+                panic!("a column of big integers")
+            };
+            for i in 0..a.len() {
+                let want = if quotients {
+                    quotient(&a[i], &b[i], bits)
+                } else {
+                    remainder(&a[i], &b[i], bits)
+                };
+                assert_eq!(got[i], want, "{bits}: {:#x}, {:#x}", a[i], b[i]);
+            }
         }
     }
 }

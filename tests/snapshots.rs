@@ -109,9 +109,17 @@ fn divide_whole(a: U<BITS>, b: U<BITS>) -> (U<BITS>, U<BITS>) {
     (a / b, a % b)
 }
 
+/// A quotient alone: at 4096 bits the device function computes no remainder and reads the
+/// operands where they lie in global memory (codegen/src/place.rs, `divided_in_place`).
+#[bigfuse::kernel]
+fn quotient(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    a / b
+}
+
 #[test]
 fn division_kernels() {
     snap("divide_whole", divide_whole::kernel().unwrap(), 64);
+    snap("quotient", quotient::kernel().unwrap(), 4096);
 }
 
 #[test]

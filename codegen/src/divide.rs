@@ -84,6 +84,13 @@ pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 4096;
 /// expansion above [`ONE_THREAD_MAX_DIVISOR_BITS`] (8192 bits: 0.003 whole against 0.011).
 pub const ONE_THREAD_MAX_SHORT_DIVISOR_BITS: u64 = 16384;
 
+/// The widest divisor whose words and window one thread's division holds in registers (ptxas:
+/// 254 registers at 2048 bits and no spills in the row loop; at 4096 bits the loop spills).
+/// Wider divisors divide in local memory (`emit/divide.rs`), and a parameter that only such
+/// divisions read is read where it lies in global memory (`place::divided_in_place`): at 2048
+/// bits that made `a / b` 5% slower (H200, bench/RESULTS.md 2026-11-28), at 4096 1.3x faster.
+pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
+
 /// The widest division a square root may compute whole (at its top level): the rest of a
 /// root's one-thread program (the levels' squares and sums, scalarized over 64-bit limbs) grows
 /// with the square of the width: the root of a 4096-bit value (its top division by 1088 bits)

@@ -176,7 +176,7 @@ fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, Parking, u32)> {
     func.ids()
         .filter_map(|id| match (&func.node(id).op, func.ty(id)) {
             (Op::Map { f, args }, Type::Array(_, len)) => {
-                let plan = Parking::of(f, &parkable_args(func, args));
+                let plan = Parking::of(f, &parkable_args(func, sched, args));
                 let q = sched.q_of(len.as_const().unwrap_or(0));
                 (!plan.slots.is_empty()).then_some((id, plan, q))
             }
@@ -187,14 +187,62 @@ fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, Parking, u32)> {
 
 /// Which arguments of a map are parameters of the kernel whose elements are tuples of words: the
 /// arrays it loads element by element (`emit::memory`), and so may park where it loads them.
-fn parkable_args(func: &Func, args: &[ValueId]) -> Vec<bool> {
+/// Those that divisions read where they lie ([`divided_in_place`]) are not loaded.
+fn parkable_args(func: &Func, sched: &Schedule, args: &[ValueId]) -> Vec<bool> {
     args.iter()
         .map(|&a| {
             matches!(func.node(a).op, Op::Param(_))
                 && matches!(func.ty(a), Type::Array(e, _)
                     if e.leaf_count() > 1 && e.leaves().iter().all(|l| *l == Type::U64))
+                && !divided_in_place(func, sched, a)
         })
         .collect()
+}
+
+/// Whether kernel parameter `id`, one big integer per instance as a tuple of words in a kernel of
+/// one thread per instance, wider than [`crate::divide::MAX_REGISTER_DIVISOR_BITS`], is only ever
+/// an operand of divisions in the maps that read it: the division's device function then reads
+/// its words where they lie in global memory (`emit::divide`), and no register holds them. A thread holds a 4096-bit operand in 128 of its 255
+/// registers, so the kernel of `a / b` spilled both operands to local memory, then copied them
+/// into the function's arrays there (4,144 bytes of local memory a thread).
+pub fn divided_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
+    // Narrower operands are held in registers by the division (its register form).
+    let one_each = matches!(func.ty(id), Type::Array(e, n)
+        if n.as_const() == Some(1)
+            && 64 * e.leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS
+            && e.leaves().iter().all(|l| *l == Type::U64));
+    let mut users = func
+        .ids()
+        .filter(|&u| func.node(u).op.args().contains(&id))
+        .peekable();
+    sched.threads_per_instance == 1
+        && sched.blocks_per_instance == 1
+        && matches!(func.node(id).op, Op::Param(_))
+        && one_each
+        && !func.outputs.contains(&id)
+        && users.peek().is_some()
+        && users.all(|u| match &func.node(u).op {
+            Op::Map { f, args } => args
+                .iter()
+                .enumerate()
+                .filter(|(_, &a)| a == id)
+                .all(|(i, _)| only_divided(f, i as u32)),
+            _ => false,
+        })
+}
+
+/// Whether body `f`'s parameter `i` is used, and only as an operand of `limb.div_rem`.
+fn only_divided(f: &Func, i: u32) -> bool {
+    let Some(p) = f.ids().find(|&x| f.node(x).op == Op::Param(i)) else {
+        return false;
+    };
+    let mut users = f
+        .ids()
+        .filter(|&u| f.node(u).op.args().contains(&p))
+        .peekable();
+    !f.outputs.contains(&p)
+        && users.peek().is_some()
+        && users.all(|u| matches!(f.node(u).op, Op::LimbDivRem(..)))
 }
 
 /// Where the warps' transposition buffers lie: one per warp of the block, each of `32 * vectors`
@@ -212,6 +260,17 @@ pub struct Transpose {
 /// 2026-11-26 sixth session): Poly at 2^11 bits (32 words, one thread per instance) 135,637
 /// Gu32ops/s through the buffers against 383,328 read directly.
 pub const TUPLE_MAX_WORDS: u64 = 16;
+
+/// Whether elements of `w`-word tuples that do not go through the transposition buffers move in
+/// 16-byte loads and stores (each element lies 16-byte aligned where `w` is even): half the
+/// memory requests of 8-byte ones, each thread's words lying `8 w` bytes from its neighbour's.
+/// `a / b` at 4096 bits (one thread per instance, bound by L2 throughput) stored 64 partial
+/// sectors per instance. Up to 32 words (one-thread products' sizes) the words stay 8-byte
+/// accesses: the register pairs of 16-byte stores made Poly at 2^11 bits spill 48 bytes a thread
+/// against 28 (ptxas).
+pub fn tuple_vectors(w: usize) -> bool {
+    w.is_multiple_of(2) && w > 32
+}
 
 /// Vectors of 16 bytes per thread when the global loads and stores of an array of `len` 64-bit
 /// words go through the warp's transposition buffer, `None` when they access memory directly.

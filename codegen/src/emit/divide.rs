@@ -19,6 +19,7 @@
 
 use super::chain::{both_targets, Step};
 use super::Emitter;
+use bigfuse_core::{Func, Op, ValueId};
 
 /// A row's quotient word `qh` from the window's top words `n2 n1 n0`, the divisor's top words
 /// `d1 d0` and `v`, the reciprocal of `d1`: C shared by both forms of the function.
@@ -46,23 +47,92 @@ const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder 
 "#;
 
 /// The widest divisor (32-bit words) whose words and window the function holds in registers
-/// (ptxas: 254 registers at 64 words and no spills in the row loop; at 128 words the loop
-/// spills). Wider divisors divide in local memory ([`in_memory`]).
-pub(crate) const MAX_REGISTER_WORDS: usize = 64;
+/// ([`crate::divide::MAX_REGISTER_DIVISOR_BITS`]). Wider divisors divide in local memory
+/// ([`in_memory`]).
+const MAX_REGISTER_WORDS: usize = (crate::divide::MAX_REGISTER_DIVISOR_BITS / 32) as usize;
+
+/// Which results of a division its caller reads: a function computes and writes only those
+/// (`a / b` needs no remainder, so the one-word quotient of operands of one width is a borrow out
+/// of `a - q b`, with no word stored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Parts {
+    pub quotient: bool,
+    pub remainder: bool,
+}
+
+impl Parts {
+    pub(crate) const BOTH: Parts = Parts {
+        quotient: true,
+        remainder: true,
+    };
+
+    /// The results of `limb.div_rem` node `id` of `f` that `f` reads (both where it reads the
+    /// pair other than through extracts).
+    pub(crate) fn read_in(f: &Func, id: ValueId) -> Parts {
+        let read = |x: ValueId| {
+            f.outputs.contains(&x) || f.ids().any(|u| f.node(u).op.args().contains(&x))
+        };
+        if f.outputs.contains(&id) {
+            return Parts::BOTH;
+        }
+        let mut parts = Parts {
+            quotient: false,
+            remainder: false,
+        };
+        for u in f.ids().filter(|&u| f.node(u).op.args().contains(&id)) {
+            match f.node(u).op {
+                Op::Extract(_, 0) => parts.quotient |= read(u),
+                Op::Extract(_, 1) => parts.remainder |= read(u),
+                _ => return Parts::BOTH,
+            }
+        }
+        parts
+    }
+
+    /// The function's name: `bf_div_rem`, `bf_div` (the quotient only) or `bf_rem`, then the
+    /// widths.
+    pub(crate) fn name(self, na: usize, mb: usize) -> String {
+        let prefix = match (self.quotient, self.remainder) {
+            (true, false) => "bf_div",
+            (false, true) => "bf_rem",
+            _ => "bf_div_rem",
+        };
+        format!("{prefix}_{na}_{mb}")
+    }
+
+    /// `text` where the quotient is read, nothing otherwise.
+    fn q(self, text: &str) -> &str {
+        if self.quotient {
+            text
+        } else {
+            ""
+        }
+    }
+
+    /// `text` where the remainder is read, nothing otherwise.
+    fn r(self, text: &str) -> &str {
+        if self.remainder {
+            text
+        } else {
+            ""
+        }
+    }
+}
 
 /// `(a / b, a % b)` of an `na`-word `a` by an `mb`-word `b` (32-bit words, both even) on 64-bit
-/// limbs: `bf_div_rem_{na}_{mb}(u64* out, const u64* a, const u64* b)` writes the quotient's
-/// `na / 2` limbs, then the remainder's `mb / 2`. Division by zero gives all ones and `a` modulo
-/// `2^(32 mb)` ([`bigfuse_core::Op::BigDiv`], [`bigfuse_core::Op::BigRem`]).
-pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
+/// limbs: the function [`Parts::name`]`(u64* out, const u64* a, const u64* b)` writes the
+/// quotient's `na / 2` limbs, then the remainder's `mb / 2`, each where `parts` reads it. Division
+/// by zero gives all ones and `a` modulo `2^(32 mb)` ([`bigfuse_core::Op::BigDiv`],
+/// [`bigfuse_core::Op::BigRem`]).
+pub(crate) fn div_rem_functions(na: usize, mb: usize, parts: Parts) -> Vec<(String, String)> {
     assert!(
         na >= 2 && mb >= 2 && na.is_multiple_of(2) && mb.is_multiple_of(2),
         "whole 64-bit limbs"
     );
     if mb > MAX_REGISTER_WORDS {
-        return vec![in_memory(na, mb)];
+        return vec![in_memory(na, mb, parts)];
     }
-    let name = format!("bf_div_rem_{na}_{mb}");
+    let name = parts.name(na, mb);
     let row = both_targets(&row_chains(mb), "    ");
     let products: String = (0..mb)
         .map(|k| format!("const u64 p{k} = (u64)qh * (u64)d[{k}]; "))
@@ -87,6 +157,26 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize) -> Vec<(String, String)> {
             )
         })
         .collect();
+    let r_out = format!(
+        r#"  // The remainder (w[1..{mb}]) shifted back down by 32 ws + bs bits: in registers for a divisor
+  // of full width, else through a copy read at run-time offsets.
+  if (ws == 0) {{
+{in_registers}  }} else {{
+    u32 rl[{mb2}];
+    #pragma unroll
+    for (int k = 0; k < {mb}; ++k) {{ rl[k] = w[k + 1]; rl[{mb} + k] = 0u; }}
+    #pragma unroll
+    for (int k = 0; k < {mbh}; ++k) {{
+      const u32 lo = __funnelshift_r(rl[2 * k + ws], rl[2 * k + ws + 1], bs);
+      const u32 hi = __funnelshift_r(rl[2 * k + 1 + ws], rl[2 * k + ws + 2], bs);
+      out[{nah} + k] = ((u64)hi << 32) | (u64)lo;
+    }}
+  }}
+"#,
+        mb2 = 2 * mb,
+        nah = na / 2,
+        mbh = mb / 2,
+    );
     let text = format!(
         r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
 // words, one quotient word per row from the dividend's top word down. b = 0 gives q = 2^{n} - 1
@@ -100,11 +190,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
   #pragma unroll
   for (int j = 0; j < {mb}; ++j) if (d[j] != 0u) {{ top = j; bt = d[j]; }}
   if (top < 0) {{
-    #pragma unroll
-    for (int j = 0; j < {nah}; ++j) out[j] = ~0ull;
-    #pragma unroll
-    for (int j = 0; j < {mbh}; ++j) out[{nah} + j] = j < {nah} ? a64[j] : 0ull;
-    return;
+{by_zero}    return;
   }}
   // The shift that sets the divisor's top bit: ws words and bs bits.
   const int ws = {mb1} - top;
@@ -143,10 +229,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
   u32 w[{mb} + 1];
   #pragma unroll
   for (int k = 0; k <= {mb}; ++k) w[k] = U(j0 + k);
-  u32 qa[{na}];
-  #pragma unroll
-  for (int j = 0; j < {na}; ++j) qa[j] = 0u;
-  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
+{qa}  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
   // floor((2^64 - 1) / d1) - 2^32: the reciprocal of the divisor's top word.
   const u32 v = (u32)(~0ull / (u64)d1);
   #pragma unroll 1
@@ -166,35 +249,17 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         cy = (u32)(s >> 32);
       }}
     }}
-    qa[j] = qh;
-    // The window moves up a word: the remainder's {mb} words, the dividend's next word below.
+{qa_j}    // The window moves up a word: the remainder's {mb} words, the dividend's next word below.
     #pragma unroll
     for (int k = {mb}; k > 0; --k) w[k] = w[k - 1];
     w[0] = j > 0 ? U(j - 1) : 0u;
   }}
 #undef U
-  #pragma unroll
-  for (int j = 0; j < {nah}; ++j) out[j] = ((u64)qa[2 * j + 1] << 32) | (u64)qa[2 * j];
-  // The remainder (w[1..{mb}]) shifted back down by 32 ws + bs bits: in registers for a divisor
-  // of full width, else through a copy read at run-time offsets.
-  if (ws == 0) {{
-{in_registers}  }} else {{
-    u32 rl[{mb2}];
-    #pragma unroll
-    for (int k = 0; k < {mb}; ++k) {{ rl[k] = w[k + 1]; rl[{mb} + k] = 0u; }}
-    #pragma unroll
-    for (int k = 0; k < {mbh}; ++k) {{
-      const u32 lo = __funnelshift_r(rl[2 * k + ws], rl[2 * k + ws + 1], bs);
-      const u32 hi = __funnelshift_r(rl[2 * k + 1 + ws], rl[2 * k + ws + 2], bs);
-      out[{nah} + k] = ((u64)hi << 32) | (u64)lo;
-    }}
-  }}
-}}
+{q_out}{r_out}}}
 "#,
         n = 32 * na,
         estimate = ESTIMATE,
         m = 32 * mb,
-        nah = na / 2,
         mbh = mb / 2,
         mb1 = mb - 1,
         mb2 = 2 * mb,
@@ -202,7 +267,12 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         na1 = na - 1,
         nu = na + mb,
         alen = na + 2 * mb,
-        short = short_quotient(na, mb, "#pragma unroll"),
+        short = short_quotient(na, mb, parts, "#pragma unroll", false),
+        by_zero = by_zero(na, mb, parts, "#pragma unroll"),
+        qa = quotient_words(na, parts, "#pragma unroll"),
+        qa_j = parts.q("    qa[j] = qh;\n"),
+        q_out = parts.q(&quotient_out(na, "#pragma unroll")),
+        r_out = parts.r(&r_out),
     );
     vec![(name, text)]
 }
@@ -210,8 +280,24 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 /// The same division for divisors too wide for registers: Knuth's Algorithm D in place on the
 /// shifted dividend, every array in local memory, the rows' word loops rolled (a few unrolled
 /// steps each), so that the text stays small at any width.
-fn in_memory(na: usize, mb: usize) -> (String, String) {
-    let name = format!("bf_div_rem_{na}_{mb}");
+fn in_memory(na: usize, mb: usize, parts: Parts) -> (String, String) {
+    let name = parts.name(na, mb);
+    let r_out = format!(
+        r#"  // The remainder u[0..{mb}] shifted back down by 32 ws + bs bits (the words above are zero).
+  #pragma unroll 1
+  for (int k = 0; k < {mbh}; ++k) {{
+    u32 w[3];
+    #pragma unroll
+    for (int e = 0; e < 3; ++e) {{
+      const int i = 2 * k + e + ws;
+      w[e] = i < {mb} ? u[i] : 0u;
+    }}
+    out[{nah} + k] = ((u64)__funnelshift_r(w[1], w[2], bs) << 32) | (u64)__funnelshift_r(w[0], w[1], bs);
+  }}
+"#,
+        nah = na / 2,
+        mbh = mb / 2,
+    );
     let text = format!(
         r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
 // words in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
@@ -226,11 +312,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     if (d[j] != 0u) {{ top = j; bt = d[j]; }}
   }}
   if (top < 0) {{
-    #pragma unroll 1
-    for (int j = 0; j < {nah}; ++j) out[j] = ~0ull;
-    #pragma unroll 1
-    for (int j = 0; j < {mbh}; ++j) out[{nah} + j] = j < {nah} ? a64[j] : 0ull;
-    return;
+{by_zero}    return;
   }}
   const int ws = {mb1} - top;
   const u32 bs = (u32)__clz((int)bt);
@@ -254,10 +336,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
   }}
   int j0 = t - {mb1};
   j0 = j0 < 0 ? 0 : (j0 > {na1} ? {na1} : j0);
-  u32 qa[{na}];
-  #pragma unroll 1
-  for (int j = 0; j < {na}; ++j) qa[j] = 0u;
-  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
+{qa}  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
   // floor((2^64 - 1) / d1) - 2^32: the reciprocal of the divisor's top word.
   const u32 v = (u32)(~0ull / (u64)d1);
   #pragma unroll 1
@@ -287,35 +366,51 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
       }}
       u[j + {mb}] += cy;
     }}
-    qa[j] = qh;
-  }}
-  #pragma unroll 1
-  for (int j = 0; j < {nah}; ++j) out[j] = ((u64)qa[2 * j + 1] << 32) | (u64)qa[2 * j];
-  // The remainder u[0..{mb}] shifted back down by 32 ws + bs bits (the words above are zero).
-  #pragma unroll 1
-  for (int k = 0; k < {mbh}; ++k) {{
-    u32 w[3];
-    #pragma unroll
-    for (int e = 0; e < 3; ++e) {{
-      const int i = 2 * k + e + ws;
-      w[e] = i < {mb} ? u[i] : 0u;
-    }}
-    out[{nah} + k] = ((u64)__funnelshift_r(w[1], w[2], bs) << 32) | (u64)__funnelshift_r(w[0], w[1], bs);
-  }}
-}}
+{qa_j}  }}
+{q_out}{r_out}}}
 "#,
         n = 32 * na,
         estimate = ESTIMATE,
         m = 32 * mb,
-        nah = na / 2,
-        mbh = mb / 2,
         mb1 = mb - 1,
         mb2m = mb - 2,
         na1 = na - 1,
         nu = na + mb,
-        short = short_quotient(na, mb, "#pragma unroll 4"),
+        short = short_quotient(na, mb, parts, "#pragma unroll 4", true),
+        by_zero = by_zero(na, mb, parts, "#pragma unroll 1"),
+        qa = quotient_words(na, parts, "#pragma unroll 1"),
+        qa_j = parts.q("    qa[j] = qh;\n"),
+        q_out = parts.q(&quotient_out(na, "#pragma unroll 1")),
+        r_out = parts.r(&r_out),
     );
     (name, text)
+}
+
+/// The words of division by zero, all ones and `a mod 2^(32 mb)`, where `parts` reads them.
+fn by_zero(na: usize, mb: usize, parts: Parts, unroll: &str) -> String {
+    let (nah, mbh) = (na / 2, mb / 2);
+    let q = format!("    {unroll}\n    for (int j = 0; j < {nah}; ++j) out[j] = ~0ull;\n");
+    let r = format!(
+        "    {unroll}\n    for (int j = 0; j < {mbh}; ++j) out[{nah} + j] = j < {nah} ? a64[j] : 0ull;\n"
+    );
+    format!("{}{}", parts.q(&q), parts.r(&r))
+}
+
+/// The quotient's 32-bit words `qa`, zero until a row sets one, where `parts` reads it.
+fn quotient_words(na: usize, parts: Parts, unroll: &str) -> String {
+    parts
+        .q(&format!(
+            "  u32 qa[{na}];\n  {unroll}\n  for (int j = 0; j < {na}; ++j) qa[j] = 0u;\n"
+        ))
+        .to_string()
+}
+
+/// The quotient's limbs from its words `qa`.
+fn quotient_out(na: usize, unroll: &str) -> String {
+    format!(
+        "  {unroll}\n  for (int j = 0; j < {nah}; ++j) out[j] = ((u64)qa[2 * j + 1] << 32) | (u64)qa[2 * j];\n",
+        nah = na / 2
+    )
 }
 
 /// The path of a quotient of one word, first in both forms where the dividend is no wider than
@@ -328,8 +423,11 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 /// shifted copy of the dividend, no normalized divisor, no window, no shift of the remainder back
 /// down: where the general path moves every word through local memory several times, this reads
 /// each operand once. Every instance with a divisor of full width takes it, so a warp of such
-/// operands does not run both paths. `unroll` is the word loops' pragma.
-fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
+/// operands does not run both paths. `unroll` is the word loops' pragma; with `vectors` the
+/// operands are read in 16-byte loads (their arrays are 16-byte aligned: parameters in global
+/// memory, [`Emitter::device_call`]'s copies), half the loads of a division bound by its memory
+/// accesses.
+fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: bool) -> String {
     if na > mb {
         return String::new();
     }
@@ -351,6 +449,42 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
         )
     };
     let m = mb as isize;
+    let (nah, mbh) = (na / 2, mb / 2);
+    let add_back = format!(
+        r#"        u64 cy = 0ull;
+        {unroll}
+        for (int k = 0; k < {mbh}; ++k) {{
+          const u64 x = out[{nah} + k] + b64[k];
+          const u64 y = x + cy;
+          cy = (u64)(x < b64[k]) | (u64)(y < x);
+          out[{nah} + k] = y;
+        }}
+"#
+    );
+    let q_out = format!(
+        "      out[0] = (u64)qh;\n      {unroll}\n      for (int j = 1; j < {nah}; ++j) out[j] = 0ull;\n"
+    );
+    // The operands' limbs k of the step, two at a time in 16-byte loads where they come so.
+    let vectors = vectors && nah % 2 == 0 && mbh % 2 == 0;
+    let words = if vectors {
+        format!(
+            r#"      for (int k2 = 0; k2 < {mbh}; k2 += 2) {{
+        const ulonglong2 b2 = reinterpret_cast<const ulonglong2*>(b64)[k2 / 2];
+        const ulonglong2 a2 = k2 < {nah} ? reinterpret_cast<const ulonglong2*>(a64)[k2 / 2] : make_ulonglong2(0ull, 0ull);
+        #pragma unroll
+        for (int k = k2; k < k2 + 2; ++k) {{
+        const u64 bk = k == k2 ? b2.x : b2.y;
+        const u64 ak = k == k2 ? a2.x : a2.y;
+"#
+        )
+    } else {
+        format!(
+            r#"      for (int k = 0; k < {mbh}; ++k) {{
+        const u64 bk = b64[k];
+        const u64 ak = k < {nah} ? a64[k] : 0ull;
+"#
+        )
+    };
     format!(
         r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
   if ((u32)(b64[{mbh1}] >> 32) != 0u) {{
@@ -364,36 +498,30 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
 {estimate}      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
       u64 c = 0ull, bo = 0ull;
       {unroll}
-      for (int k = 0; k < {mbh}; ++k) {{
-        const u64 bk = b64[k];
-        const u64 ak = k < {nah} ? a64[k] : 0ull;
-        const u64 lo = (u64)qh * (u64)(u32)bk + c;
+{words}        const u64 lo = (u64)qh * (u64)(u32)bk + c;
         const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);
         c = hi >> 32;
         const u64 p = (hi << 32) | (u64)(u32)lo;
         const u64 x = ak - p;
-        out[{nah} + k] = x - bo;
-        bo = (u64)(ak < p) | (u64)(x < bo);
-      }}
-      // Negative (qh one above): b goes back in.
+{r_word}        bo = (u64)(ak < p) | (u64)(x < bo);
+      }}{close}
+      // Negative (qh one above): {back}.
       if ((c | bo) != 0ull) {{
         qh -= 1u;
-        u64 cy = 0ull;
-        {unroll}
-        for (int k = 0; k < {mbh}; ++k) {{
-          const u64 x = out[{nah} + k] + b64[k];
-          const u64 y = x + cy;
-          cy = (u64)(x < b64[k]) | (u64)(y < x);
-          out[{nah} + k] = y;
-        }}
-      }}
-      out[0] = (u64)qh;
-      {unroll}
-      for (int j = 1; j < {nah}; ++j) out[j] = 0ull;
-      return;
+{add_back}      }}
+{q_out}      return;
     }}
   }}
 "#,
+        r_word = parts.r(&format!("        out[{nah} + k] = x - bo;\n")),
+        close = if vectors { "\n      }" } else { "" },
+        back = if parts.remainder {
+            "b goes back in"
+        } else {
+            "the quotient is one less"
+        },
+        add_back = parts.r(&add_back),
+        q_out = parts.q(&q_out),
         mbh1 = mb / 2 - 1,
         top = word("a64", na, m - 1),
         n1 = shifted("a64", na, m - 1),
@@ -403,8 +531,6 @@ fn short_quotient(na: usize, mb: usize, unroll: &str) -> String {
         estimate = ESTIMATE
             .replace("\n    ", "\n      ")
             .replacen("    ", "      ", 1),
-        nah = na / 2,
-        mbh = mb / 2,
     )
 }
 
@@ -431,12 +557,13 @@ fn row_chains(mb: usize) -> [Vec<Step>; 2] {
 }
 
 impl Emitter<'_> {
-    /// The limbs of `a / b`, then those of `a % b`, through the device function of their widths.
-    pub(super) fn div_rem_call(&mut self, a: &[String], b: &[String]) -> Vec<String> {
+    /// The limbs of `a / b`, then those of `a % b`, through the device function of their widths
+    /// that computes the `parts` read (the others' limbs are never written).
+    pub(super) fn div_rem_call(&mut self, a: &[String], b: &[String], parts: Parts) -> Vec<String> {
         let (na, mb) = (2 * a.len(), 2 * b.len());
         self.device_call(
-            div_rem_functions(na, mb),
-            &format!("bf_div_rem_{na}_{mb}"),
+            div_rem_functions(na, mb, parts),
+            &parts.name(na, mb),
             a.len() + b.len(),
             &[a, b],
             &[],
@@ -455,19 +582,27 @@ mod tests {
     /// Runs the function of `(na, mb)` words on the host over `cases` and checks every quotient
     /// and remainder against num-bigint.
     fn check(na: usize, mb: usize, cases: &[(BigUint, BigUint)]) {
+        check_parts(na, mb, Parts::BOTH, cases);
+    }
+
+    /// The same for the function that computes `parts`, checking those (the words of the others
+    /// are left as they were: zero).
+    fn check_parts(na: usize, mb: usize, parts: Parts, cases: &[(BigUint, BigUint)]) {
         let mut src = String::from(host::PRELUDE);
-        for (_, text) in div_rem_functions(na, mb) {
+        for (_, text) in div_rem_functions(na, mb, parts) {
             src.push_str(&text);
         }
+        let name = parts.name(na, mb);
         let (ha, hb) = (na / 2, mb / 2);
         let _ = write!(
             src,
             r#"int main() {{
-  u64 a[{ha}], b[{hb}], r[{hr}];
+  __align__(16) u64 a[{ha}], b[{hb}], r[{hr}];
   for (;;) {{
     for (int j = 0; j < {ha}; ++j) if (scanf("%llu", &a[j]) != 1) return 0;
     for (int j = 0; j < {hb}; ++j) scanf("%llu", &b[j]);
-    bf_div_rem_{na}_{mb}(r, a, b);
+    for (int j = 0; j < {hr}; ++j) r[j] = 0ull;
+    {name}(r, a, b);
     for (int j = 0; j < {hr}; ++j) printf("%llu ", r[j]);
     printf("\n");
   }}
@@ -476,7 +611,7 @@ mod tests {
             hr = ha + hb
         );
         let input = host::pairs(cases, ha, hb);
-        let out = host::run(&format!("div-{na}-{mb}"), &src, &input);
+        let out = host::run(&format!("{name}-{na}-{mb}"), &src, &input);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), cases.len());
         let one = BigUint::from(1u8);
@@ -489,7 +624,10 @@ mod tests {
             } else {
                 (x / y, x % y)
             };
-            assert_eq!((q, r), (wq, wr), "{na}/{mb} words: {x:#x} / {y:#x}");
+            let zero = BigUint::from(0u8);
+            let wq = if parts.quotient { wq } else { zero.clone() };
+            let wr = if parts.remainder { wr } else { zero };
+            assert_eq!((q, r), (wq, wr), "{name}: {x:#x} / {y:#x}");
         }
     }
 
@@ -576,6 +714,44 @@ mod tests {
         ] {
             check(na, mb, &cases(na, mb, 400, (na * 1000 + mb) as u64));
         }
+    }
+
+    /// The functions that compute only the quotient or only the remainder: the register form,
+    /// the form in local memory, each with its short path (operands of one width) and without.
+    #[test]
+    fn quotients_alone_and_remainders_alone_equal_num_bigint_on_the_host() {
+        let quotient = Parts {
+            quotient: true,
+            remainder: false,
+        };
+        let remainder = Parts {
+            quotient: false,
+            remainder: true,
+        };
+        for (na, mb) in [(4, 2), (16, 16), (64, 32), (132, 66), (130, 130)] {
+            let cases = cases(na, mb, 300, (na * 7 + mb) as u64);
+            check_parts(na, mb, quotient, &cases);
+            check_parts(na, mb, remainder, &cases);
+        }
+    }
+
+    /// What a kernel's division computes follows what it reads.
+    #[test]
+    fn a_division_computes_the_parts_read() {
+        let f = bigfuse_core::parse::parse(
+            "fn f(a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+               %0 = param a : (u64, u64)
+               %1 = param b : (u64, u64)
+               %2 = limb.div_rem %0, %1 : ((u64, u64), (u64, u64))
+               %3 = extract %2.0 : (u64, u64)
+               %4 = extract %2.1 : (u64, u64)
+               return %3
+             }",
+        )
+        .unwrap();
+        let parts = Parts::read_in(&f, ValueId(2));
+        assert_eq!((parts.quotient, parts.remainder), (true, false));
+        assert_eq!(parts.name(4, 4), "bf_div_4_4");
     }
 
     /// Many more cases at the bench's widths.

@@ -5,15 +5,19 @@
 use num_bigint::BigUint;
 use std::process::{Command, Stdio};
 
-/// What every host program starts with: `__device__` and `__forceinline__` as plain C++, the
-/// kernels' integer types, and CUDA's bit intrinsics and funnel shifts.
+/// What every host program starts with: `__device__`, `__forceinline__` and `__align__` as plain
+/// C++, the kernels' integer types, CUDA's bit intrinsics and funnel shifts, and its 16-byte
+/// vector type.
 pub const PRELUDE: &str =
     "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
 typedef unsigned int u32;\ntypedef unsigned long long u64;\n\
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }\n\
 static inline int __ffs(int x) { return __builtin_ffs(x); }\n\
 static inline u32 __funnelshift_l(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (hi << s) | (lo >> (32u - s)) : hi; }\n\
-static inline u32 __funnelshift_r(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (lo >> s) | (hi << (32u - s)) : lo; }\n";
+static inline u32 __funnelshift_r(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (lo >> s) | (hi << (32u - s)) : lo; }\n\
+#define __align__(n) alignas(n)\n\
+struct alignas(16) ulonglong2 { u64 x, y; };\n\
+static inline ulonglong2 make_ulonglong2(u64 x, u64 y) { return {x, y}; }\n";
 
 /// Compiles `source` (C++20, with threads, undefined behaviour trapped) and runs it with `input`
 /// on its standard input; returns what it wrote. `tag` names its temporary folder.
@@ -29,6 +33,8 @@ pub fn run(tag: &str, source: &str, input: &str) -> String {
             "-std=c++20",
             "-pthread",
             "-fsanitize=undefined",
+            // Device code reads words as 16-byte vectors, as CUDA allows.
+            "-fno-strict-aliasing",
             "-fno-sanitize-recover=all",
             "-w",
             "-o",

@@ -153,8 +153,20 @@ impl Emitter<'_> {
         };
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        for (k, l) in leaves.iter().enumerate() {
-            self.line(format!("{l}[q] = ({guard}) ? src[q * {w} + {k}] : 0ull;"));
+        if crate::place::tuple_vectors(w) {
+            self.line(format!(
+                "const ulonglong2* s2 = reinterpret_cast<const ulonglong2*>(src + q * {w});"
+            ));
+            for (j, pair) in leaves.chunks(2).enumerate() {
+                self.line(format!(
+                    "{{ const ulonglong2 x = ({guard}) ? s2[{j}] : make_ulonglong2(0ull, 0ull); {}[q] = x.x; {}[q] = x.y; }}",
+                    pair[0], pair[1]
+                ));
+            }
+        } else {
+            for (k, l) in leaves.iter().enumerate() {
+                self.line(format!("{l}[q] = ({guard}) ? src[q * {w} + {k}] : 0ull;"));
+            }
         }
         self.close("}");
         self.close("}");
@@ -230,8 +242,20 @@ impl Emitter<'_> {
                 if pad {
                     self.line(format!("if (t * {q}u + q >= {len}u) break;"));
                 }
-                for (j, l) in leaves.iter().enumerate() {
-                    self.line(format!("dst[q * {w} + {j}] = (u64)({l}[q]);"));
+                if crate::place::tuple_vectors(w) {
+                    self.line(format!(
+                        "ulonglong2* d2 = reinterpret_cast<ulonglong2*>(dst + q * {w});"
+                    ));
+                    for (j, pair) in leaves.chunks(2).enumerate() {
+                        self.line(format!(
+                            "d2[{j}] = make_ulonglong2((u64)({}[q]), (u64)({}[q]));",
+                            pair[0], pair[1]
+                        ));
+                    }
+                } else {
+                    for (j, l) in leaves.iter().enumerate() {
+                        self.line(format!("dst[q * {w} + {j}] = (u64)({l}[q]);"));
+                    }
                 }
                 self.close("}");
                 self.close("}");
@@ -529,11 +553,13 @@ impl Emitter<'_> {
 
 impl Emitter<'_> {
     /// Whether array `id`, a parameter's words, is not loaded but read where it lies in global
-    /// memory by the gathers that use it ([`crate::schedule::only_gathered`]) or by the NTT
-    /// products that use it ([`Self::only_ntt_operand`]).
+    /// memory by the gathers that use it ([`crate::schedule::only_gathered`]), by the NTT
+    /// products that use it ([`Self::only_ntt_operand`]) or by the divisions that use it
+    /// ([`crate::place::divided_in_place`]).
     pub(super) fn read_in_place(&self, id: ValueId) -> bool {
         self.sched.blocks_per_instance > 1 && crate::schedule::only_gathered(self.func, id)
             || self.only_ntt_operand(id)
+            || crate::place::divided_in_place(self.func, self.sched, id)
     }
 
     /// Whether array `id`, a parameter's 64-bit words, is only ever an operand of NTT products:

@@ -2,6 +2,7 @@
 //! to registers leaf by leaf, and the per-element loop that maps run in. Whatever a single
 //! thread computes without talking to another starts here.
 
+use super::divide::Parts;
 use super::{Emitter, Val};
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::ops::Intrinsic;
@@ -33,6 +34,19 @@ pub(super) fn literal(l: &Literal) -> Vec<String> {
 
 /// `op` on `a`, an operand of type `t`. Counts of zeros give the width for 0, as `__clz` does
 /// (trailing zeros count the leading zeros of the bit-reversed word for that reason).
+/// `w` where `leaves` are `w[0]`, `w[1]`, .. in order: words that lie in memory as a device
+/// function reads its operands ([`Emitter::instance_words`]).
+fn words_in_order(leaves: &[String]) -> Option<&str> {
+    let w = leaves.first()?.strip_suffix("[0]")?;
+    let in_order = leaves.iter().enumerate().all(|(k, l)| {
+        l.strip_prefix(w)
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.strip_suffix(']'))
+            == Some(&k.to_string())
+    });
+    (in_order && !w.is_empty()).then_some(w)
+}
+
 pub(super) fn unary_expr(op: UnOp, t: &Type, a: &str) -> String {
     let ll = if *t == Type::U32 { "" } else { "ll" };
     match (op, t) {
@@ -152,7 +166,10 @@ impl Emitter<'_> {
                 Op::LimbMulAddWords(a, b, c, n) => {
                     self.mul_words_call(&arg(*a), &arg(*b), Some(&arg(*c)), *n, false)
                 }
-                Op::LimbDivRem(a, b) => self.div_rem_call(&arg(*a), &arg(*b)),
+                Op::LimbDivRem(a, b) => {
+                    let parts = Parts::read_in(f, ValueId(k as u32));
+                    self.div_rem_call(&arg(*a), &arg(*b), parts)
+                }
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
                 Op::Loop { count, body, args } => {
                     let args: Vec<Vec<String>> = args.iter().map(|a| arg(*a)).collect();
@@ -210,6 +227,19 @@ impl Emitter<'_> {
         state
     }
 
+    /// The words of this thread's instance of parameter `param`, read where they lie (see
+    /// [`crate::place::divided_in_place`]): `w[k]` of a pointer `w` to them, which
+    /// [`Self::device_call`] passes as it is. A thread past the batch's end reads instance 0's
+    /// (a launch has at least one instance) and stores nothing.
+    fn instance_words(&mut self, param: u32) -> Vec<String> {
+        let units = self.inputs[param as usize].units;
+        let w = self.temp();
+        self.line(format!(
+            "const u64* __restrict__ {w} = in{param} + (live ? inst : 0ull) * {units}ull;"
+        ));
+        (0..units).map(|k| format!("{w}[{k}]")).collect()
+    }
+
     /// A call of a device function `name(u64* out, const u64* operand.., scalar..)` (one that
     /// computes a whole big-integer operation in a thread: `montgomery`, `gcd`) on these leaves,
     /// `functions` (its text and its callees', each written once per kernel) ahead of the kernel;
@@ -227,7 +257,8 @@ impl Emitter<'_> {
             self.device_function(&f, |em| em.src.out.push_str(&text));
         }
         let r = self.temp();
-        self.line(format!("u64 {r}[{out}];"));
+        // Aligned: a function may read and write its arrays 16 bytes at a time.
+        self.line(format!("__align__(16) u64 {r}[{out}];"));
         let f = flag.then(|| self.temp());
         if let Some(f) = &f {
             self.line(format!("bool {f};"));
@@ -235,8 +266,13 @@ impl Emitter<'_> {
         self.open("{");
         let mut args = vec![r.clone()];
         for (k, leaves) in operands.iter().enumerate() {
+            // Words that lie in order in memory already are passed where they lie.
+            if let Some(w) = words_in_order(leaves) {
+                args.push(w.to_string());
+                continue;
+            }
             self.line(format!(
-                "const u64 p{k}[{}] = {{{}}};",
+                "__align__(16) const u64 p{k}[{}] = {{{}}};",
                 leaves.len(),
                 leaves.join(", ")
             ));
@@ -296,7 +332,13 @@ impl Emitter<'_> {
         let leaves = self.declare_array(id, q);
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
-        let a: Vec<Vec<String>> = args.iter().map(|x| self.element(*x, "q")).collect();
+        let mut a: Vec<Vec<String>> = Vec::with_capacity(args.len());
+        for &x in args {
+            a.push(match *self.val(x) {
+                Val::Global(p) => self.instance_words(p),
+                _ => self.element(x, "q"),
+            });
+        }
         let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
         self.parking = self.placement.park_of(id).cloned();
         body(self, &a, &dest);
