@@ -426,8 +426,9 @@ fn remainder_alone(a: U<BITS>, b: U<BITS>) -> U<BITS> {
 }
 
 /// A quotient alone and a remainder alone: the device function computes and writes only what
-/// is read, and above 2048 bits reads the operands where they lie in global memory (no copy of
-/// them in the kernel); on a GPU both equal num-bigint's.
+/// is read, and above 2048 bits reads the operands where they lie in global memory and writes
+/// the result into the kernel's (no copy of either in the kernel); on a GPU both equal
+/// num-bigint's.
 #[test]
 fn quotients_alone_and_remainders_alone() {
     for bits in [1024u64, 2048, 4096, 8192] {
@@ -442,11 +443,17 @@ fn quotients_alone_and_remainders_alone() {
                 source.contains(&format!("{function}_{words}_{words}(")),
                 "{bits} bits: {function}"
             );
-            // Up to 2048 bits the division holds its operands in registers: they are loaded.
+            // Up to 2048 bits the division holds its operands in registers: they are loaded, and
+            // its result is stored from registers; above, it reads and writes global memory.
             assert_eq!(
                 source.contains("const u64 p0["),
                 bits <= 2048,
                 "{bits} bits: operands copied"
+            );
+            assert_eq!(
+                source.contains(&format!("if (live) {function}_{words}_{words}(out0 + inst")),
+                bits > 2048,
+                "{bits} bits: result written where computed"
             );
             if bigfuse::runtime::nvrtc::library().is_ok() {
                 common::nvrtc_compiles(k, &[bits]);

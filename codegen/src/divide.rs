@@ -649,9 +649,99 @@ fn shift_const(b: &mut Builder, op: ShiftOp, v: ValueId, k: u64) -> CgResult<Val
     Ok(b.shift(op, v, k)?)
 }
 
+/// Which results of a division its caller reads: a function computes and writes only those
+/// (`a / b` needs no remainder, so the one-word quotient of operands of one width is a borrow out
+/// of `a - q b`, with no word stored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parts {
+    pub quotient: bool,
+    pub remainder: bool,
+}
+
+impl Parts {
+    pub const BOTH: Parts = Parts {
+        quotient: true,
+        remainder: true,
+    };
+
+    /// The results of `limb.div_rem` node `id` of `f` that `f` reads (both where it reads the
+    /// pair other than through extracts).
+    pub fn read_in(f: &Func, id: ValueId) -> Parts {
+        let read = |x: ValueId| {
+            f.outputs.contains(&x) || f.ids().any(|u| f.node(u).op.args().contains(&x))
+        };
+        if f.outputs.contains(&id) {
+            return Parts::BOTH;
+        }
+        let mut parts = Parts {
+            quotient: false,
+            remainder: false,
+        };
+        for u in f.ids().filter(|&u| f.node(u).op.args().contains(&id)) {
+            match f.node(u).op {
+                Op::Extract(_, 0) => parts.quotient |= read(u),
+                Op::Extract(_, 1) => parts.remainder |= read(u),
+                _ => return Parts::BOTH,
+            }
+        }
+        if parts.quotient || parts.remainder {
+            parts
+        } else {
+            Parts::BOTH
+        }
+    }
+
+    /// Where the remainder's limbs start in the function's output: after the quotient's
+    /// `na / 2` where it computes both.
+    pub fn remainder_at(self, na: usize) -> usize {
+        if self.quotient {
+            na / 2
+        } else {
+            0
+        }
+    }
+
+    /// The limbs the function writes for an `na`-word dividend by an `mb`-word divisor.
+    pub fn limbs(self, na: usize, mb: usize) -> usize {
+        self.remainder_at(na) + if self.remainder { mb / 2 } else { 0 }
+    }
+
+    /// The function's name: `bf_div_rem`, `bf_div` (the quotient only) or `bf_rem`, then the
+    /// widths.
+    pub fn name(self, na: usize, mb: usize) -> String {
+        let prefix = match (self.quotient, self.remainder) {
+            (true, false) => "bf_div",
+            (false, true) => "bf_rem",
+            _ => "bf_div_rem",
+        };
+        format!("{prefix}_{na}_{mb}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a kernel's division computes follows what it reads.
+    #[test]
+    fn a_division_computes_the_parts_read() {
+        let f = bigfuse_core::parse::parse(
+            "fn f(a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+               %0 = param a : (u64, u64)
+               %1 = param b : (u64, u64)
+               %2 = limb.div_rem %0, %1 : ((u64, u64), (u64, u64))
+               %3 = extract %2.0 : (u64, u64)
+               %4 = extract %2.1 : (u64, u64)
+               return %3
+             }",
+        )
+        .unwrap();
+        let parts = Parts::read_in(&f, ValueId(2));
+        assert_eq!((parts.quotient, parts.remainder), (true, false));
+        assert_eq!(parts.name(4, 4), "bf_div_4_4");
+        assert_eq!((parts.remainder_at(4), parts.limbs(4, 4)), (2, 2));
+        assert_eq!(Parts::BOTH.limbs(4, 2), 3);
+    }
     use bigfuse_core::{eval, Value};
     use num_bigint::{BigUint, RandBigInt};
     use rand::{Rng, SeedableRng};

@@ -231,6 +231,42 @@ pub fn divided_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
         })
 }
 
+/// Where map `id` of a kernel of one thread per instance is a result of the kernel and its body
+/// ends in one part of a division wider than [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a
+/// quotient alone, or a remainder alone): the result's index and the division's node in the
+/// body. The division's device function then writes that part straight into the result's buffer
+/// (`emit::divide`), where it would write it to a local array that the kernel reads back into
+/// registers and stores (1 KB of local memory traffic a 4096-bit quotient).
+pub fn written_by_division(func: &Func, sched: &Schedule, id: ValueId) -> Option<(usize, ValueId)> {
+    let Op::Map { f, .. } = &func.node(id).op else {
+        return None;
+    };
+    let results: Vec<usize> = (0..func.outputs.len())
+        .filter(|&k| func.outputs[k] == id)
+        .collect();
+    let read_elsewhere = func.ids().any(|u| func.node(u).op.args().contains(&id));
+    let [k] = results[..] else { return None };
+    let [out] = f.outputs[..] else { return None };
+    let Op::Extract(d, part) = f.node(out).op else {
+        return None;
+    };
+    let Op::LimbDivRem(_, b) = f.node(d).op else {
+        return None;
+    };
+    let parts = crate::divide::Parts::read_in(f, d);
+    let alone = match part {
+        0 => !parts.remainder,
+        _ => !parts.quotient,
+    };
+    (sched.threads_per_instance == 1
+        && sched.blocks_per_instance == 1
+        && matches!(func.ty(id), Type::Array(_, n) if n.as_const() == Some(1))
+        && !read_elsewhere
+        && alone
+        && 64 * f.ty(b).leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS)
+        .then_some((k, d))
+}
+
 /// Whether body `f`'s parameter `i` is used, and only as an operand of `limb.div_rem`.
 fn only_divided(f: &Func, i: u32) -> bool {
     let Some(p) = f.ids().find(|&x| f.node(x).op == Op::Param(i)) else {
@@ -615,5 +651,46 @@ mod tests {
         let mul = compile(&program(1024, false), &[], &target, &Hints::default()).unwrap();
         assert_eq!(mul.schedule.threads_per_instance, 1);
         assert!(mul.spill_free.is_none());
+    }
+
+    /// A division wider than its register form reads parameters that only divisions read where
+    /// they lie, and writes a part read alone into the kernel's result; narrower ones load their
+    /// operands and store their results, and a pair read whole goes through registers.
+    #[test]
+    fn wide_divisions_read_and_write_where_the_words_lie() {
+        use bigfuse_core::{Builder, Size, Type};
+        let target = Target::h100();
+        // `a / b` (0), `a % b` (1) or both (2) at `bits`, and `a / b + a` (3).
+        let program = |bits: u64, which: u32| {
+            let mut b = Builder::new("f", &[]);
+            let x = b.param("a", Type::Big(Size::lit(bits)));
+            let y = b.param("b", Type::Big(Size::lit(bits)));
+            let rs = match which {
+                0 => vec![b.div(x, y).unwrap()],
+                1 => vec![b.rem(x, y).unwrap()],
+                2 => vec![b.div(x, y).unwrap(), b.rem(x, y).unwrap()],
+                _ => {
+                    let q = b.div(x, y).unwrap();
+                    vec![b.add(q, x).unwrap()]
+                }
+            };
+            b.finish(&rs).unwrap()
+        };
+        for (bits, which, read_in_place, written) in [
+            (2048, 0, false, false),
+            (4096, 0, true, true),
+            (4096, 1, true, true),
+            (4096, 2, true, false),
+            (4096, 3, false, false),
+            (8192, 0, true, true),
+        ] {
+            let c = compile(&program(bits, which), &[], &target, &Hints::default()).unwrap();
+            assert_eq!(c.schedule.threads_per_instance, 1, "{bits} {which}");
+            let s = &c.source;
+            let case = format!("{bits} bits, program {which}");
+            assert_eq!(!s.contains("const u64 p0["), read_in_place, "{case}");
+            assert_eq!(s.contains("written where computed"), written, "{case}");
+            assert_eq!(s.contains("if (live) bf_"), written, "{case}");
+        }
     }
 }

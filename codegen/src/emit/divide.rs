@@ -19,7 +19,7 @@
 
 use super::chain::{both_targets, Step};
 use super::Emitter;
-use bigfuse_core::{Func, Op, ValueId};
+pub(crate) use crate::divide::Parts;
 
 /// A row's quotient word `qh` from the window's top words `n2 n1 n0`, the divisor's top words
 /// `d1 d0` and `v`, the reciprocal of `d1`: C shared by both forms of the function.
@@ -51,55 +51,7 @@ const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder 
 /// ([`in_memory`]).
 const MAX_REGISTER_WORDS: usize = (crate::divide::MAX_REGISTER_DIVISOR_BITS / 32) as usize;
 
-/// Which results of a division its caller reads: a function computes and writes only those
-/// (`a / b` needs no remainder, so the one-word quotient of operands of one width is a borrow out
-/// of `a - q b`, with no word stored).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Parts {
-    pub quotient: bool,
-    pub remainder: bool,
-}
-
 impl Parts {
-    pub(crate) const BOTH: Parts = Parts {
-        quotient: true,
-        remainder: true,
-    };
-
-    /// The results of `limb.div_rem` node `id` of `f` that `f` reads (both where it reads the
-    /// pair other than through extracts).
-    pub(crate) fn read_in(f: &Func, id: ValueId) -> Parts {
-        let read = |x: ValueId| {
-            f.outputs.contains(&x) || f.ids().any(|u| f.node(u).op.args().contains(&x))
-        };
-        if f.outputs.contains(&id) {
-            return Parts::BOTH;
-        }
-        let mut parts = Parts {
-            quotient: false,
-            remainder: false,
-        };
-        for u in f.ids().filter(|&u| f.node(u).op.args().contains(&id)) {
-            match f.node(u).op {
-                Op::Extract(_, 0) => parts.quotient |= read(u),
-                Op::Extract(_, 1) => parts.remainder |= read(u),
-                _ => return Parts::BOTH,
-            }
-        }
-        parts
-    }
-
-    /// The function's name: `bf_div_rem`, `bf_div` (the quotient only) or `bf_rem`, then the
-    /// widths.
-    pub(crate) fn name(self, na: usize, mb: usize) -> String {
-        let prefix = match (self.quotient, self.remainder) {
-            (true, false) => "bf_div",
-            (false, true) => "bf_rem",
-            _ => "bf_div_rem",
-        };
-        format!("{prefix}_{na}_{mb}")
-    }
-
     /// `text` where the quotient is read, nothing otherwise.
     fn q(self, text: &str) -> &str {
         if self.quotient {
@@ -120,10 +72,10 @@ impl Parts {
 }
 
 /// `(a / b, a % b)` of an `na`-word `a` by an `mb`-word `b` (32-bit words, both even) on 64-bit
-/// limbs: the function [`Parts::name`]`(u64* out, const u64* a, const u64* b)` writes the
-/// quotient's `na / 2` limbs, then the remainder's `mb / 2`, each where `parts` reads it. Division
-/// by zero gives all ones and `a` modulo `2^(32 mb)` ([`bigfuse_core::Op::BigDiv`],
-/// [`bigfuse_core::Op::BigRem`]).
+/// limbs: the function [`Parts::name`]`(u64* out, const u64* a, const u64* b)` computes the
+/// `parts` read and writes them one after the other, the quotient's `na / 2` limbs first (the
+/// remainder's `mb / 2` at [`Parts::remainder_at`]). Division by zero gives all ones and `a`
+/// modulo `2^(32 mb)` ([`bigfuse_core::Op::BigDiv`], [`bigfuse_core::Op::BigRem`]).
 pub(crate) fn div_rem_functions(na: usize, mb: usize, parts: Parts) -> Vec<(String, String)> {
     assert!(
         na >= 2 && mb >= 2 && na.is_multiple_of(2) && mb.is_multiple_of(2),
@@ -149,7 +101,7 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize, parts: Parts) -> Vec<(Stri
         .map(|k| {
             format!(
                 "    out[{}] = ((u64)__funnelshift_r({}, {}, bs) << 32) | (u64)__funnelshift_r({}, {}, bs);\n",
-                na / 2 + k,
+                parts.remainder_at(na) + k,
                 above(2 * k + 2),
                 above(2 * k + 3),
                 above(2 * k + 1),
@@ -157,6 +109,7 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize, parts: Parts) -> Vec<(Stri
             )
         })
         .collect();
+    let rat = parts.remainder_at(na);
     let r_out = format!(
         r#"  // The remainder (w[1..{mb}]) shifted back down by 32 ws + bs bits: in registers for a divisor
   // of full width, else through a copy read at run-time offsets.
@@ -169,12 +122,11 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize, parts: Parts) -> Vec<(Stri
     for (int k = 0; k < {mbh}; ++k) {{
       const u32 lo = __funnelshift_r(rl[2 * k + ws], rl[2 * k + ws + 1], bs);
       const u32 hi = __funnelshift_r(rl[2 * k + 1 + ws], rl[2 * k + ws + 2], bs);
-      out[{nah} + k] = ((u64)hi << 32) | (u64)lo;
+      out[{rat} + k] = ((u64)hi << 32) | (u64)lo;
     }}
   }}
 "#,
         mb2 = 2 * mb,
-        nah = na / 2,
         mbh = mb / 2,
     );
     let text = format!(
@@ -282,6 +234,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 /// steps each), so that the text stays small at any width.
 fn in_memory(na: usize, mb: usize, parts: Parts) -> (String, String) {
     let name = parts.name(na, mb);
+    let rat = parts.remainder_at(na);
     let r_out = format!(
         r#"  // The remainder u[0..{mb}] shifted back down by 32 ws + bs bits (the words above are zero).
   #pragma unroll 1
@@ -292,10 +245,9 @@ fn in_memory(na: usize, mb: usize, parts: Parts) -> (String, String) {
       const int i = 2 * k + e + ws;
       w[e] = i < {mb} ? u[i] : 0u;
     }}
-    out[{nah} + k] = ((u64)__funnelshift_r(w[1], w[2], bs) << 32) | (u64)__funnelshift_r(w[0], w[1], bs);
+    out[{rat} + k] = ((u64)__funnelshift_r(w[1], w[2], bs) << 32) | (u64)__funnelshift_r(w[0], w[1], bs);
   }}
 "#,
-        nah = na / 2,
         mbh = mb / 2,
     );
     let text = format!(
@@ -388,10 +340,10 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 
 /// The words of division by zero, all ones and `a mod 2^(32 mb)`, where `parts` reads them.
 fn by_zero(na: usize, mb: usize, parts: Parts, unroll: &str) -> String {
-    let (nah, mbh) = (na / 2, mb / 2);
+    let (nah, mbh, rat) = (na / 2, mb / 2, parts.remainder_at(na));
     let q = format!("    {unroll}\n    for (int j = 0; j < {nah}; ++j) out[j] = ~0ull;\n");
     let r = format!(
-        "    {unroll}\n    for (int j = 0; j < {mbh}; ++j) out[{nah} + j] = j < {nah} ? a64[j] : 0ull;\n"
+        "    {unroll}\n    for (int j = 0; j < {mbh}; ++j) out[{rat} + j] = j < {nah} ? a64[j] : 0ull;\n"
     );
     format!("{}{}", parts.q(&q), parts.r(&r))
 }
@@ -449,40 +401,80 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
         )
     };
     let m = mb as isize;
-    let (nah, mbh) = (na / 2, mb / 2);
+    let (nah, mbh, rat) = (na / 2, mb / 2, parts.remainder_at(na));
     let add_back = format!(
         r#"        u64 cy = 0ull;
         {unroll}
         for (int k = 0; k < {mbh}; ++k) {{
-          const u64 x = out[{nah} + k] + b64[k];
+          const u64 x = out[{rat} + k] + b64[k];
           const u64 y = x + cy;
           cy = (u64)(x < b64[k]) | (u64)(y < x);
-          out[{nah} + k] = y;
+          out[{rat} + k] = y;
         }}
 "#
     );
-    let q_out = format!(
-        "      out[0] = (u64)qh;\n      {unroll}\n      for (int j = 1; j < {nah}; ++j) out[j] = 0ull;\n"
-    );
-    // The operands' limbs k of the step, two at a time in 16-byte loads where they come so.
+    // Two limbs at a time in 16-byte accesses where they come so (aligned arrays: parameters in
+    // global memory, the kernel's results, [`Emitter::device_call`]'s arrays).
     let vectors = vectors && nah % 2 == 0 && mbh % 2 == 0;
-    let words = if vectors {
+    let q_out = if vectors {
         format!(
-            r#"      for (int k2 = 0; k2 < {mbh}; k2 += 2) {{
-        const ulonglong2 b2 = reinterpret_cast<const ulonglong2*>(b64)[k2 / 2];
-        const ulonglong2 a2 = k2 < {nah} ? reinterpret_cast<const ulonglong2*>(a64)[k2 / 2] : make_ulonglong2(0ull, 0ull);
-        #pragma unroll
-        for (int k = k2; k < k2 + 2; ++k) {{
-        const u64 bk = k == k2 ? b2.x : b2.y;
-        const u64 ak = k == k2 ? a2.x : a2.y;
-"#
+            r#"      ulonglong2* q2 = reinterpret_cast<ulonglong2*>(out);
+      q2[0] = make_ulonglong2((u64)qh, 0ull);
+      {unroll}
+      for (int j = 1; j < {nah2}; ++j) q2[j] = make_ulonglong2(0ull, 0ull);
+"#,
+            nah2 = nah / 2
         )
     } else {
         format!(
-            r#"      for (int k = 0; k < {mbh}; ++k) {{
+            "      out[0] = (u64)qh;\n      {unroll}\n      for (int j = 1; j < {nah}; ++j) out[j] = 0ull;\n"
+        )
+    };
+    // One step k of r = a - qh b: `bk`, `ak` in, the remainder's limb to `r_to` where read.
+    let step = |indent: &str, r_to: &str| {
+        let lines = [
+            "const u64 lo = (u64)qh * (u64)(u32)bk + c;",
+            "const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);",
+            "c = hi >> 32;",
+            "const u64 p = (hi << 32) | (u64)(u32)lo;",
+            "const u64 x = ak - p;",
+            &format!("{r_to} = x - bo;"),
+            "bo = (u64)(ak < p) | (u64)(x < bo);",
+        ];
+        lines
+            .iter()
+            .filter(|l| parts.remainder || !l.ends_with("= x - bo;"))
+            .map(|l| format!("{indent}{l}\n"))
+            .collect::<String>()
+    };
+    let row = if vectors {
+        format!(
+            r#"      {unroll}
+      for (int k2 = 0; k2 < {mbh}; k2 += 2) {{
+        const ulonglong2 b2 = reinterpret_cast<const ulonglong2*>(b64)[k2 / 2];
+        const ulonglong2 a2 = k2 < {nah} ? reinterpret_cast<const ulonglong2*>(a64)[k2 / 2] : make_ulonglong2(0ull, 0ull);
+{r2}        #pragma unroll
+        for (int e = 0; e < 2; ++e) {{
+          const u64 bk = e == 0 ? b2.x : b2.y;
+          const u64 ak = e == 0 ? a2.x : a2.y;
+{step}        }}
+{r2_out}      }}
+"#,
+            r2 = parts.r("        u64 r2[2];\n"),
+            step = step("          ", "r2[e]"),
+            r2_out = parts.r(&format!(
+                "        reinterpret_cast<ulonglong2*>(out + {rat})[k2 / 2] = make_ulonglong2(r2[0], r2[1]);\n"
+            )),
+        )
+    } else {
+        format!(
+            r#"      {unroll}
+      for (int k = 0; k < {mbh}; ++k) {{
         const u64 bk = b64[k];
         const u64 ak = k < {nah} ? a64[k] : 0ull;
-"#
+{step}      }}
+"#,
+            step = step("        ", &format!("out[{rat} + k]")),
         )
     };
     format!(
@@ -497,15 +489,7 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
       const u32 n2 = bs == 0u ? 0u : ({top} >> (32u - bs)), n1 = {n1}, n0 = {n0};
 {estimate}      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
       u64 c = 0ull, bo = 0ull;
-      {unroll}
-{words}        const u64 lo = (u64)qh * (u64)(u32)bk + c;
-        const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);
-        c = hi >> 32;
-        const u64 p = (hi << 32) | (u64)(u32)lo;
-        const u64 x = ak - p;
-{r_word}        bo = (u64)(ak < p) | (u64)(x < bo);
-      }}{close}
-      // Negative (qh one above): {back}.
+{row}      // Negative (qh one above): {back}.
       if ((c | bo) != 0ull) {{
         qh -= 1u;
 {add_back}      }}
@@ -513,8 +497,6 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
     }}
   }}
 "#,
-        r_word = parts.r(&format!("        out[{nah} + k] = x - bo;\n")),
-        close = if vectors { "\n      }" } else { "" },
         back = if parts.remainder {
             "b goes back in"
         } else {
@@ -558,17 +540,45 @@ fn row_chains(mb: usize) -> [Vec<Step>; 2] {
 
 impl Emitter<'_> {
     /// The limbs of `a / b`, then those of `a % b`, through the device function of their widths
-    /// that computes the `parts` read (the others' limbs are never written).
-    pub(super) fn div_rem_call(&mut self, a: &[String], b: &[String], parts: Parts) -> Vec<String> {
+    /// that computes the `parts` read (the others read as zero: nothing reads them). With `into`,
+    /// the function writes its one part there (the kernel's result; a live thread only), and
+    /// nothing reads the limbs returned.
+    pub(super) fn div_rem_call(
+        &mut self,
+        a: &[String],
+        b: &[String],
+        parts: Parts,
+        into: Option<String>,
+    ) -> Vec<String> {
         let (na, mb) = (2 * a.len(), 2 * b.len());
-        self.device_call(
-            div_rem_functions(na, mb, parts),
-            &parts.name(na, mb),
-            a.len() + b.len(),
-            &[a, b],
-            &[],
-            false,
-        )
+        let (functions, name) = (div_rem_functions(na, mb, parts), parts.name(na, mb));
+        let limbs = parts.limbs(na, mb);
+        let computed = match into {
+            Some(at) => {
+                for (f, text) in functions {
+                    self.device_function(&f, |em| em.src.out.push_str(&text));
+                }
+                self.open("{");
+                let args = self.operand_arrays(&[a, b]);
+                self.line(format!("if (live) {name}({at}, {});", args.join(", ")));
+                self.close("}");
+                vec!["0ull".to_string(); limbs]
+            }
+            None => self.device_call(functions, &name, limbs, &[a, b], &[], false),
+        };
+        let zero = |n: usize| vec!["0ull".to_string(); n];
+        let (q, r) = computed.split_at(parts.remainder_at(na));
+        let mut leaves = if parts.quotient {
+            q.to_vec()
+        } else {
+            zero(a.len())
+        };
+        leaves.extend(if parts.remainder {
+            r.to_vec()
+        } else {
+            zero(b.len())
+        });
+        leaves
     }
 }
 
@@ -585,8 +595,8 @@ mod tests {
         check_parts(na, mb, Parts::BOTH, cases);
     }
 
-    /// The same for the function that computes `parts`, checking those (the words of the others
-    /// are left as they were: zero).
+    /// The same for the function that computes `parts`, checking those (zero stands for a part
+    /// not computed).
     fn check_parts(na: usize, mb: usize, parts: Parts, cases: &[(BigUint, BigUint)]) {
         let mut src = String::from(host::PRELUDE);
         for (_, text) in div_rem_functions(na, mb, parts) {
@@ -617,8 +627,10 @@ mod tests {
         let one = BigUint::from(1u8);
         for ((x, y), line) in cases.iter().zip(lines) {
             let words: Vec<&str> = line.split_whitespace().collect();
-            let q = host::number(&words[..ha].join(" "));
-            let r = host::number(&words[ha..].join(" "));
+            // The parts computed, one after the other.
+            let at = parts.remainder_at(na);
+            let q = host::number(&words[..at].join(" "));
+            let r = host::number(&words[at..parts.limbs(na, mb)].join(" "));
             let (wq, wr) = if *y == BigUint::from(0u8) {
                 ((&one << (32 * na)) - 1u8, x % (&one << (32 * mb)))
             } else {
@@ -733,25 +745,6 @@ mod tests {
             check_parts(na, mb, quotient, &cases);
             check_parts(na, mb, remainder, &cases);
         }
-    }
-
-    /// What a kernel's division computes follows what it reads.
-    #[test]
-    fn a_division_computes_the_parts_read() {
-        let f = bigfuse_core::parse::parse(
-            "fn f(a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
-               %0 = param a : (u64, u64)
-               %1 = param b : (u64, u64)
-               %2 = limb.div_rem %0, %1 : ((u64, u64), (u64, u64))
-               %3 = extract %2.0 : (u64, u64)
-               %4 = extract %2.1 : (u64, u64)
-               return %3
-             }",
-        )
-        .unwrap();
-        let parts = Parts::read_in(&f, ValueId(2));
-        assert_eq!((parts.quotient, parts.remainder), (true, false));
-        assert_eq!(parts.name(4, 4), "bf_div_4_4");
     }
 
     /// Many more cases at the bench's widths.

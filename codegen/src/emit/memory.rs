@@ -336,6 +336,7 @@ impl Emitter<'_> {
                 ));
             }
             Val::Global(_) => unreachable!("outputs are computed values"),
+            Val::Written => self.line(format!("// {comment}: written where computed")),
         }
     }
 

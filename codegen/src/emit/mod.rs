@@ -64,6 +64,8 @@ enum Val {
     },
     /// A big-integer parameter, still in global memory.
     Global(u32),
+    /// Already in the kernel's result buffer: the code that computed it wrote it there.
+    Written,
 }
 
 /// One kernel being written: its text so far and what each node became.
@@ -100,6 +102,9 @@ struct Emitter<'a> {
     /// While a map's body is written: where its parameters' words are parked and which steps
     /// read them there ([`crate::place::Park`]), for [`Emitter::apply`].
     parking: Option<crate::place::Park>,
+    /// While a map's body is written: its division that writes the kernel's result where it
+    /// lies (body node, the result's address; [`crate::place::written_by_division`]).
+    division_into: Option<(usize, String)>,
 }
 
 /// CUDA text being written, indented by block depth: how every emitter writes its lines.
@@ -384,6 +389,7 @@ pub fn emit(
         staging: staging::stages(func, sel, sched),
         prefetches: Vec::new(),
         parking: None,
+        division_into: None,
     };
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.

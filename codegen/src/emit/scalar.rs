@@ -168,7 +168,8 @@ impl Emitter<'_> {
                 }
                 Op::LimbDivRem(a, b) => {
                     let parts = Parts::read_in(f, ValueId(k as u32));
-                    self.div_rem_call(&arg(*a), &arg(*b), parts)
+                    let into = self.division_into.clone().filter(|(d, _)| *d == k);
+                    self.div_rem_call(&arg(*a), &arg(*b), parts, into.map(|(_, at)| at))
                 }
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
                 Op::Loop { count, body, args } => {
@@ -240,6 +241,25 @@ impl Emitter<'_> {
         (0..units).map(|k| format!("{w}[{k}]")).collect()
     }
 
+    /// The operands of a device function call as arrays: each operand's leaves copied into one,
+    /// or, where they lie in order in memory already, passed where they lie.
+    pub(super) fn operand_arrays(&mut self, operands: &[&[String]]) -> Vec<String> {
+        let mut args = Vec::with_capacity(operands.len());
+        for (k, leaves) in operands.iter().enumerate() {
+            if let Some(w) = words_in_order(leaves) {
+                args.push(w.to_string());
+                continue;
+            }
+            self.line(format!(
+                "__align__(16) const u64 p{k}[{}] = {{{}}};",
+                leaves.len(),
+                leaves.join(", ")
+            ));
+            args.push(format!("p{k}"));
+        }
+        args
+    }
+
     /// A call of a device function `name(u64* out, const u64* operand.., scalar..)` (one that
     /// computes a whole big-integer operation in a thread: `montgomery`, `gcd`) on these leaves,
     /// `functions` (its text and its callees', each written once per kernel) ahead of the kernel;
@@ -265,19 +285,7 @@ impl Emitter<'_> {
         }
         self.open("{");
         let mut args = vec![r.clone()];
-        for (k, leaves) in operands.iter().enumerate() {
-            // Words that lie in order in memory already are passed where they lie.
-            if let Some(w) = words_in_order(leaves) {
-                args.push(w.to_string());
-                continue;
-            }
-            self.line(format!(
-                "__align__(16) const u64 p{k}[{}] = {{{}}};",
-                leaves.len(),
-                leaves.join(", ")
-            ));
-            args.push(format!("p{k}"));
-        }
+        args.extend(self.operand_arrays(operands));
         args.extend(scalars.iter().map(|s| s.to_string()));
         let call = format!("{name}({})", args.join(", "));
         match &f {
@@ -329,7 +337,11 @@ impl Emitter<'_> {
     ) -> CgResult<Val> {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         self.line(format!("// {comment}"));
-        let leaves = self.declare_array(id, q);
+        let written = crate::place::written_by_division(self.func, self.sched, id);
+        let leaves = match written {
+            Some(_) => vec![],
+            None => self.declare_array(id, q),
+        };
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
         let mut a: Vec<Vec<String>> = Vec::with_capacity(args.len());
@@ -341,9 +353,17 @@ impl Emitter<'_> {
         }
         let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
         self.parking = self.placement.park_of(id).cloned();
+        self.division_into = written.map(|(k, d)| {
+            let units = self.outputs[k].units;
+            (d.index(), format!("out{k} + inst * {units}ull"))
+        });
         body(self, &a, &dest);
         self.parking = None;
+        self.division_into = None;
         self.close("}");
-        Ok(Val::Array { leaves, q, len })
+        Ok(match written {
+            Some(_) => Val::Written,
+            None => Val::Array { leaves, q, len },
+        })
     }
 }

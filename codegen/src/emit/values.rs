@@ -100,6 +100,7 @@ impl Emitter<'_> {
             Val::Array { leaves, .. } => leaves.iter().map(|l| format!("{l}[{q}]")).collect(),
             Val::Scalar(leaves) => leaves.clone(),
             Val::Global(_) => unreachable!("big parameters are read through limbs"),
+            Val::Written => unreachable!("values written where computed are read by no node"),
         }
     }
 
