@@ -88,7 +88,8 @@ pub const ONE_THREAD_MAX_SHORT_DIVISOR_BITS: u64 = 16384;
 /// 254 registers at 2048 bits and no spills in the row loop; at 4096 bits the loop spills).
 /// Wider divisors divide in local memory (`emit/divide.rs`), and a parameter that only such
 /// divisions read is read where it lies in global memory (`place::divided_in_place`): at 2048
-/// bits that made `a / b` 5% slower (H200, bench/RESULTS.md 2026-11-28), at 4096 1.3x faster.
+/// bits that made `a / b` 5% slower (H200, bench/RESULTS.md 2026-11-28), at 4096 1.3x faster
+/// (2.2x with the result written where computed, `place::written_by_division`).
 pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 
 /// The widest division a square root may compute whole (at its top level): the rest of a
@@ -721,6 +722,9 @@ impl Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bigfuse_core::{eval, Value};
+    use num_bigint::{BigUint, RandBigInt};
+    use rand::{Rng, SeedableRng};
 
     /// What a kernel's division computes follows what it reads.
     #[test]
@@ -742,9 +746,6 @@ mod tests {
         assert_eq!((parts.remainder_at(4), parts.limbs(4, 4)), (2, 2));
         assert_eq!(Parts::BOTH.limbs(4, 2), 3);
     }
-    use bigfuse_core::{eval, Value};
-    use num_bigint::{BigUint, RandBigInt};
-    use rand::{Rng, SeedableRng};
 
     fn values(bits: u64, rng: &mut impl Rng, random: usize) -> Vec<BigUint> {
         let one = BigUint::from(1u8);

@@ -32,8 +32,6 @@ pub(super) fn literal(l: &Literal) -> Vec<String> {
         .collect()
 }
 
-/// `op` on `a`, an operand of type `t`. Counts of zeros give the width for 0, as `__clz` does
-/// (trailing zeros count the leading zeros of the bit-reversed word for that reason).
 /// `w` where `leaves` are `w[0]`, `w[1]`, .. in order: words that lie in memory as a device
 /// function reads its operands ([`Emitter::instance_words`]).
 fn words_in_order(leaves: &[String]) -> Option<&str> {
@@ -47,6 +45,8 @@ fn words_in_order(leaves: &[String]) -> Option<&str> {
     (in_order && !w.is_empty()).then_some(w)
 }
 
+/// `op` on `a`, an operand of type `t`. Counts of zeros give the width for 0, as `__clz` does
+/// (trailing zeros count the leading zeros of the bit-reversed word for that reason).
 pub(super) fn unary_expr(op: UnOp, t: &Type, a: &str) -> String {
     let ll = if *t == Type::U32 { "" } else { "ll" };
     match (op, t) {
