@@ -453,10 +453,10 @@ pub fn place(
     target: &Target,
 ) -> CgResult<Placement> {
     let places = func
-        .nodes
-        .iter()
-        .map(|n| match &n.ty {
+        .ids()
+        .map(|id| match func.ty(id) {
             Type::Big(_) => Place::Global,
+            Type::Array(..) if divided_in_place(func, sched, id) => Place::Global,
             Type::Array(_, len) => Place::Registers {
                 q: sched.q_of(len.as_const().unwrap_or(0)),
             },
@@ -582,6 +582,18 @@ pub fn place(
             p.slot_count()
         ));
     }
+    for id in func.ids() {
+        if divided_in_place(func, sched, id) {
+            notes.push(format!(
+                "{id}: read where it lies in global memory by the divisions that use it, never loaded"
+            ));
+        }
+        if let Some((k, _)) = written_by_division(func, sched, id) {
+            notes.push(format!(
+                "{id}: its division writes it straight into result {k}, from no register"
+            ));
+        }
+    }
     Ok(Placement {
         places,
         staging,
@@ -654,8 +666,9 @@ mod tests {
     }
 
     /// A division wider than its register form reads parameters that only divisions read where
-    /// they lie, and writes a part read alone into the kernel's result; narrower ones load their
-    /// operands and store their results, and a pair read whole goes through registers.
+    /// they lie (in `a / b + a`, b only), and writes a part read alone into the kernel's result;
+    /// narrower ones load their operands and store their results, and a pair read whole goes
+    /// through registers. `explain`'s placement notes say which.
     #[test]
     fn wide_divisions_read_and_write_where_the_words_lie() {
         use bigfuse_core::{Builder, Size, Type};
@@ -676,21 +689,27 @@ mod tests {
             };
             b.finish(&rs).unwrap()
         };
-        for (bits, which, read_in_place, written) in [
-            (2048, 0, false, false),
-            (4096, 0, true, true),
-            (4096, 1, true, true),
-            (4096, 2, true, false),
-            (4096, 3, false, false),
-            (8192, 0, true, true),
+        // (bits, program, a read in place, b read in place, the result written in place)
+        for (bits, which, a_in_place, b_in_place, written) in [
+            (2048, 0, false, false, false),
+            (4096, 0, true, true, true),
+            (4096, 1, true, true, true),
+            (4096, 2, true, true, false),
+            (4096, 3, false, true, false),
+            (8192, 0, true, true, true),
         ] {
             let c = compile(&program(bits, which), &[], &target, &Hints::default()).unwrap();
             assert_eq!(c.schedule.threads_per_instance, 1, "{bits} {which}");
             let s = &c.source;
             let case = format!("{bits} bits, program {which}");
-            assert_eq!(!s.contains("const u64 p0["), read_in_place, "{case}");
+            assert_eq!(!s.contains("const u64 p0["), a_in_place, "{case}");
+            assert_eq!(!s.contains("const u64 p1["), b_in_place, "{case}");
             assert_eq!(s.contains("written where computed"), written, "{case}");
             assert_eq!(s.contains("if (live) bf_"), written, "{case}");
+            let noted = |text: &str| c.placement.notes.iter().any(|n| n.contains(text));
+            assert_eq!(noted("%0: read where it lies"), a_in_place, "{case}");
+            assert_eq!(noted("%1: read where it lies"), b_in_place, "{case}");
+            assert_eq!(noted("straight into result 0"), written, "{case}");
         }
     }
 }
