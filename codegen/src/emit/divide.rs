@@ -432,18 +432,21 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
     };
     // One step k of r = a - qh b: `bk`, `ak` in, the remainder's limb to `r_to` where read.
     let step = |indent: &str, r_to: &str| {
-        let lines = [
+        let mut lines: Vec<String> = [
             "const u64 lo = (u64)qh * (u64)(u32)bk + c;",
             "const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);",
             "c = hi >> 32;",
             "const u64 p = (hi << 32) | (u64)(u32)lo;",
             "const u64 x = ak - p;",
-            &format!("{r_to} = x - bo;"),
-            "bo = (u64)(ak < p) | (u64)(x < bo);",
-        ];
+        ]
+        .map(String::from)
+        .to_vec();
+        if parts.remainder {
+            lines.push(format!("{r_to} = x - bo;"));
+        }
+        lines.push("bo = (u64)(ak < p) | (u64)(x < bo);".into());
         lines
             .iter()
-            .filter(|l| parts.remainder || !l.ends_with("= x - bo;"))
             .map(|l| format!("{indent}{l}\n"))
             .collect::<String>()
     };
