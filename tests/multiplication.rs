@@ -109,7 +109,7 @@ fn gpu_every_size() {
 }
 
 /// Issue 14's spill bar as the driver reports it: 1-Mul and Poly without local memory from 2^9
-/// to 2^18 bits, but for Poly at 2^11 (one thread holds 64-word values across 32-word squares).
+/// to 2^18 bits.
 /// Where Poly's held form spills, the runtime loads its second form and says so: thread
 /// coordinates read where used (several threads per instance, 2^12..2^18), or the parameters'
 /// words parked in shared memory (one thread, 2^10 / 2^11).
@@ -129,12 +129,10 @@ fn products_without_local_memory_on_the_gpu() {
             let c = &k.compiled;
             let why = k.form.as_deref().unwrap_or_default();
             if bits == 2048 {
-                // 856 bytes held, 32 parked (NVRTC 13.0): the output address and a few product terms.
+                // Held, its values spill (880 bytes a thread, NVRTC 13.0); parked, none.
                 assert!(c.schedule.park_values, "{why}");
-                assert!(k.resources.local_bytes <= 128, "{why}");
-            } else {
-                assert_eq!(k.resources.local_bytes, 0, "Poly at {bits} bits: {why}");
             }
+            assert_eq!(k.resources.local_bytes, 0, "Poly at {bits} bits: {why}");
             if c.schedule.read_coordinates {
                 assert!(
                     why.starts_with("thread coordinates read where used"),

@@ -80,7 +80,7 @@ pub struct Compiled {
     /// coordinates ([`Schedule::read_coordinates`]); with one thread per instance, whose spills
     /// are whole values it holds, the parameters' words that live across a product, parked in
     /// shared memory where loaded ([`Schedule::park_values`]; Poly at 2^10 / 2^11 bits: 320 /
-    /// 856 -> 0 / 32 bytes). Present where no hint fixes the form and the second form differs
+    /// 880 -> 0 / 0 bytes). Present where no hint fixes the form and the second form differs
     /// from this one.
     pub spill_free: Option<SecondForm>,
 }

@@ -15,6 +15,15 @@
 //! 2^11 bits but ran Poly there at 158 K Gu32ops/s against 381 K (H200, bench/RESULTS.md
 //! 2026-11-27, sixteenth session).
 //!
+//! From 64 words kept (2^11 bits) a product sums its low band first ([`split_at`]): the word
+//! products below half the width, their carries out of the band counted in one word, then the two
+//! accumulators' low halves summed into `e`. The high band then holds two accumulators of half
+//! the width beside the finished low words: 32 registers fewer where both operands and both
+//! accumulators are live, which took Poly at 2^11 bits (parameters parked) from 32 bytes of
+//! local memory a thread to none, and from 415.6-415.7 K to 425.7-426.3 K Gu32ops/s (NVIDIA H100,
+//! bench/RESULTS.md 2026-11-28, eighteenth session). At 2^10 bits it spilled instead (0 -> 32
+//! bytes parked), so narrower products keep one band.
+//!
 //! `a b + c` starts its accumulator at `c` ([`Op::LimbMulAddWords`]): no addition after the
 //! product, and no register holds the product and the addend at once (Poly at 2^9 bits: 1.02 M
 //! -> 1.26 M Gu32ops/s, same session).
@@ -56,6 +65,11 @@ impl WordProduct {
 
     /// The device function: `(name, text)`.
     pub(crate) fn function(&self) -> (String, String) {
+        self.function_split(split_at(2 * self.out))
+    }
+
+    /// The device function, its products below 32-bit position `split` summed first.
+    fn function_split(&self, split: Option<usize>) -> (String, String) {
         let WordProduct {
             na,
             nb,
@@ -69,22 +83,55 @@ impl WordProduct {
         );
         let name = self.name();
         let (wa, wb, w) = (2 * na, 2 * nb, 2 * out);
+        assert!(
+            split.is_none_or(|m| m >= 2 && m + 2 <= w),
+            "the low band's sink lies inside the product"
+        );
         let mut acc = Accumulators::new(w, addend);
+        // Row `i`: its multiplier and the multiplicands `j` (a square's cross products once).
+        let rows: Vec<(usize, String, Vec<usize>)> = if square {
+            (0..wa)
+                .map(|i| (i, format!("a[{i}]"), (i + 1..wa).collect()))
+                .collect()
+        } else {
+            (0..wb)
+                .map(|i| (i, format!("b[{i}]"), (0..wa).collect()))
+                .collect()
+        };
         let mut body = String::new();
-        if square {
-            for i in 0..wa {
-                let row: Vec<usize> = (i + 1..wa).collect();
-                body.push_str(&acc.row(i, &format!("a[{i}]"), &row));
+        let from = match split {
+            Some(m) => {
+                acc.sink = Some(m + 1);
+                body.push_str(&format!(
+                    "  // The low band: word products below position {m}.\n"
+                ));
+                for (i, g, js) in &rows {
+                    let low: Vec<usize> = js.iter().copied().filter(|j| i + j < m).collect();
+                    if !low.is_empty() {
+                        body.push_str(&acc.row(*i, g, &low));
+                    }
+                }
+                body.push_str(&acc.fold(m));
+                body.push_str("  // The high band.\n");
+                for (i, g, js) in &rows {
+                    let high: Vec<usize> = js.iter().copied().filter(|j| i + j >= m).collect();
+                    if !high.is_empty() {
+                        body.push_str(&acc.row(*i, g, &high));
+                    }
+                }
+                m
             }
-            body.push_str(&acc.sum());
+            None => {
+                for (i, g, js) in &rows {
+                    body.push_str(&acc.row(*i, g, js));
+                }
+                1
+            }
+        };
+        body.push_str(&acc.sum(from));
+        if square {
             body.push_str(&double(w));
             body.push_str(&diagonal(wa, w));
-        } else {
-            for i in 0..wb {
-                let row: Vec<usize> = (0..wa).collect();
-                body.push_str(&acc.row(i, &format!("b[{i}]"), &row));
-            }
-            body.push_str(&acc.sum());
         }
         let loads = |x: &str, n: usize| {
             format!(
@@ -120,7 +167,7 @@ impl WordProduct {
         let text = format!(
             r#"// r = {what} mod 2^{bits} ({na} x {nb} limbs): rows of whole word products in {how}
 static __device__ __forceinline__ void {name}({params}) {{
-{operands}  u32 e[{w}], o[{w}];
+{operands}  u32 e[{w}], o[{w}];{sink}
   #pragma unroll
   for (int j = 0; j < {w}; ++j) {{ {start} }}
 {body}  #pragma unroll
@@ -128,6 +175,7 @@ static __device__ __forceinline__ void {name}({params}) {{
 }}
 "#,
             bits = 64 * out,
+            sink = if split.is_some() { " u32 s = 0u;" } else { "" },
         );
         (name, text)
     }
@@ -138,6 +186,9 @@ static __device__ __forceinline__ void {name}({params}) {{
 struct Accumulators {
     w: usize,
     top: [Option<usize>; 2],
+    /// Where chains end their carries while the low band is summed: the position above the band,
+    /// kept in `s` (bounded by the number of chains, so it never carries out).
+    sink: Option<usize>,
 }
 
 impl Accumulators {
@@ -146,6 +197,7 @@ impl Accumulators {
         Accumulators {
             w,
             top: [addend.then(|| w - 1), None],
+            sink: None,
         }
     }
 
@@ -193,6 +245,10 @@ impl Accumulators {
         let written = self.top[k].map_or(0, |t| t + 1);
         let mut q = last + 1;
         while q < self.w {
+            if self.sink == Some(q) {
+                steps.push(Step::new("addc", "s", &["s".into(), "0".into()]));
+                break;
+            }
             let fresh = q >= written;
             let src = if fresh { "0".to_string() } else { word(q) };
             let op = if fresh || q + 1 == self.w {
@@ -210,11 +266,55 @@ impl Accumulators {
         Some(steps)
     }
 
-    /// `e += o` over the whole width (the carry out of the top is dropped: the product kept).
-    fn sum(&self) -> String {
-        let steps: Vec<Step> = (1..self.w)
+    /// The low band done (positions below `m`, the carries above it in the sink `s`): `e += o`
+    /// up to position `m`, then the sink and the carry added at `m + 1` and carried on through
+    /// `e`'s written words. `o` is not read below `m` again, and starts over at `m`.
+    fn fold(&mut self, m: usize) -> String {
+        let mut steps: Vec<Step> = (1..=m)
             .map(|p| {
                 let op = if p == 1 { "add.cc" } else { "addc.cc" };
+                Step::new(
+                    op,
+                    format!("e[{p}]"),
+                    &[format!("e[{p}]"), format!("o[{p}]")],
+                )
+            })
+            .collect();
+        let top = self.top[0].unwrap_or(0);
+        if top <= m {
+            steps.push(Step::new(
+                "addc",
+                format!("e[{}]", m + 1),
+                &["s".into(), "0".into()],
+            ));
+            self.top[0] = Some(m + 1);
+        } else {
+            for q in m + 1..=top {
+                let op = match (q == m + 1, q == top) {
+                    (_, true) => "addc",
+                    _ => "addc.cc",
+                };
+                let add = if q == m + 1 { "s" } else { "0" };
+                steps.push(Step::new(
+                    op,
+                    format!("e[{q}]"),
+                    &[format!("e[{q}]"), add.into()],
+                ));
+            }
+        }
+        self.sink = None;
+        format!(
+            "  // e = e + o up to {m}, the carries above it from s; o starts over at {m}.\n{}\n  o[{m}] = 0u;\n",
+            both_targets(&[steps], "    ")
+        )
+    }
+
+    /// `e += o` from position `from` to the top (the carry out of the top is dropped: the product
+    /// kept).
+    fn sum(&self, from: usize) -> String {
+        let steps: Vec<Step> = (from..self.w)
+            .map(|p| {
+                let op = if p == from { "add.cc" } else { "addc.cc" };
                 Step::new(
                     op,
                     format!("e[{p}]"),
@@ -228,6 +328,16 @@ impl Accumulators {
         format!("  // e = e + o.\n{}\n", both_targets(&[steps], "    "))
     }
 }
+
+/// Where a product sums its low band first: half its width, from 64 words (2^11 bits) kept.
+/// The band's accumulator words are final before the high band starts, so the high band holds
+/// two accumulators of half the width beside the finished low words.
+fn split_at(w: usize) -> Option<usize> {
+    (w >= SPLIT_FROM_WORDS).then_some(w / 2)
+}
+
+/// 32-bit words kept from which products sum their low band first ([`split_at`]).
+const SPLIT_FROM_WORDS: usize = 64;
 
 /// `e <<= 1` over `w` words (the cross products counted twice).
 fn double(w: usize) -> String {
@@ -301,6 +411,10 @@ mod tests {
     /// The device function of a shape compiled for the host, against num-bigint's product (plus
     /// an addend made from the case: `a ^ b` kept to the product's limbs).
     fn check(shape: WordProduct, cases: &[(BigUint, BigUint)]) {
+        check_split(shape, split_at(2 * shape.out), cases)
+    }
+
+    fn check_split(shape: WordProduct, split: Option<usize>, cases: &[(BigUint, BigUint)]) {
         let WordProduct {
             na,
             nb,
@@ -309,7 +423,7 @@ mod tests {
             addend,
             ..
         } = shape;
-        let (name, text) = shape.function();
+        let (name, text) = shape.function_split(split);
         let call = match (square, addend) {
             (true, _) => format!("{name}(r, a);"),
             (false, false) => format!("{name}(r, a, b);"),
@@ -332,7 +446,8 @@ mod tests {
                 )
             })
             .collect();
-        let got = host::run(&format!("mulwords-{}", name), &src, &input);
+        let tag = split.map_or(String::new(), |m| format!("-split{m}"));
+        let got = host::run(&format!("mulwords-{name}{tag}"), &src, &input);
         let lines: Vec<&str> = got.lines().collect();
         assert_eq!(lines.len(), cases.len());
         for ((a, b), line) in cases.iter().zip(lines) {
@@ -342,7 +457,11 @@ mod tests {
                 BigUint::default()
             };
             let want = (if square { a * a } else { a * b } + c) % &keep;
-            assert_eq!(host::number(line), want, "{shape:?}: {a} * {b}");
+            assert_eq!(
+                host::number(line),
+                want,
+                "{shape:?} split {split:?}: {a} * {b}"
+            );
         }
     }
 
@@ -417,6 +536,45 @@ mod tests {
                     addend: false,
                 };
                 check(shape, &cases(na, na, true, (na * 1000 + out) as u64));
+            }
+        }
+    }
+
+    /// The low band summed first, at split points across the width (the default takes it at
+    /// half of 64 words and more only): every kind of product, truncated or whole, of equal and
+    /// unequal factors.
+    #[test]
+    fn products_summed_in_two_bands_equal_num_bigint_on_the_host() {
+        for (na, nb, out, splits) in [
+            (2, 2, 2, &[2][..]),
+            (3, 3, 3, &[2, 3, 4][..]),
+            (4, 4, 8, &[2, 5, 8, 14][..]),
+            (5, 3, 5, &[4, 7][..]),
+            (2, 6, 6, &[3, 9][..]),
+            (9, 9, 9, &[9, 16][..]),
+            (32, 32, 32, &[32][..]),
+        ] {
+            for &m in splits {
+                for addend in [false, true] {
+                    let shape = WordProduct {
+                        na,
+                        nb,
+                        out,
+                        square: false,
+                        addend,
+                    };
+                    check_split(shape, Some(m), &cases(na, nb, false, (na * 10 + m) as u64));
+                }
+                if na == nb {
+                    let shape = WordProduct {
+                        na,
+                        nb,
+                        out,
+                        square: true,
+                        addend: false,
+                    };
+                    check_split(shape, Some(m), &cases(na, na, true, (na * 20 + m) as u64));
+                }
             }
         }
     }
