@@ -379,6 +379,10 @@ fn quotient_out(na: usize, unroll: &str) -> String {
 /// operands are read in 16-byte loads (their arrays are 16-byte aligned: parameters in global
 /// memory, [`Emitter::device_call`]'s copies), half the loads of a division bound by its memory
 /// accesses.
+/// Limbs of each operand the in-memory short path loads at once at most: a 128-byte line (the
+/// widest even count that divides the operand's limbs).
+const BURST_WORDS: usize = 16;
+
 fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: bool) -> String {
     if na > mb {
         return String::new();
@@ -451,22 +455,35 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
             .collect::<String>()
     };
     let row = if vectors {
+        // A burst of BURST_WORDS limbs of each operand loaded back to back (a 128-byte line of
+        // each), then their steps: a warp's 16-byte loads lie a whole operand apart, and loaded
+        // in pieces across the steps, the lines left L1 before the next piece came (issue 17).
+        let burst = (1..=BURST_WORDS / 2)
+            .rev()
+            .map(|h| 2 * h)
+            .find(|b| mbh % b == 0)
+            .unwrap_or(2);
+        let bh = burst / 2;
         format!(
-            r#"      {unroll}
-      for (int k2 = 0; k2 < {mbh}; k2 += 2) {{
-        const ulonglong2 b2 = reinterpret_cast<const ulonglong2*>(b64)[k2 / 2];
-        const ulonglong2 a2 = k2 < {nah} ? reinterpret_cast<const ulonglong2*>(a64)[k2 / 2] : make_ulonglong2(0ull, 0ull);
+            r#"      #pragma unroll 1
+      for (int k0 = 0; k0 < {mbh}; k0 += {burst}) {{
+        ulonglong2 b2[{bh}], a2[{bh}];
+        #pragma unroll
+        for (int e = 0; e < {bh}; ++e) {{
+          b2[e] = reinterpret_cast<const ulonglong2*>(b64)[k0 / 2 + e];
+          a2[e] = k0 + 2 * e < {nah} ? reinterpret_cast<const ulonglong2*>(a64)[k0 / 2 + e] : make_ulonglong2(0ull, 0ull);
+        }}
 {r2}        #pragma unroll
-        for (int e = 0; e < 2; ++e) {{
-          const u64 bk = e == 0 ? b2.x : b2.y;
-          const u64 ak = e == 0 ? a2.x : a2.y;
+        for (int e = 0; e < {burst}; ++e) {{
+          const u64 bk = e % 2 == 0 ? b2[e / 2].x : b2[e / 2].y;
+          const u64 ak = e % 2 == 0 ? a2[e / 2].x : a2[e / 2].y;
 {step}        }}
 {r2_out}      }}
 "#,
-            r2 = parts.r("        u64 r2[2];\n"),
+            r2 = parts.r(&format!("        u64 r2[{burst}];\n")),
             step = step("          ", "r2[e]"),
             r2_out = parts.r(&format!(
-                "        reinterpret_cast<ulonglong2*>(out + {rat})[k2 / 2] = make_ulonglong2(r2[0], r2[1]);\n"
+                "        #pragma unroll\n        for (int e = 0; e < {bh}; ++e) reinterpret_cast<ulonglong2*>(out + {rat})[k0 / 2 + e] = make_ulonglong2(r2[2 * e], r2[2 * e + 1]);\n"
             )),
         )
     } else {
@@ -726,6 +743,10 @@ mod tests {
             (132, 66),
             (256, 128),
             (100, 130),
+            // The short path's bursts of operand limbs: 16, 6 and 4 limbs (a shorter dividend).
+            (128, 128),
+            (132, 132),
+            (132, 136),
         ] {
             check(na, mb, &cases(na, mb, 400, (na * 1000 + mb) as u64));
         }
@@ -743,7 +764,7 @@ mod tests {
             quotient: false,
             remainder: true,
         };
-        for (na, mb) in [(4, 2), (16, 16), (64, 32), (132, 66), (130, 130)] {
+        for (na, mb) in [(4, 2), (16, 16), (64, 32), (132, 66), (130, 130), (128, 128)] {
             let cases = cases(na, mb, 300, (na * 7 + mb) as u64);
             check_parts(na, mb, quotient, &cases);
             check_parts(na, mb, remainder, &cases);
