@@ -437,10 +437,16 @@ fn quotients_alone_and_remainders_alone() {
             (false, remainder_alone::kernel().unwrap()),
         ] {
             let words = 2 * bits / 64;
-            let function = if quotients { "bf_div" } else { "bf_rem" };
+            // Above 2048 bits a quotient written where it lies leaves the zeros above a
+            // one-word quotient to the warp: its function says where it did (`_w`).
+            let function = match (quotients, bits > 2048) {
+                (true, true) => format!("bf_div_{words}_{words}_w"),
+                (true, false) => format!("bf_div_{words}_{words}"),
+                (false, _) => format!("bf_rem_{words}_{words}"),
+            };
             let source = k.cuda_source(&[bits], &bigfuse::Target::h100()).unwrap();
             assert!(
-                source.contains(&format!("{function}_{words}_{words}(")),
+                source.contains(&format!("{function}(")),
                 "{bits} bits: {function}"
             );
             // Up to 2048 bits the division holds its operands in registers: they are loaded, and
@@ -450,10 +456,20 @@ fn quotients_alone_and_remainders_alone() {
                 bits <= 2048,
                 "{bits} bits: operands copied"
             );
+            let written = if quotients {
+                format!("bf_one_word = live && {function}(out0 + inst")
+            } else {
+                format!("if (live) {function}(out0 + inst")
+            };
             assert_eq!(
-                source.contains(&format!("if (live) {function}_{words}_{words}(out0 + inst")),
+                source.contains(&written),
                 bits > 2048,
                 "{bits} bits: result written where computed"
+            );
+            assert_eq!(
+                source.contains("__ballot_sync(0xffffffffu, bf_one_word)"),
+                quotients && bits > 2048,
+                "{bits} bits: the warp writes the zeros above one-word quotients"
             );
             if bigfuse::runtime::nvrtc::library().is_ok() {
                 common::nvrtc_compiles(k, &[bits]);

@@ -82,7 +82,7 @@ pub(crate) fn div_rem_functions(na: usize, mb: usize, parts: Parts) -> Vec<(Stri
         "whole 64-bit limbs"
     );
     if mb > MAX_REGISTER_WORDS {
-        return vec![in_memory(na, mb, parts)];
+        return vec![in_memory(na, mb, parts, false)];
     }
     let name = parts.name(na, mb);
     let row = both_targets(&row_chains(mb), "    ");
@@ -219,7 +219,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         na1 = na - 1,
         nu = na + mb,
         alen = na + 2 * mb,
-        short = short_quotient(na, mb, parts, "#pragma unroll", false),
+        short = short_quotient(na, mb, parts, "#pragma unroll", false, false),
         by_zero = by_zero(na, mb, parts, "#pragma unroll"),
         qa = quotient_words(na, parts, "#pragma unroll"),
         qa_j = parts.q("    qa[j] = qh;\n"),
@@ -232,8 +232,17 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 /// The same division for divisors too wide for registers: Knuth's Algorithm D in place on the
 /// shifted dividend, every array in local memory, the rows' word loops rolled (a few unrolled
 /// steps each), so that the text stays small at any width.
-fn in_memory(na: usize, mb: usize, parts: Parts) -> (String, String) {
-    let name = parts.name(na, mb);
+fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String) {
+    let name = if warp {
+        format!("{}_w", parts.name(na, mb))
+    } else {
+        parts.name(na, mb)
+    };
+    let (ret, done) = if warp {
+        ("bool", " false")
+    } else {
+        ("void", "")
+    };
     let rat = parts.remainder_at(na);
     let r_out = format!(
         r#"  // The remainder u[0..{mb}] shifted back down by 32 ws + bs bits (the words above are zero).
@@ -253,8 +262,8 @@ fn in_memory(na: usize, mb: usize, parts: Parts) -> (String, String) {
     let text = format!(
         r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
 // words in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
-// r = a mod 2^{m}.
-static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64) {{
+// r = a mod 2^{m}.{warp_doc}
+static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u64* b64) {{
 {short}  u32 d[{mb}];
   int top = -1;
   u32 bt = 0u;
@@ -264,7 +273,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     if (d[j] != 0u) {{ top = j; bt = d[j]; }}
   }}
   if (top < 0) {{
-{by_zero}    return;
+{by_zero}    return{done};
   }}
   const int ws = {mb1} - top;
   const u32 bs = (u32)__clz((int)bt);
@@ -319,8 +328,14 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
       u[j + {mb}] += cy;
     }}
 {qa_j}  }}
-{q_out}{r_out}}}
+{q_out}{r_out}{end}}}
 "#,
+        warp_doc = if warp {
+            format!("\n// True where the quotient has one word: out[0..2] hold it, and the zeros above are left to\n// the warp (bf_warp_zeros_{}).", na / 2)
+        } else {
+            String::new()
+        },
+        end = if warp { "  return false;\n" } else { "" },
         n = 32 * na,
         estimate = ESTIMATE,
         m = 32 * mb,
@@ -328,12 +343,49 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         mb2m = mb - 2,
         na1 = na - 1,
         nu = na + mb,
-        short = short_quotient(na, mb, parts, "#pragma unroll 4", true),
+        short = short_quotient(na, mb, parts, "#pragma unroll 4", true, warp),
         by_zero = by_zero(na, mb, parts, "#pragma unroll 1"),
         qa = quotient_words(na, parts, "#pragma unroll 1"),
         qa_j = parts.q("    qa[j] = qh;\n"),
         q_out = parts.q(&quotient_out(na, "#pragma unroll 1")),
         r_out = parts.r(&r_out),
+    );
+    (name, text)
+}
+
+/// Whether a division that writes its quotient alone into the kernel's result (one thread an
+/// instance, consecutive instances in a warp's lanes) leaves the words above a one-word quotient
+/// (its short path, operands of one width) to the warp: each thread writes its first 16 bytes,
+/// and the warp the zeros above them side by side ([`warp_zeros_function`]). Each thread's
+/// quotient lies a whole quotient from its neighbour's, so the thread's own 16-byte stores of
+/// them took a sector of 32 lines each.
+fn warp_zeros(na: usize, mb: usize, parts: Parts) -> bool {
+    parts.quotient
+        && !parts.remainder
+        && mb > MAX_REGISTER_WORDS
+        && na <= mb
+        && (na / 2).is_multiple_of(2)
+        && (mb / 2).is_multiple_of(2)
+}
+
+/// The zeros of the warp's one-word quotients of `nah` limbs (those whose lane's bit `mask`
+/// sets, from the warp's first instance's quotient at `out`) above their first two limbs, 512
+/// contiguous bytes a store.
+fn warp_zeros_function(nah: usize) -> (String, String) {
+    let name = format!("bf_warp_zeros_{nah}");
+    let h = nah / 2;
+    let text = format!(
+        r#"// Limbs 2..{nah} of the one-word quotients of the warp's lanes set in mask, zero: the warp's 16-byte
+// stores side by side.
+static __device__ __forceinline__ void {name}(u64* out, const u32 lane, const u32 mask) {{
+  ulonglong2* q2 = reinterpret_cast<ulonglong2*>(out);
+  #pragma unroll 4
+  for (u32 x = lane; x < {total}u; x += 32u) {{
+    if (x % {h}u != 0u && ((mask >> (x / {h}u)) & 1u) != 0u) q2[x] = make_ulonglong2(0ull, 0ull);
+  }}
+}}
+"#,
+        total = 32 * h
     );
     (name, text)
 }
@@ -383,7 +435,14 @@ fn quotient_out(na: usize, unroll: &str) -> String {
 /// widest even count that divides the operand's limbs).
 const BURST_WORDS: usize = 16;
 
-fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: bool) -> String {
+fn short_quotient(
+    na: usize,
+    mb: usize,
+    parts: Parts,
+    unroll: &str,
+    vectors: bool,
+    warp: bool,
+) -> String {
     if na > mb {
         return String::new();
     }
@@ -420,7 +479,10 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
     // Two limbs at a time in 16-byte accesses where they come so (aligned arrays: parameters in
     // global memory, the kernel's results, [`Emitter::device_call`]'s arrays).
     let vectors = vectors && nah % 2 == 0 && mbh % 2 == 0;
-    let q_out = if vectors {
+    let q_out = if warp {
+        "      reinterpret_cast<ulonglong2*>(out)[0] = make_ulonglong2((u64)qh, 0ull);\n"
+            .to_string()
+    } else if vectors {
         format!(
             r#"      ulonglong2* q2 = reinterpret_cast<ulonglong2*>(out);
       q2[0] = make_ulonglong2((u64)qh, 0ull);
@@ -513,10 +575,11 @@ fn short_quotient(na: usize, mb: usize, parts: Parts, unroll: &str, vectors: boo
       if ((c | bo) != 0ull) {{
         qh -= 1u;
 {add_back}      }}
-{q_out}      return;
+{q_out}      return{ret};
     }}
   }}
 "#,
+        ret = if warp { " true" } else { "" },
         back = if parts.remainder {
             "b goes back in"
         } else {
@@ -560,31 +623,60 @@ fn row_chains(mb: usize) -> [Vec<Step>; 2] {
 
 impl Emitter<'_> {
     /// The limbs of `a / b`, then those of `a % b`, through the device function of their widths
-    /// that computes the `parts` read (the others read as zero: nothing reads them). With `into`,
-    /// the function writes its one part there (the kernel's result; a live thread only), and
-    /// nothing reads the limbs returned.
+    /// that computes the `parts` read (the others read as zero: nothing reads them). With `into`
+    /// (a buffer and its words per instance: the kernel's result), the function writes its one
+    /// part there (a live thread only), and nothing reads the limbs returned; a quotient of one
+    /// word leaves the zeros above it to the warp ([`warp_zeros`]).
     pub(super) fn div_rem_call(
         &mut self,
         a: &[String],
         b: &[String],
         parts: Parts,
-        into: Option<String>,
+        into: Option<(String, u64)>,
     ) -> Vec<String> {
         let (na, mb) = (2 * a.len(), 2 * b.len());
-        let (functions, name) = (div_rem_functions(na, mb, parts), parts.name(na, mb));
         let limbs = parts.limbs(na, mb);
         let computed = match into {
-            Some(at) => {
-                for (f, text) in functions {
-                    self.device_function(&f, |em| em.src.out.push_str(&text));
-                }
+            Some((buffer, units)) => {
+                let warp = warp_zeros(na, mb, parts);
+                let (name, text) = if warp {
+                    in_memory(na, mb, parts, true)
+                } else {
+                    let name = parts.name(na, mb);
+                    let functions = div_rem_functions(na, mb, parts);
+                    let [(_, text)] = &functions[..] else {
+                        unreachable!("a division written where it lies is one in memory")
+                    };
+                    (name, text.clone())
+                };
+                self.device_function(&name, |em| em.src.out.push_str(&text));
                 self.open("{");
-                let args = self.operand_arrays(&[a, b]);
-                self.line(format!("if (live) {name}({at}, {});", args.join(", ")));
+                let args = self.operand_arrays(&[a, b]).join(", ");
+                let at = format!("{buffer} + inst * {units}ull");
+                if warp {
+                    assert_eq!(units as usize, na / 2, "the result is the quotient");
+                    let (fill, text) = warp_zeros_function(na / 2);
+                    self.device_function(&fill, |em| em.src.out.push_str(&text));
+                    self.line(format!(
+                        "const bool bf_one_word = live && {name}({at}, {args});"
+                    ));
+                    self.line(format!(
+                        "{fill}({buffer} + (inst - lane) * {units}ull, lane, __ballot_sync(0xffffffffu, bf_one_word));"
+                    ));
+                } else {
+                    self.line(format!("if (live) {name}({at}, {args});"));
+                }
                 self.close("}");
                 vec!["0ull".to_string(); limbs]
             }
-            None => self.device_call(functions, &name, limbs, &[a, b], &[], false),
+            None => self.device_call(
+                div_rem_functions(na, mb, parts),
+                &parts.name(na, mb),
+                limbs,
+                &[a, b],
+                &[],
+                false,
+            ),
         };
         let zero = |n: usize| vec!["0ull".to_string(); n];
         let (q, r) = computed.split_at(parts.remainder_at(na));
@@ -618,12 +710,29 @@ mod tests {
     /// The same for the function that computes `parts`, checking those (zero stands for a part
     /// not computed).
     fn check_parts(na: usize, mb: usize, parts: Parts, cases: &[(BigUint, BigUint)]) {
+        check_form(na, mb, parts, false, cases)
+    }
+
+    /// With `warp`, the form that leaves the zeros above a one-word quotient to the warp
+    /// ([`warp_zeros`]): the harness writes them where the function says so. The result's words
+    /// start as all ones, so that a word neither writes shows.
+    fn check_form(na: usize, mb: usize, parts: Parts, warp: bool, cases: &[(BigUint, BigUint)]) {
         let mut src = String::from(host::PRELUDE);
-        for (_, text) in div_rem_functions(na, mb, parts) {
+        let functions = if warp {
+            vec![in_memory(na, mb, parts, true)]
+        } else {
+            div_rem_functions(na, mb, parts)
+        };
+        let name = functions[0].0.clone();
+        for (_, text) in functions {
             src.push_str(&text);
         }
-        let name = parts.name(na, mb);
         let (ha, hb) = (na / 2, mb / 2);
+        let call = if warp {
+            format!("if ({name}(r, a, b)) for (int j = 2; j < {ha}; ++j) r[j] = 0ull;")
+        } else {
+            format!("{name}(r, a, b);")
+        };
         let _ = write!(
             src,
             r#"int main() {{
@@ -631,8 +740,8 @@ mod tests {
   for (;;) {{
     for (int j = 0; j < {ha}; ++j) if (scanf("%llu", &a[j]) != 1) return 0;
     for (int j = 0; j < {hb}; ++j) scanf("%llu", &b[j]);
-    for (int j = 0; j < {hr}; ++j) r[j] = 0ull;
-    {name}(r, a, b);
+    for (int j = 0; j < {hr}; ++j) r[j] = ~0ull;
+    {call}
     for (int j = 0; j < {hr}; ++j) printf("%llu ", r[j]);
     printf("\n");
   }}
@@ -764,11 +873,30 @@ mod tests {
             quotient: false,
             remainder: true,
         };
-        for (na, mb) in [(4, 2), (16, 16), (64, 32), (132, 66), (130, 130), (128, 128)] {
+        for (na, mb) in [
+            (4, 2),
+            (16, 16),
+            (64, 32),
+            (132, 66),
+            (130, 130),
+            (128, 128),
+        ] {
             let cases = cases(na, mb, 300, (na * 7 + mb) as u64);
             check_parts(na, mb, quotient, &cases);
             check_parts(na, mb, remainder, &cases);
         }
+        // The quotient written where it lies, the zeros above a one-word one left to the warp.
+        for (na, mb) in [(132, 132), (128, 128), (68, 132)] {
+            assert!(warp_zeros(na, mb, quotient));
+            check_form(
+                na,
+                mb,
+                quotient,
+                true,
+                &cases(na, mb, 300, (na * 11 + mb) as u64),
+            );
+        }
+        assert!(!warp_zeros(256, 128, quotient) && !warp_zeros(128, 128, Parts::BOTH));
     }
 
     /// Many more cases at the bench's widths.

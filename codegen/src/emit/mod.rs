@@ -103,8 +103,9 @@ struct Emitter<'a> {
     /// read them there ([`crate::place::Park`]), for [`Emitter::apply`].
     parking: Option<crate::place::Park>,
     /// While a map's body is written: its division that writes the kernel's result where it
-    /// lies (body node, the result's address; [`crate::place::written_by_division`]).
-    division_into: Option<(usize, String)>,
+    /// lies (body node, the result's buffer and its words per instance;
+    /// [`crate::place::written_by_division`]).
+    division_into: Option<(usize, String, u64)>,
 }
 
 /// CUDA text being written, indented by block depth: how every emitter writes its lines.

@@ -168,8 +168,8 @@ impl Emitter<'_> {
                 }
                 Op::LimbDivRem(a, b) => {
                     let parts = Parts::read_in(f, ValueId(k as u32));
-                    let into = self.division_into.clone().filter(|(d, _)| *d == k);
-                    self.div_rem_call(&arg(*a), &arg(*b), parts, into.map(|(_, at)| at))
+                    let into = self.division_into.clone().filter(|(d, ..)| *d == k);
+                    self.div_rem_call(&arg(*a), &arg(*b), parts, into.map(|(_, at, u)| (at, u)))
                 }
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
                 Op::Loop { count, body, args } => {
@@ -355,7 +355,7 @@ impl Emitter<'_> {
         self.parking = self.placement.park_of(id).cloned();
         self.division_into = written.map(|(k, d)| {
             let units = self.outputs[k].units;
-            (d.index(), format!("out{k} + inst * {units}ull"))
+            (d.index(), format!("out{k}"), units)
         });
         body(self, &a, &dest);
         self.parking = None;
