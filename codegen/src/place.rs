@@ -705,7 +705,13 @@ mod tests {
             assert_eq!(!s.contains("const u64 p0["), a_in_place, "{case}");
             assert_eq!(!s.contains("const u64 p1["), b_in_place, "{case}");
             assert_eq!(s.contains("written where computed"), written, "{case}");
-            assert_eq!(s.contains("if (live) bf_"), written, "{case}");
+            // A remainder alone by its thread; a quotient alone by the warp's rows where it has
+            // one word (both operands in place), by its thread otherwise.
+            let by_thread = s.contains("if (live) bf_rem_");
+            let by_warp = s.contains("if (bf_rows != 0u) bf_div_rows_")
+                && s.contains("if (live && !bf_one_word) bf_div_");
+            assert_eq!(by_thread || by_warp, written, "{case}");
+            assert_eq!(by_warp, written && which == 0, "{case}");
             let noted = |text: &str| c.placement.notes.iter().any(|n| n.contains(text));
             assert_eq!(noted("%0: read where it lies"), a_in_place, "{case}");
             assert_eq!(noted("%1: read where it lies"), b_in_place, "{case}");

@@ -390,6 +390,74 @@ static __device__ __forceinline__ void {name}(u64* out, const u32 lane, const u3
     (name, text)
 }
 
+/// Whether the warp computes the one-word quotients of its lanes together
+/// ([`warp_rows_function`]): a quotient alone written where it lies ([`warp_zeros`]) of
+/// operands of one width, in whole bursts (and, the caller checks, both read where they lie).
+fn warp_rows(na: usize, mb: usize, parts: Parts) -> bool {
+    warp_zeros(na, mb, parts) && na == mb && (mb / 2).is_multiple_of(BURST_WORDS)
+}
+
+/// `a / b` of `n`-word numbers for the warp's lanes set in `rows` (their quotients have one word),
+/// with `warps` warps a block: each lane's row `r = a - q b` as in the one-thread function, the
+/// operands through shared memory a burst of limbs at a time, which the warp loads 512
+/// contiguous bytes a load (a lane's own operands lie a whole operand from the next lane's).
+fn warp_rows_function(n: usize, warps: usize) -> (String, String) {
+    let name = format!("bf_div_rows_{n}");
+    let h = n / 2;
+    let bh = BURST_WORDS / 2;
+    let quotient = Parts {
+        quotient: true,
+        remainder: false,
+    };
+    let text = format!(
+        r#"// q = a / b of {bits}-bit numbers for the warp's lanes set in rows (b's top word not zero: q has
+// one word): lane j's operands at a0 / b0 + (inst0 + j) {h} limbs, (q, 0) to out + (inst0 + j) {h}.
+// One row r = a - q b a lane, its operands {burst} limbs at a time through shared memory, where the
+// warp loads them 512 contiguous bytes a load (slots of {bh1} 16-byte words: no bank conflicts).
+static __device__ __forceinline__ void {name}(u64* out, const u64* __restrict__ a0, const u64* __restrict__ b0, const u64 inst0, const u32 lane, const u32 rows) {{
+  __shared__ ulonglong2 bf_rows_stage[{warps}][2][32 * {bh1}];
+  ulonglong2* sa = bf_rows_stage[threadIdx.x >> 5][0];
+  ulonglong2* sb = bf_rows_stage[threadIdx.x >> 5][1];
+  const bool mine = ((rows >> lane) & 1u) != 0u;
+  // A lane without a row computes on a lane's that has one, and stores nothing.
+  const u64 at = inst0 + (u64)(mine ? lane : (u32)(__ffs(rows) - 1));
+  const u64* a64 = a0 + at * {h}ull;
+  const u64* b64 = b0 + at * {h}ull;
+  {{
+{estimate}      u64 c = 0ull, bo = 0ull;
+      #pragma unroll 1
+      for (int k0 = 0; k0 < {h}; k0 += {burst}) {{
+        __syncwarp();
+        #pragma unroll
+        for (int i = 0; i < {bh}; ++i) {{
+          const u32 x = (u32)i * 32u + lane, j = x / {bh}u, e = x % {bh}u;
+          if (((rows >> j) & 1u) != 0u) {{
+            sa[j * {bh1} + e] = reinterpret_cast<const ulonglong2*>(a0 + (inst0 + j) * {h}ull)[k0 / 2 + e];
+            sb[j * {bh1} + e] = reinterpret_cast<const ulonglong2*>(b0 + (inst0 + j) * {h}ull)[k0 / 2 + e];
+          }}
+        }}
+        __syncwarp();
+        #pragma unroll
+        for (int e = 0; e < {burst}; ++e) {{
+          const ulonglong2 a2 = sa[lane * {bh1} + e / 2], b2 = sb[lane * {bh1} + e / 2];
+          const u64 bk = e % 2 == 0 ? b2.x : b2.y;
+          const u64 ak = e % 2 == 0 ? a2.x : a2.y;
+{step}        }}
+      }}
+      if ((c | bo) != 0ull) qh -= 1u;
+      if (mine) reinterpret_cast<ulonglong2*>(out + (inst0 + lane) * {h}ull)[0] = make_ulonglong2((u64)qh, 0ull);
+  }}
+}}
+"#,
+        bits = 32 * n,
+        burst = BURST_WORDS,
+        bh1 = bh + 1,
+        estimate = one_word_estimate(n, n),
+        step = row_step(quotient, "          ", ""),
+    );
+    (name, text)
+}
+
 /// The words of division by zero, all ones and `a mod 2^(32 mb)`, where `parts` reads them.
 fn by_zero(na: usize, mb: usize, parts: Parts, unroll: &str) -> String {
     let (nah, mbh, rat) = (na / 2, mb / 2, parts.remainder_at(na));
@@ -446,24 +514,6 @@ fn short_quotient(
     if na > mb {
         return String::new();
     }
-    // Word j of a as a C expression (zero above its length: j is known here).
-    // Word j of an operand (`a64` of `na` words, `b64` of `mb`) as a C expression, zero outside.
-    let word = |array: &str, len: usize, j: isize| {
-        if j >= 0 && (j as usize) < len {
-            format!("(u32)({array}[{}] >> {})", j / 2, 32 * (j % 2))
-        } else {
-            "0u".to_string()
-        }
-    };
-    // Word j of the operand shifted up by bs bits.
-    let shifted = |array: &str, len: usize, j: isize| {
-        format!(
-            "__funnelshift_l({}, {}, bs)",
-            word(array, len, j - 1),
-            word(array, len, j)
-        )
-    };
-    let m = mb as isize;
     let (nah, mbh, rat) = (na / 2, mb / 2, parts.remainder_at(na));
     let add_back = format!(
         r#"        u64 cy = 0ull;
@@ -496,26 +546,7 @@ fn short_quotient(
             "      out[0] = (u64)qh;\n      {unroll}\n      for (int j = 1; j < {nah}; ++j) out[j] = 0ull;\n"
         )
     };
-    // One step k of r = a - qh b: `bk`, `ak` in, the remainder's limb to `r_to` where read.
-    let step = |indent: &str, r_to: &str| {
-        let mut lines: Vec<String> = [
-            "const u64 lo = (u64)qh * (u64)(u32)bk + c;",
-            "const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);",
-            "c = hi >> 32;",
-            "const u64 p = (hi << 32) | (u64)(u32)lo;",
-            "const u64 x = ak - p;",
-        ]
-        .map(String::from)
-        .to_vec();
-        if parts.remainder {
-            lines.push(format!("{r_to} = x - bo;"));
-        }
-        lines.push("bo = (u64)(ak < p) | (u64)(x < bo);".into());
-        lines
-            .iter()
-            .map(|l| format!("{indent}{l}\n"))
-            .collect::<String>()
-    };
+    let step = |indent: &str, r_to: &str| row_step(parts, indent, r_to);
     let row = if vectors {
         // A burst of BURST_WORDS limbs of each operand loaded back to back (a 128-byte line of
         // each), then their steps: a warp's 16-byte loads lie a whole operand apart, and loaded
@@ -563,12 +594,6 @@ fn short_quotient(
         r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
   if ((u32)(b64[{mbh1}] >> 32) != 0u) {{
     {{
-      // The top words of d = b << bs, b's top word being its top one.
-      const u32 bs = (u32)__clz((int)(u32)(b64[{mbh1}] >> 32));
-      const u32 d1 = {d1}, d0 = {d0};
-      const u32 v = (u32)(~0ull / (u64)d1);
-      // The window u[0..{mb}] of u = a << bs: its top word is what the shift lifts out of a.
-      const u32 n2 = bs == 0u ? 0u : ({top} >> (32u - bs)), n1 = {n1}, n0 = {n0};
 {estimate}      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
       u64 c = 0ull, bo = 0ull;
 {row}      // Negative (qh one above): {back}.
@@ -588,6 +613,39 @@ fn short_quotient(
         add_back = parts.r(&add_back),
         q_out = parts.q(&q_out),
         mbh1 = mb / 2 - 1,
+        estimate = one_word_estimate(na, mb),
+    )
+}
+
+/// The one-word quotient's estimate `qh` of `a / b` (`a64` of `na` words no wider than `b64` of
+/// `mb`, `b`'s top word not zero): the quotient or one above it.
+fn one_word_estimate(na: usize, mb: usize) -> String {
+    // Word j of an operand (`a64` of `na` words, `b64` of `mb`) as a C expression, zero outside.
+    let word = |array: &str, len: usize, j: isize| {
+        if j >= 0 && (j as usize) < len {
+            format!("(u32)({array}[{}] >> {})", j / 2, 32 * (j % 2))
+        } else {
+            "0u".to_string()
+        }
+    };
+    // Word j of the operand shifted up by bs bits.
+    let shifted = |array: &str, len: usize, j: isize| {
+        format!(
+            "__funnelshift_l({}, {}, bs)",
+            word(array, len, j - 1),
+            word(array, len, j)
+        )
+    };
+    let m = mb as isize;
+    format!(
+        r#"      // The top words of d = b << bs, b's top word being its top one.
+      const u32 bs = (u32)__clz((int)(u32)(b64[{mbh1}] >> 32));
+      const u32 d1 = {d1}, d0 = {d0};
+      const u32 v = (u32)(~0ull / (u64)d1);
+      // The window u[0..{mb}] of u = a << bs: its top word is what the shift lifts out of a.
+      const u32 n2 = bs == 0u ? 0u : ({top} >> (32u - bs)), n1 = {n1}, n0 = {n0};
+{estimate}"#,
+        mbh1 = mb / 2 - 1,
         top = word("a64", na, m - 1),
         n1 = shifted("a64", na, m - 1),
         n0 = shifted("a64", na, m - 2),
@@ -597,6 +655,28 @@ fn short_quotient(
             .replace("\n    ", "\n      ")
             .replacen("    ", "      ", 1),
     )
+}
+
+/// One step of `r = a - qh b` on 64-bit limbs: `bk`, `ak` in, the borrow `bo` and the product's
+/// carry `c` on, the remainder's limb to `r_to` where `parts` reads it.
+fn row_step(parts: Parts, indent: &str, r_to: &str) -> String {
+    let mut lines: Vec<String> = [
+        "const u64 lo = (u64)qh * (u64)(u32)bk + c;",
+        "const u64 hi = (u64)qh * (u64)(u32)(bk >> 32) + (lo >> 32);",
+        "c = hi >> 32;",
+        "const u64 p = (hi << 32) | (u64)(u32)lo;",
+        "const u64 x = ak - p;",
+    ]
+    .map(String::from)
+    .to_vec();
+    if parts.remainder {
+        lines.push(format!("{r_to} = x - bo;"));
+    }
+    lines.push("bo = (u64)(ak < p) | (u64)(x < bo);".into());
+    lines
+        .iter()
+        .map(|l| format!("{indent}{l}\n"))
+        .collect::<String>()
 }
 
 /// The carry chains of a row, `w -= qh d` with each word product `qh d[k]` a 64-bit `pk`
@@ -651,9 +731,37 @@ impl Emitter<'_> {
                 };
                 self.device_function(&name, |em| em.src.out.push_str(&text));
                 self.open("{");
-                let args = self.operand_arrays(&[a, b]).join(", ");
+                let arrays = self.operand_arrays(&[a, b]);
+                let args = arrays.join(", ");
                 let at = format!("{buffer} + inst * {units}ull");
-                if warp {
+                let params: Vec<u32> = arrays
+                    .iter()
+                    .filter_map(|x| self.in_place.iter().find(|(w, _)| w == x).map(|p| p.1))
+                    .collect();
+                if let (&[pa, pb], true) = (&params[..], warp_rows(na, mb, parts)) {
+                    // The warp's one-word quotients together, the others each by its own thread.
+                    let warps = self.sched.block_threads as usize / 32;
+                    let (rows, text) = warp_rows_function(na, warps);
+                    self.device_function(&rows, |em| em.src.out.push_str(&text));
+                    let (general, text) = in_memory(na, mb, parts, false);
+                    self.device_function(&general, |em| em.src.out.push_str(&text));
+                    let (fill, text) = warp_zeros_function(na / 2);
+                    self.device_function(&fill, |em| em.src.out.push_str(&text));
+                    let top = format!("{}[{}]", arrays[1], mb / 2 - 1);
+                    self.line(format!(
+                        "const bool bf_one_word = live && (u32)({top} >> 32) != 0u;"
+                    ));
+                    self.line("const u32 bf_rows = __ballot_sync(0xffffffffu, bf_one_word);");
+                    self.line(format!(
+                        "if (bf_rows != 0u) {rows}({buffer}, in{pa}, in{pb}, inst - lane, lane, bf_rows);"
+                    ));
+                    self.line(format!(
+                        "if (live && !bf_one_word) {general}({at}, {args});"
+                    ));
+                    self.line(format!(
+                        "{fill}({buffer} + (inst - lane) * {units}ull, lane, bf_rows);"
+                    ));
+                } else if warp {
                     assert_eq!(units as usize, na / 2, "the result is the quotient");
                     let (fill, text) = warp_zeros_function(na / 2);
                     self.device_function(&fill, |em| em.src.out.push_str(&text));
@@ -897,6 +1005,103 @@ mod tests {
             );
         }
         assert!(!warp_zeros(256, 128, quotient) && !warp_zeros(128, 128, Parts::BOTH));
+    }
+
+    /// The warp's one-word quotients together (`warp_rows_function`), the others by their own
+    /// threads, the zeros by the warp (`warp_zeros_function`), as the kernel calls them: a warp of
+    /// 32 host threads (its `__syncwarp` a barrier, its shared memory static), every case's
+    /// quotient against num-bigint. The cases mix one-word quotients, longer ones, division by
+    /// zero and lanes past the batch's end in one warp; results start as all ones.
+    #[test]
+    fn warps_of_one_word_quotients_equal_num_bigint_on_the_host() {
+        let quotient = Parts {
+            quotient: true,
+            remainder: false,
+        };
+        for n in [128, 256] {
+            assert!(warp_rows(n, n, quotient));
+            let h = n / 2;
+            let mut src = String::from(host::PRELUDE);
+            src.push_str(
+                r#"#include <thread>
+#include <barrier>
+#include <vector>
+#define __shared__ static
+static std::barrier<>* bf_bar;
+static u32 bf_x[32];
+static thread_local struct { u32 x; } threadIdx;
+static void __syncwarp() { bf_bar->arrive_and_wait(); }
+static int __ffs(u32 x) { return __builtin_ffs(x); }
+static u32 __ballot_sync(u32, bool p) {
+  bf_x[threadIdx.x] = p ? 1u : 0u;
+  bf_bar->arrive_and_wait();
+  u32 r = 0u;
+  for (int i = 0; i < 32; ++i) r |= bf_x[i] << i;
+  bf_bar->arrive_and_wait();
+  return r;
+}
+"#,
+            );
+            for (_, text) in [
+                warp_rows_function(n, 1),
+                in_memory(n, n, quotient, false),
+                warp_zeros_function(h),
+            ] {
+                src.push_str(&text);
+            }
+            let _ = write!(
+                src,
+                r#"int main() {{
+  __align__(16) static u64 a[32 * {h}], b[32 * {h}], out[32 * {h}];
+  std::barrier<> bar(32);
+  bf_bar = &bar;
+  for (;;) {{
+    int live = 0;
+    for (; live < 32; ++live) {{
+      if (scanf("%llu", &a[live * {h}]) != 1) break;
+      for (int j = 1; j < {h}; ++j) scanf("%llu", &a[live * {h} + j]);
+      for (int j = 0; j < {h}; ++j) scanf("%llu", &b[live * {h} + j]);
+    }}
+    if (live == 0) return 0;
+    for (int j = 0; j < 32 * {h}; ++j) out[j] = ~0ull;
+    std::vector<std::thread> warp;
+    for (u32 lane = 0; lane < 32; ++lane)
+      warp.emplace_back([&, lane] {{
+        threadIdx.x = lane;
+        const bool alive = (int)lane < live;
+        const u64 inst = alive ? lane : 0u;
+        const bool one_word = alive && (u32)(b[inst * {h} + {top}] >> 32) != 0u;
+        const u32 rows = __ballot_sync(0xffffffffu, one_word);
+        if (rows != 0u) bf_div_rows_{n}(out, a, b, 0ull, lane, rows);
+        if (alive && !one_word) {general}(out + inst * {h}, a + inst * {h}, b + inst * {h});
+        bf_warp_zeros_{h}(out, lane, rows);
+      }});
+    for (auto& t : warp) t.join();
+    for (int k = 0; k < live; ++k) {{
+      for (int j = 0; j < {h}; ++j) printf("%llu ", out[k * {h} + j]);
+      printf("\n");
+    }}
+  }}
+}}
+"#,
+                top = h - 1,
+                general = quotient.name(n, n),
+            );
+            // 300 cases: the last warp has lanes past the batch's end.
+            let cases = cases(n, n, 300, n as u64 + 5);
+            let out = host::run(&format!("warp-rows-{n}"), &src, &host::pairs(&cases, h, h));
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), cases.len());
+            let all = (BigUint::from(1u8) << (32 * n)) - 1u8;
+            for ((x, y), line) in cases.iter().zip(lines) {
+                let want = if *y == BigUint::from(0u8) {
+                    all.clone()
+                } else {
+                    x / y
+                };
+                assert_eq!(host::number(line), want, "{n}: {x:#x} / {y:#x}");
+            }
+        }
     }
 
     /// Many more cases at the bench's widths.

@@ -106,6 +106,9 @@ struct Emitter<'a> {
     /// lies (body node, the result's buffer and its words per instance;
     /// [`crate::place::written_by_division`]).
     division_into: Option<(usize, String, u64)>,
+    /// Pointers to this thread's instance of a parameter read where it lies, and the parameter
+    /// ([`Self::instance_words`]): what a warp may read for its lanes together.
+    in_place: Vec<(String, u32)>,
 }
 
 /// CUDA text being written, indented by block depth: how every emitter writes its lines.
@@ -391,6 +394,7 @@ pub fn emit(
         prefetches: Vec::new(),
         parking: None,
         division_into: None,
+        in_place: Vec::new(),
     };
     e.preamble(header);
     // Device functions the steps ask for are written here, ahead of the kernel, at the end.

@@ -238,6 +238,7 @@ impl Emitter<'_> {
         self.line(format!(
             "const u64* __restrict__ {w} = in{param} + (live ? inst : 0ull) * {units}ull;"
         ));
+        self.in_place.push((w.clone(), param));
         (0..units).map(|k| format!("{w}[{k}]")).collect()
     }
 
