@@ -236,7 +236,8 @@ pub fn divided_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
 /// quotient alone, or a remainder alone): the result's index and the division's node in the
 /// body. The division's device function then writes that part straight into the result's buffer
 /// (`emit::divide`), where it would write it to a local array that the kernel reads back into
-/// registers and stores (1 KB of local memory traffic a 4096-bit quotient).
+/// registers and stores (1 KB of local memory traffic a 4096-bit quotient); a warp computes its
+/// lanes' one-word quotients together where both operands are read where they lie.
 pub fn written_by_division(func: &Func, sched: &Schedule, id: ValueId) -> Option<(usize, ValueId)> {
     let Op::Map { f, .. } = &func.node(id).op else {
         return None;
