@@ -485,6 +485,10 @@ fn quotient_out(na: usize, unroll: &str) -> String {
     )
 }
 
+/// Limbs of each operand the in-memory short path loads at once at most: a 128-byte line (the
+/// widest even count that divides the operand's limbs).
+const BURST_WORDS: usize = 16;
+
 /// The path of a quotient of one word, first in both forms where the dividend is no wider than
 /// the divisor (`a / b` of one width; a dividend twice as wide, a product reduced modulo `m`,
 /// rarely has one): a divisor of full width (its top word is not zero) gives
@@ -498,11 +502,9 @@ fn quotient_out(na: usize, unroll: &str) -> String {
 /// operands does not run both paths. `unroll` is the word loops' pragma; with `vectors` the
 /// operands are read in 16-byte loads (their arrays are 16-byte aligned: parameters in global
 /// memory, [`Emitter::device_call`]'s copies), half the loads of a division bound by its memory
-/// accesses.
-/// Limbs of each operand the in-memory short path loads at once at most: a 128-byte line (the
-/// widest even count that divides the operand's limbs).
-const BURST_WORDS: usize = 16;
-
+/// accesses, in bursts of up to [`BURST_WORDS`] limbs of each. With `warp` (the function that
+/// leaves the zeros above a one-word quotient to the warp, [`warp_zeros`]) it writes only `(q, 0)`
+/// and returns true.
 fn short_quotient(
     na: usize,
     mb: usize,

@@ -465,6 +465,21 @@ mod tests {
         }
     }
 
+    /// The shapes of one size: the product, the product with an addend and, of equal factors,
+    /// the square.
+    fn kinds(na: usize, nb: usize, out: usize) -> impl Iterator<Item = WordProduct> {
+        let shape = |square, addend| WordProduct {
+            na,
+            nb,
+            out,
+            square,
+            addend,
+        };
+        [shape(false, false), shape(false, true)]
+            .into_iter()
+            .chain((na == nb).then(|| shape(true, false)))
+    }
+
     fn cases(na: usize, nb: usize, square: bool, seed: u64) -> Vec<(BigUint, BigUint)> {
         let mut word = host::words(seed);
         let mut big = |n: usize| {
@@ -517,25 +532,9 @@ mod tests {
             (1, 4, 4),
             (17, 17, 17),
         ] {
-            for addend in [false, true] {
-                let shape = WordProduct {
-                    na,
-                    nb,
-                    out,
-                    square: false,
-                    addend,
-                };
-                check(shape, &cases(na, nb, false, (na * 100 + out) as u64));
-            }
-            if na == nb {
-                let shape = WordProduct {
-                    na,
-                    nb,
-                    out,
-                    square: true,
-                    addend: false,
-                };
-                check(shape, &cases(na, na, true, (na * 1000 + out) as u64));
+            for shape in kinds(na, nb, out) {
+                let seed = if shape.square { na * 1000 } else { na * 100 } + out;
+                check(shape, &cases(na, nb, shape.square, seed as u64));
             }
         }
     }
@@ -555,25 +554,10 @@ mod tests {
             (32, 32, 32, &[32][..]),
         ] {
             for &m in splits {
-                for addend in [false, true] {
-                    let shape = WordProduct {
-                        na,
-                        nb,
-                        out,
-                        square: false,
-                        addend,
-                    };
-                    check_split(shape, Some(m), &cases(na, nb, false, (na * 10 + m) as u64));
-                }
-                if na == nb {
-                    let shape = WordProduct {
-                        na,
-                        nb,
-                        out,
-                        square: true,
-                        addend: false,
-                    };
-                    check_split(shape, Some(m), &cases(na, na, true, (na * 20 + m) as u64));
+                for shape in kinds(na, nb, out) {
+                    let seed = if shape.square { na * 20 } else { na * 10 } + m;
+                    let cases = cases(na, nb, shape.square, seed as u64);
+                    check_split(shape, Some(m), &cases);
                 }
             }
         }
