@@ -720,35 +720,24 @@ impl Emitter<'_> {
         let limbs = parts.limbs(na, mb);
         let computed = match into {
             Some((buffer, units)) => {
-                let warp = warp_zeros(na, mb, parts);
-                let (name, text) = if warp {
-                    in_memory(na, mb, parts, true)
-                } else {
-                    let name = parts.name(na, mb);
-                    let functions = div_rem_functions(na, mb, parts);
-                    let [(_, text)] = &functions[..] else {
-                        unreachable!("a division written where it lies is one in memory")
-                    };
-                    (name, text.clone())
-                };
-                self.device_function(&name, |em| em.src.out.push_str(&text));
                 self.open("{");
                 let arrays = self.operand_arrays(&[a, b]);
                 let args = arrays.join(", ");
                 let at = format!("{buffer} + inst * {units}ull");
-                let params: Vec<u32> = arrays
+                let in_place: Vec<u32> = arrays
                     .iter()
                     .filter_map(|x| self.in_place.iter().find(|(w, _)| w == x).map(|p| p.1))
                     .collect();
-                if let (&[pa, pb], true) = (&params[..], warp_rows(na, mb, parts)) {
+                let write = |em: &mut Self, (f, text): (String, String)| {
+                    em.device_function(&f, |em| em.src.out.push_str(&text));
+                    f
+                };
+                if let (&[pa, pb], true) = (&in_place[..], warp_rows(na, mb, parts)) {
                     // The warp's one-word quotients together, the others each by its own thread.
                     let warps = self.sched.block_threads as usize / 32;
-                    let (rows, text) = warp_rows_function(na, warps);
-                    self.device_function(&rows, |em| em.src.out.push_str(&text));
-                    let (general, text) = in_memory(na, mb, parts, false);
-                    self.device_function(&general, |em| em.src.out.push_str(&text));
-                    let (fill, text) = warp_zeros_function(na / 2);
-                    self.device_function(&fill, |em| em.src.out.push_str(&text));
+                    let rows = write(self, warp_rows_function(na, warps));
+                    let general = write(self, in_memory(na, mb, parts, false));
+                    let fill = write(self, warp_zeros_function(na / 2));
                     let top = format!("{}[{}]", arrays[1], mb / 2 - 1);
                     self.line(format!(
                         "const bool bf_one_word = live && (u32)({top} >> 32) != 0u;"
@@ -763,10 +752,10 @@ impl Emitter<'_> {
                     self.line(format!(
                         "{fill}({buffer} + (inst - lane) * {units}ull, lane, bf_rows);"
                     ));
-                } else if warp {
+                } else if warp_zeros(na, mb, parts) {
                     assert_eq!(units as usize, na / 2, "the result is the quotient");
-                    let (fill, text) = warp_zeros_function(na / 2);
-                    self.device_function(&fill, |em| em.src.out.push_str(&text));
+                    let name = write(self, in_memory(na, mb, parts, true));
+                    let fill = write(self, warp_zeros_function(na / 2));
                     self.line(format!(
                         "const bool bf_one_word = live && {name}({at}, {args});"
                     ));
@@ -774,6 +763,11 @@ impl Emitter<'_> {
                         "{fill}({buffer} + (inst - lane) * {units}ull, lane, __ballot_sync(0xffffffffu, bf_one_word));"
                     ));
                 } else {
+                    let functions = div_rem_functions(na, mb, parts);
+                    let [function] = &functions[..] else {
+                        unreachable!("a division written where it lies is one in memory")
+                    };
+                    let name = write(self, function.clone());
                     self.line(format!("if (live) {name}({at}, {args});"));
                 }
                 self.close("}");
