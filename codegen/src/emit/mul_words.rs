@@ -270,16 +270,7 @@ impl Accumulators {
     /// up to position `m`, then the sink and the carry added at `m + 1` and carried on through
     /// `e`'s written words. `o` is not read below `m` again, and starts over at `m`.
     fn fold(&mut self, m: usize) -> String {
-        let mut steps: Vec<Step> = (1..=m)
-            .map(|p| {
-                let op = if p == 1 { "add.cc" } else { "addc.cc" };
-                Step::new(
-                    op,
-                    format!("e[{p}]"),
-                    &[format!("e[{p}]"), format!("o[{p}]")],
-                )
-            })
-            .collect();
+        let mut steps = e_plus_o(1..m + 1);
         let top = self.top[0].unwrap_or(0);
         if top <= m {
             steps.push(Step::new(
@@ -290,10 +281,7 @@ impl Accumulators {
             self.top[0] = Some(m + 1);
         } else {
             for q in m + 1..=top {
-                let op = match (q == m + 1, q == top) {
-                    (_, true) => "addc",
-                    _ => "addc.cc",
-                };
+                let op = if q == top { "addc" } else { "addc.cc" };
                 let add = if q == m + 1 { "s" } else { "0" };
                 steps.push(Step::new(
                     op,
@@ -312,21 +300,26 @@ impl Accumulators {
     /// `e += o` from position `from` to the top (the carry out of the top is dropped: the product
     /// kept).
     fn sum(&self, from: usize) -> String {
-        let steps: Vec<Step> = (from..self.w)
-            .map(|p| {
-                let op = if p == from { "add.cc" } else { "addc.cc" };
-                Step::new(
-                    op,
-                    format!("e[{p}]"),
-                    &[format!("e[{p}]"), format!("o[{p}]")],
-                )
-            })
-            .collect();
+        let steps = e_plus_o(from..self.w);
         if steps.is_empty() {
             return String::new();
         }
         format!("  // e = e + o.\n{}\n", both_targets(&[steps], "    "))
     }
+}
+
+/// `e[p] += o[p]` for the positions `ps`, one carry chain from the first.
+fn e_plus_o(ps: std::ops::Range<usize>) -> Vec<Step> {
+    let first = ps.start;
+    ps.map(|p| {
+        let op = if p == first { "add.cc" } else { "addc.cc" };
+        Step::new(
+            op,
+            format!("e[{p}]"),
+            &[format!("e[{p}]"), format!("o[{p}]")],
+        )
+    })
+    .collect()
 }
 
 /// Where a product sums its low band first: half its width, from 64 words (2^11 bits) kept.
