@@ -1,12 +1,13 @@
 //! `a.gcd(b)` and `a.inv_mod(m)` on U<..> (codegen/src/emit/gcd.rs: Pornin's batched binary GCD,
-//! one thread per instance), against num-bigint on both CPU levels and the GPU when there is one,
-//! at the test sizes up to 4096 bits and odd ones, with edge values (zeros, ones, all ones,
+//! one thread per instance; emit/gcd_group.rs: a group of threads per instance, inverses from
+//! 2048 bits, gcds from 4096), against num-bigint on both CPU levels and the GPU when there is
+//! one, at the test sizes up to 8192 bits and odd ones, with edge values (zeros, ones, all ones,
 //! powers of two, common factors, even and odd moduli, moduli 0, 1, 2).
 
 mod common;
 
 use bigfuse::BigUint;
-use common::{all_ones, devices, edge_values, nvrtc_compiles, random_big, rng};
+use common::{devices, edge_values, nvrtc_compiles, random_big, rng};
 use num_traits::{One, Zero};
 use rand::Rng;
 
@@ -31,6 +32,14 @@ fn checked(a: U<BITS>, m: U<BITS>) -> (bool, U<BITS>) {
     let zero: U<BITS> = U::ZERO;
     let lcm = if g == zero { zero } else { a / g * m };
     (exists == (r == one || m == one), lcm)
+}
+
+/// An inverse and a gcd in one kernel: at the widths where the inverse runs on a group and a gcd
+/// alone would not (2048 bits), the gcd runs on the inverse's group.
+#[bigfuse::kernel]
+fn together(a: U<BITS>, m: U<BITS>) -> (U<BITS>, bool, U<BITS>) {
+    let (x, exists) = a.inv_mod(m);
+    (x, exists, a.gcd(m))
 }
 
 fn euclid(x: &BigUint, y: &BigUint) -> BigUint {
@@ -81,7 +90,9 @@ fn pairs(bits: u64, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
     (xs, ys)
 }
 
-const BITS: &[u64] = &[64, 128, 192, 256, 320, 512, 1024, 1088, 2048, 3008, 4096];
+const BITS: &[u64] = &[
+    64, 128, 192, 256, 320, 512, 1024, 1088, 2048, 3008, 4096, 8192,
+];
 
 #[test]
 fn gcds_equal_num_bigint() {
@@ -138,6 +149,7 @@ fn inverses_equal_num_bigint() {
 
 #[test]
 fn inverses_and_gcds_fused() {
+    // Wider, the one-thread products and divisions of `checked` are megabytes of CUDA.
     for bits in [128u64, 1024] {
         let (xs, ms) = pairs(bits, 11 * bits);
         let wrap = BigUint::one() << bits;
@@ -157,7 +169,49 @@ fn inverses_and_gcds_fused() {
         }
         nvrtc_compiles(checked::kernel().unwrap(), &[bits]);
     }
-    let _ = all_ones(64);
+}
+
+#[test]
+fn gcds_on_the_inverses_group() {
+    let kernel = together::kernel().unwrap();
+    for bits in [1024u64, 2048, 4096] {
+        let (xs, ms) = pairs(bits, 13 * bits);
+        for dev in devices() {
+            let (inv, exists, g) = together::run(&dev, bits, &xs, &ms)
+                .unwrap_or_else(|e| panic!("{bits} bits on {dev}: {e}"));
+            for i in 0..xs.len() {
+                let want = if ms[i].is_zero() {
+                    None
+                } else {
+                    xs[i].modinv(&ms[i])
+                };
+                assert_eq!(
+                    (exists[i], &inv[i], &g[i]),
+                    (
+                        want.is_some(),
+                        &want.clone().unwrap_or_default(),
+                        &euclid(&xs[i], &ms[i])
+                    ),
+                    "{}^-1 mod {} and their gcd at {bits} bits on {dev}",
+                    xs[i],
+                    ms[i]
+                );
+            }
+        }
+        nvrtc_compiles(kernel, &[bits]);
+    }
+    let explained = kernel
+        .plan(
+            &[2048],
+            &bigfuse::Target::h100(),
+            &bigfuse::Hints::default(),
+        )
+        .unwrap()
+        .explain();
+    assert!(
+        explained.contains("a gcd at 2048 bits") && explained.contains("8 thread(s) per instance"),
+        "{explained}"
+    );
 }
 
 /// Operands shaped like the bench's (random words, a word of b the complement of a's in places),
@@ -167,7 +221,7 @@ fn inverses_of_bench_shaped_operands() {
     let failed = [
         (1024u64, "115998398911414844905551982768307473809355893091192330591250042754441796053333743524656991883632133216428378608186620091524175127386156034830833280095957870580763488172938541992833356490589876197052515782556130482414309002836005775855803845054063653320428646977860346426669332925700896670655249240452440898472", "151228592076031261735756123438741185236184961474604667091362284300835172490036317618182428686077321747217282676969313483307408203852581670723145645340804118919660713758450317267197626034839022559986926594113394835675761557404197251925352234576153823517413954446886518910679648250683871199854990119238711346579"),
     ];
-    for bits in [1024u64, 2048] {
+    for bits in [1024u64, 2048, 4096] {
         let mut r = rng(99 + bits);
         let words = (bits / 64) as usize;
         let (mut xs, mut ms) = (vec![], vec![]);

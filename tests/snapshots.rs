@@ -285,6 +285,9 @@ fn rolled_loop_kernels() {
 fn gcd_kernels() {
     snap("gcd", gcd::kernel().unwrap(), 128);
     snap("inv_mod", inv_mod::kernel().unwrap(), 128);
+    // Groups of threads per instance: an inverse from 2048 bits, a gcd from 4096.
+    snap("inv_mod", inv_mod::kernel().unwrap(), 2048);
+    snap("gcd", gcd::kernel().unwrap(), 4096);
 }
 
 /// Arithmetic modulo a big odd integer: R^2 by a division, Montgomery products, sums in the form.

@@ -16,6 +16,8 @@ pub mod divide;
 pub mod emit;
 pub mod error;
 pub mod fuse;
+pub mod gcd;
+pub mod group;
 pub mod isel;
 pub mod layout;
 pub mod loops;

@@ -336,7 +336,7 @@ impl GlobalNtt {
                 est_registers: 64,
                 mul_width: 0,
                 min_blocks: 1,
-                pow_mod_threads: 1,
+                group_threads: 1,
                 shared_limit: target.max_shared_per_block,
                 tuples_coalesced: false,
                 wide_coalesced: false,

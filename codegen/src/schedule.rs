@@ -4,8 +4,8 @@
 
 use crate::analysis::register_estimate;
 use crate::error::{CgResult, CodegenError};
+use crate::group::Grouped;
 use crate::isel::{Product, Selection};
-use crate::montgomery::PowModPlan;
 use crate::mul;
 use crate::target::Target;
 use bigfuse_core::{Func, Op, Type};
@@ -268,9 +268,10 @@ pub struct Schedule {
     pub mul_width: u32,
     /// Blocks per SM in `__launch_bounds__` (registers per thread <= 65536 / (blocks * block)).
     pub min_blocks: u32,
-    /// Threads that compute each power modulo a big integer together: the threads of an
-    /// instance in a program of one-element arrays, else one (see [`crate::montgomery`]).
-    pub pow_mod_threads: u32,
+    /// Threads that compute each power modulo a big integer, gcd and inverse together: the
+    /// threads of an instance in a program of one-element arrays, else one (see
+    /// [`crate::group`]).
+    pub group_threads: u32,
     /// Shared memory a block may use (bytes): placement sizes buffers within it.
     pub shared_limit: u32,
     /// A program of one thread per instance moves its whole big integers (arrays of limb tuples)
@@ -909,33 +910,34 @@ pub fn schedule(
     let classical = sel
         .products()
         .any(|(_, p)| matches!(p, crate::isel::Product::Classical { .. }));
-    let pow_mod: Vec<_> = crate::montgomery::plans(func)
+    let grouped: Vec<Grouped> = crate::group::plans(func)
         .into_iter()
         .map(|p| {
             if max_len == 1 {
                 p
             } else {
-                PowModPlan { threads: 1, ..p }
+                p.with_threads(1).expect("one thread computes any of them")
             }
         })
         .collect();
-    // Every power of the program must split over the group (limbs of other widths may not).
+    // Every power, gcd and inverse of the program must split over the group (limbs of other
+    // widths may not).
     let group = hints
         .pow_mod_group
-        .or_else(|| pow_mod.iter().map(|p| p.threads).max());
-    if let Some(g) = group.filter(|_| max_len == 1 && !pow_mod.is_empty()) {
-        if let Some(p) = pow_mod.iter().find(|p| p.with_threads(g).is_err()) {
+        .or_else(|| grouped.iter().map(|p| p.threads()).max());
+    if let Some(g) = group.filter(|_| max_len == 1 && !grouped.is_empty()) {
+        if let Some(p) = grouped.iter().find(|p| p.with_threads(g).is_err()) {
             if hints.pow_mod_group.is_some() {
                 return Err(p.with_threads(g).expect_err("this plan refused the group"));
             }
         } else if g > 1 && hints.q.is_none() {
             t = g.min(max_t);
             decisions.push(format!(
-                "{g} threads per instance compute each power together"
+                "{g} threads per instance compute each power, gcd and inverse together"
             ));
         }
     }
-    decisions.extend(pow_mod.iter().map(|p| p.describe()));
+    decisions.extend(grouped.iter().map(|p| p.describe()));
     let q_at = |t: u32| max_len.div_ceil(t as u64) as u32;
     let regs_at = |t: u32| {
         register_estimate(
@@ -1028,11 +1030,12 @@ pub fn schedule(
     // At least 16 warps per SM keep shared-memory and carry latencies hidden; the cap this puts on
     // registers (128 with 256-thread blocks) only binds programs that would otherwise crowd out
     // other blocks (Poly, NTT products).
-    let pow_mod_threads = if max_len == 1 && pow_mod.iter().all(|p| p.with_threads(t).is_ok()) {
+    let group_threads = if max_len == 1 && grouped.iter().all(|p| p.with_threads(t).is_ok()) {
         t
     } else {
         1
     };
+
     // A power modulo a big integer needs its registers (the plan's estimate) more than company.
     // A group's threads need few: room for as many blocks as that estimate allows, which also
     // keeps the CUDA compiler from holding whole operands in registers around the power.
@@ -1044,10 +1047,14 @@ pub fn schedule(
         }
     } else if !heavy {
         (512 / block).max(1)
-    } else if pow_mod_threads > 1 {
-        let regs = pow_mod
+    } else if group_threads > 1 {
+        let regs = grouped
             .iter()
-            .map(|p| PowModPlan { threads: t, ..*p }.registers())
+            .map(|p| {
+                p.with_threads(t)
+                    .expect("the group splits every one")
+                    .registers()
+            })
             .max()
             .unwrap_or(255);
         (target.regs_per_sm / (block * regs)).max(1)
@@ -1076,7 +1083,7 @@ pub fn schedule(
     let mut sched = Schedule {
         tuples_coalesced,
         wide_coalesced: generic_scans(func, sel),
-        pow_mod_threads,
+        group_threads,
         threads_per_instance: t,
         blocks_per_instance: blocks,
         lane_halo,

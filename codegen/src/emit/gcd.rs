@@ -15,16 +15,44 @@
 //! Plain C over `u32`/`u64`/`long long`, compiled for the host by the tests below.
 
 use super::Emitter;
+use crate::gcd::GcdPlan;
 
-/// Helpers of `s`-word numbers shared by the gcd and the inverse: the 31 steps on approximations
-/// and the application of their factors.
-fn steps_function(s: usize) -> (String, String) {
+/// The 31 steps of the binary GCD on 64-bit approximations, as factors: one function for every
+/// width, and for one thread as for a group (`gcd_group.rs`).
+pub(super) fn steps_function() -> (String, String) {
+    let text = r#"typedef long long i64;
+
+// 31 steps of the binary GCD on approximations ax, bx of a and b (bx odd), as factors: afterwards
+// 2^31 a' = f0 a + g0 b and 2^31 b' = f1 a + g1 b, with |f0| + |g0| <= 2^31 and |f1| + |g1| <= 2^31.
+static __device__ __forceinline__ void bf_bingcd_steps(u64 ax, u64 bx, i64* f0, i64* g0, i64* f1, i64* g1) {
+  i64 p0 = 1, q0 = 0, p1 = 0, q1 = 1;
+  #pragma unroll 1
+  for (int i = 0; i < 31; ++i) {
+    const bool odd = (ax & 1ull) != 0ull;
+    const bool swap = odd && ax < bx;
+    const u64 ta = swap ? bx : ax, tb = swap ? ax : bx;
+    const i64 tp0 = swap ? p1 : p0, tp1 = swap ? p0 : p1;
+    const i64 tq0 = swap ? q1 : q0, tq1 = swap ? q0 : q1;
+    ax = (odd ? ta - tb : ta) >> 1;
+    bx = tb;
+    p0 = odd ? tp0 - tp1 : tp0;
+    q0 = odd ? tq0 - tq1 : tq0;
+    p1 = tp1 * 2;
+    q1 = tq1 * 2;
+  }
+  *f0 = p0; *g0 = q0; *f1 = p1; *g1 = q1;
+}
+"#;
+    ("bf_bingcd_steps".to_string(), text.to_string())
+}
+
+/// Helpers of `s`-word numbers shared by the gcd and the inverse of one thread: the
+/// approximations of the 31 steps and the application of their factors.
+fn one_thread_functions(s: usize) -> (String, String) {
     let name = format!("bf_bingcd_{s}");
     let last = s - 1;
     let text = format!(
-        r#"typedef long long i64;
-
-// True when an s-word number ({s} words) is zero.
+        r#"// True when an s-word number ({s} words) is zero.
 static __device__ __forceinline__ bool bf_is_zero_{s}(const u32* a) {{
   u32 any = 0u;
   #pragma unroll
@@ -32,8 +60,8 @@ static __device__ __forceinline__ bool bf_is_zero_{s}(const u32* a) {{
   return any == 0u;
 }}
 
-// 31 steps of the binary GCD on approximations of a and b (b odd), as factors: afterwards
-// 2^31 a' = f0 a + g0 b and 2^31 b' = f1 a + g1 b, with |f0| + |g0| <= 2^31 and |f1| + |g1| <= 2^31.
+// The factors of the next 31 steps of the binary GCD on a and b (b odd), from their low 31 bits
+// and their top 33 bits at the longer one's length (bf_bingcd_steps).
 static __device__ __forceinline__ void {name}(const u32* a, const u32* b, i64* f0, i64* g0, i64* f1, i64* g1) {{
   // The longer one's top word and its bit length there.
   int w = 0;
@@ -61,22 +89,7 @@ static __device__ __forceinline__ void {name}(const u32* a, const u32* b, i64* f
     ax = (at << 31) | (u64)(a[0] & 0x7fffffffu);
     bx = (bt << 31) | (u64)(b[0] & 0x7fffffffu);
   }}
-  i64 p0 = 1, q0 = 0, p1 = 0, q1 = 1;
-  #pragma unroll 1
-  for (int i = 0; i < 31; ++i) {{
-    const bool odd = (ax & 1ull) != 0ull;
-    const bool swap = odd && ax < bx;
-    const u64 ta = swap ? bx : ax, tb = swap ? ax : bx;
-    const i64 tp0 = swap ? p1 : p0, tp1 = swap ? p0 : p1;
-    const i64 tq0 = swap ? q1 : q0, tq1 = swap ? q0 : q1;
-    ax = (odd ? ta - tb : ta) >> 1;
-    bx = tb;
-    p0 = odd ? tp0 - tp1 : tp0;
-    q0 = odd ? tq0 - tq1 : tq0;
-    p1 = tp1 * 2;
-    q1 = tq1 * 2;
-  }}
-  *f0 = p0; *g0 = q0; *f1 = p1; *g1 = q1;
+  bf_bingcd_steps(ax, bx, f0, g0, f1, g1);
 }}
 
 // r = (f a + g b) / 2^31 (exact) made nonnegative; returns true when it was negated (the caller
@@ -160,13 +173,18 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
         half = s / 2,
         rounds = rounds(s),
     );
-    vec![steps_function(s), shift_functions(s), (name, text)]
+    vec![
+        steps_function(),
+        one_thread_functions(s),
+        shift_functions(s),
+        (name, text),
+    ]
 }
 
 /// Batches a loop may run: each batch of 31 steps shortens `a` and `b` together by at least 31
 /// bits but for the last (Pornin, 2020: `2 len - 1` steps suffice), so this bound is never met
 /// on the way; it only keeps a thread from looping on data no proof covers.
-fn rounds(s: usize) -> usize {
+pub(super) fn rounds(s: usize) -> usize {
     (64 * s).div_ceil(31) + 4
 }
 
@@ -288,8 +306,58 @@ static __device__ __forceinline__ bool bf_inv_mod_odd_{s}(u32* v, const u32* y, 
   return unit && (m[0] & 1u) != 0u;
 }}
 
-// r = a b mod 2^{bits}: the low half of a product (r may be a or b). Its loops stay loops: only the
-// inverses modulo even numbers use it, a few times each.
+// y^-1 mod an even m (m > 0): y must be odd, and then z = m^-1 mod y (the odd case, roles
+// swapped) gives it (bf_inv_even_tail_{s}).
+static __device__ __forceinline__ bool bf_inv_mod_even_{s}(u32* v, const u32* y, const u32* m) {{
+  if ((y[0] & 1u) == 0u) return false;
+  bool one = y[0] == 1u;
+  #pragma unroll
+  for (int j = 1; j < {s}; ++j) one = one && y[j] == 0u;
+  if (one) {{
+    // 1^-1 = 1 (m is even, so at least 2).
+    #pragma unroll
+    for (int j = 0; j < {s}; ++j) v[j] = j == 0 ? 1u : 0u;
+    return true;
+  }}
+  u32 z[{s}];
+  if (!bf_inv_mod_odd_{s}(z, m, y)) return false;
+  bf_inv_even_tail_{s}(v, y, m, z);
+  return true;
+}}
+
+static __device__ __forceinline__ bool {name}(u64* out, const u64* y64, const u64* m64) {{
+  u32 y[{s}], m[{s}], v[{s}];
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) {{
+    y[2 * j] = (u32)y64[j]; y[2 * j + 1] = (u32)(y64[j] >> 32);
+    m[2 * j] = (u32)m64[j]; m[2 * j + 1] = (u32)(m64[j] >> 32);
+  }}
+  const bool ok = (m[0] & 1u) != 0u ? bf_inv_mod_odd_{s}(v, y, m)
+                                    : !bf_is_zero_{s}(m) && bf_inv_mod_even_{s}(v, y, m);
+  #pragma unroll
+  for (int j = 0; j < {half}; ++j) out[j] = ok ? (((u64)v[2 * j + 1] << 32) | (u64)v[2 * j]) : 0ull;
+  return ok;
+}}
+"#,
+        bits = 32 * s,
+        last = s - 1,
+        half = s / 2,
+        rounds = rounds(s),
+    );
+    vec![
+        steps_function(),
+        one_thread_functions(s),
+        even_tail_function(s),
+        (name, text),
+    ]
+}
+
+/// The end of an inverse modulo an even number, on whole `s`-word numbers (one thread's, or every
+/// thread's of a group: `gcd_group.rs`). Its products' loops stay loops: only inverses modulo
+/// even numbers use them, a few times each.
+pub(super) fn even_tail_function(s: usize) -> (String, String) {
+    let text = format!(
+        r#"// r = a b mod 2^{bits}: the low half of a product (r may be a or b).
 static __device__ __forceinline__ void bf_mul_lo_{s}(u32* r, const u32* a, const u32* b) {{
   u32 t[{s}];
   #pragma unroll 1
@@ -308,22 +376,10 @@ static __device__ __forceinline__ void bf_mul_lo_{s}(u32* r, const u32* a, const
   for (int j = 0; j < {s}; ++j) r[j] = t[j];
 }}
 
-// y^-1 mod an even m (m > 0): y must be odd, and then, with z = m^-1 mod y (the odd case, roles
-// swapped), m z - 1 = k y for some 0 < k < m, so y (m - k) = 1 mod m. k is that exact quotient:
-// (m z - 1) times y^-1 modulo 2^{bits} (Newton's iteration doubles the bits of y^-1 mod 2^32).
-static __device__ __forceinline__ bool bf_inv_mod_even_{s}(u32* v, const u32* y, const u32* m) {{
-  if ((y[0] & 1u) == 0u) return false;
-  bool one = y[0] == 1u;
-  #pragma unroll
-  for (int j = 1; j < {s}; ++j) one = one && y[j] == 0u;
-  if (one) {{
-    // 1^-1 = 1 (m is even, so at least 2).
-    #pragma unroll
-    for (int j = 0; j < {s}; ++j) v[j] = j == 0 ? 1u : 0u;
-    return true;
-  }}
-  u32 z[{s}];
-  if (!bf_inv_mod_odd_{s}(z, m, y)) return false;
+// v = m - k with k = (m z - 1) y^-1 mod 2^{bits}, for odd y > 1, even m and z = m^-1 mod y: then
+// m z - 1 = k y with 0 < k < m, so y v = 1 mod m (Newton's iteration doubles the bits of y^-1
+// mod 2^32).
+static __device__ __forceinline__ void bf_inv_even_tail_{s}(u32* v, const u32* y, const u32* m, const u32* z) {{
   u32 yi[{s}], t[{s}], k[{s}];
   u32 inv = y[0];
   #pragma unroll
@@ -360,55 +416,47 @@ static __device__ __forceinline__ bool bf_inv_mod_even_{s}(u32* v, const u32* y,
     v[j] = (u32)x;
     borrow = (u32)(x >> 63);
   }}
-  return true;
 }}
 
-static __device__ __forceinline__ bool {name}(u64* out, const u64* y64, const u64* m64) {{
-  u32 y[{s}], m[{s}], v[{s}];
-  #pragma unroll
-  for (int j = 0; j < {half}; ++j) {{
-    y[2 * j] = (u32)y64[j]; y[2 * j + 1] = (u32)(y64[j] >> 32);
-    m[2 * j] = (u32)m64[j]; m[2 * j + 1] = (u32)(m64[j] >> 32);
-  }}
-  const bool ok = (m[0] & 1u) != 0u ? bf_inv_mod_odd_{s}(v, y, m)
-                                    : !bf_is_zero_{s}(m) && bf_inv_mod_even_{s}(v, y, m);
-  #pragma unroll
-  for (int j = 0; j < {half}; ++j) out[j] = ok ? (((u64)v[2 * j + 1] << 32) | (u64)v[2 * j]) : 0ull;
-  return ok;
-}}
 "#,
         bits = 32 * s,
-        last = s - 1,
-        half = s / 2,
-        rounds = rounds(s),
     );
-    vec![steps_function(s), (name, text)]
+    (format!("bf_inv_even_tail_{s}"), text)
 }
 
 impl Emitter<'_> {
-    /// The limbs of `gcd(a, b)` through the device function of their width.
+    /// The limbs of `gcd(a, b)` through the device function of their width; by the instance's
+    /// threads together where it has several (the operands are those of its first thread).
     pub(super) fn gcd_call(&mut self, a: &[String], b: &[String]) -> Vec<String> {
-        let s = 2 * a.len();
-        self.device_call(
-            gcd_functions(s),
-            &format!("bf_gcd_{s}"),
-            a.len(),
-            &[a, b],
-            &[],
-            false,
-        )
+        self.gcd_plan_call(GcdPlan::new(64 * a.len() as u64, false), &[a, b])
     }
 
     /// The limbs of `y^-1 mod m` and whether it exists (a bool, last).
     pub(super) fn inv_mod_call(&mut self, y: &[String], m: &[String]) -> Vec<String> {
-        let s = 2 * y.len();
+        self.gcd_plan_call(GcdPlan::new(64 * y.len() as u64, true), &[y, m])
+    }
+
+    fn gcd_plan_call(&mut self, plan: GcdPlan, operands: &[&[String]]) -> Vec<String> {
+        let threads = self.sched.group_threads;
+        // The schedule took its thread count from this plan.
+        let plan = plan
+            .with_threads(threads)
+            .expect("the schedule splits gcds and inverses only as their plans do");
+        let s = plan.words();
+        let functions = match (plan.inverse, threads) {
+            (false, 1) => gcd_functions(s),
+            (true, 1) => inv_mod_functions(s),
+            (false, _) => super::gcd_group::gcd_group_functions(&plan),
+            (true, _) => super::gcd_group::inv_mod_group_functions(&plan),
+        };
+        let lane: &[&str] = if threads == 1 { &[] } else { &["lane"] };
         self.device_call(
-            inv_mod_functions(s),
-            &format!("bf_inv_mod_{s}"),
-            y.len(),
-            &[y, m],
-            &[],
-            true,
+            functions,
+            &plan.function_name(),
+            s / 2,
+            operands,
+            lane,
+            plan.inverse,
         )
     }
 }
@@ -650,6 +698,155 @@ mod tests {
                     None => {
                         assert_eq!(flag, "0", "{y}^-1 mod {m} does not exist ({} bits)", 32 * s);
                         assert_eq!(got, BigUint::from(0u8));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Compiles the group functions of `plan` with a `main` that runs each pair on `T` host
+    /// threads (the first thread gets the operands, the others zeros) and prints the flag (1 for
+    /// a gcd) and the result; every thread's result must agree.
+    fn run_group(plan: &GcdPlan, input: &str) -> String {
+        let g = plan.threads;
+        let mut src = String::from(host::PRELUDE);
+        src.push_str(&host::group_prelude(g));
+        let functions = if plan.inverse {
+            super::super::gcd_group::inv_mod_group_functions(plan)
+        } else {
+            super::super::gcd_group::gcd_group_functions(plan)
+        };
+        for (_, text) in functions {
+            src.push_str(&text);
+        }
+        let h = plan.words() / 2;
+        let call = if plan.inverse {
+            format!(
+                "ok[k] = {}(r[k], k == 0 ? a : za, k == 0 ? b : zb, (u32)k)",
+                plan.function_name()
+            )
+        } else {
+            format!(
+                "{}(r[k], k == 0 ? a : za, k == 0 ? b : zb, (u32)k); ok[k] = true",
+                plan.function_name()
+            )
+        };
+        let _ = write!(
+            src,
+            r#"int main() {{
+  static u64 a[{h}], b[{h}], r[{g}][{h}], za[{h}], zb[{h}];
+  static bool ok[{g}];
+  std::barrier<> bar({g});
+  bf_bar = &bar;
+  for (;;) {{
+    for (int j = 0; j < {h}; ++j) if (scanf("%llu", &a[j]) != 1) return 0;
+    for (int j = 0; j < {h}; ++j) scanf("%llu", &b[j]);
+    std::vector<std::thread> group;
+    for (int k = 0; k < {g}; ++k)
+      group.emplace_back([&, k] {{ bf_lane = k; {call}; }});
+    for (auto& t : group) t.join();
+    for (int k = 1; k < {g}; ++k)
+      for (int j = 0; j < {h}; ++j)
+        if (r[k][j] != r[0][j] || ok[k] != ok[0]) {{ printf("thread %d disagrees\n", k); return 1; }}
+    printf("%d ", ok[0] ? 1 : 0);
+    for (int j = 0; j < {h}; ++j) printf("%llu ", r[0][j]);
+    printf("\n");
+  }}
+}}
+"#
+        );
+        let tag = format!(
+            "{}-{}-g{g}",
+            if plan.inverse { "ginv" } else { "ggcd" },
+            plan.bits
+        );
+        host::run(&tag, &src, input)
+    }
+
+    /// Pairs whose carries between a group's threads run long: words of all ones and zeros
+    /// across threads' boundaries, and values just under a power of two.
+    fn boundary_pairs(s: usize) -> Vec<(BigUint, BigUint)> {
+        let bits = 32 * s as u64;
+        let one = BigUint::from(1u8);
+        let all = (&one << bits) - 1u8;
+        let half = (&one << (bits / 2)) - 1u8;
+        vec![
+            (half.clone(), all.clone()),
+            (all.clone() - &half, half.clone() | &one),
+            ((&one << (bits - 1)) + 1u8, (&one << (bits / 2)) + 1u8),
+            (all.clone() - 2u8, (&one << (bits - 1)) - 1u8),
+            (&half << (bits / 4), all.clone()),
+        ]
+    }
+
+    #[test]
+    fn groups_of_threads_compute_gcds_equal_to_num_bigint_on_the_host() {
+        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 4), (128, 8)] {
+            let plan = GcdPlan::new(32 * s as u64, false)
+                .with_threads(threads)
+                .unwrap();
+            let mut cases = pairs(s, 7 * s as u64 + threads as u64);
+            if s >= 64 {
+                // The long ones are slow on host threads: fewer of them.
+                cases.truncate(12);
+            }
+            cases.extend(boundary_pairs(s));
+            let out = run_group(&plan, &input(&cases, s));
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), cases.len(), "{out}");
+            for ((x, y), line) in cases.iter().zip(lines) {
+                let (_, words) = line.split_once(' ').unwrap();
+                assert_eq!(
+                    host::number(words),
+                    euclid(x, y),
+                    "gcd({x}, {y}) at {} bits on {threads} threads",
+                    32 * s
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn groups_of_threads_compute_inverses_equal_to_num_bigint_on_the_host() {
+        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 8), (128, 16)] {
+            let plan = GcdPlan::new(32 * s as u64, true)
+                .with_threads(threads)
+                .unwrap();
+            let mut cases = pairs(s, 11 * s as u64 + threads as u64);
+            if s >= 64 {
+                cases.truncate(12);
+            }
+            cases.extend(boundary_pairs(s));
+            for (k, (y, m)) in cases.iter_mut().enumerate() {
+                if k % 4 != 3 {
+                    *m |= BigUint::from(1u8);
+                } else if k % 8 == 3 {
+                    *y |= BigUint::from(1u8);
+                }
+            }
+            let b = |v: u32| BigUint::from(v);
+            for (y, m) in [(5, 1), (6, 3), (3, 4), (1, 2), (9, 6), (0, 7), (7, 0)] {
+                cases.push((b(y), b(m)));
+            }
+            let out = run_group(&plan, &input(&cases, s));
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), cases.len(), "{out}");
+            for ((y, m), line) in cases.iter().zip(lines) {
+                let (flag, words) = line.split_once(' ').unwrap();
+                let want = if *m == BigUint::from(0u8) {
+                    None
+                } else {
+                    y.modinv(m)
+                };
+                let at = format!("{y}^-1 mod {m} at {} bits on {threads} threads", 32 * s);
+                match want {
+                    Some(w) => {
+                        assert_eq!(flag, "1", "{at} exists");
+                        assert_eq!(host::number(words), w, "{at}");
+                    }
+                    None => {
+                        assert_eq!(flag, "0", "{at} does not exist");
+                        assert_eq!(host::number(words), BigUint::from(0u8), "{at}");
                     }
                 }
             }

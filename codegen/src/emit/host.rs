@@ -107,3 +107,44 @@ pub fn words(seed: u64) -> impl FnMut() -> u64 {
         state
     }
 }
+
+/// CUDA's warp exchanges (`__shfl_sync`, `__shfl_up_sync`, `__shfl_down_sync`, `__ballot_sync`
+/// on 32-bit values) for a group of `g` host threads: each thread sets `bf_lane` (its index) and
+/// the program points `bf_bar` at a barrier of `g` threads; every exchange is a write, a barrier,
+/// a read and a barrier.
+pub fn group_prelude(g: u32) -> String {
+    format!(
+        r#"#include <thread>
+#include <barrier>
+#include <vector>
+static std::barrier<>* bf_bar;
+static u32 bf_x[32];
+thread_local int bf_lane;
+static u32 bf_swap(u32 v, int from) {{
+  bf_x[bf_lane] = v;
+  bf_bar->arrive_and_wait();
+  const u32 r = bf_x[from];
+  bf_bar->arrive_and_wait();
+  return r;
+}}
+// CUDA's: a source lane outside the segment counts modulo its width.
+static u32 __shfl_sync(u32, u32 v, int src, int w) {{ return bf_swap(v, (bf_lane & ~(w - 1)) + (src & (w - 1))); }}
+static u32 __shfl_down_sync(u32, u32 v, int d, int w) {{
+  const int i = (bf_lane & (w - 1)) + d;
+  return bf_swap(v, i < w ? (bf_lane & ~(w - 1)) + i : bf_lane);
+}}
+static u32 __shfl_up_sync(u32, u32 v, int d, int w) {{
+  const int i = (bf_lane & (w - 1)) - d;
+  return bf_swap(v, i >= 0 ? (bf_lane & ~(w - 1)) + i : bf_lane);
+}}
+static u32 __ballot_sync(u32, bool p) {{
+  bf_x[bf_lane] = p ? 1u : 0u;
+  bf_bar->arrive_and_wait();
+  u32 r = 0u;
+  for (int i = 0; i < {g}; ++i) r |= bf_x[i] << i;
+  bf_bar->arrive_and_wait();
+  return r;
+}}
+"#
+    )
+}

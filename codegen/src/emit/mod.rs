@@ -24,6 +24,7 @@ mod carry;
 mod chain;
 mod divide;
 mod gcd;
+mod gcd_group;
 #[cfg(test)]
 mod host;
 mod lookback;

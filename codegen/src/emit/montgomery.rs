@@ -922,7 +922,7 @@ impl Emitter<'_> {
     /// device function of its widths; by the instance's threads together where it has several
     /// (the operands are those of its first thread, the result every thread's).
     pub(super) fn pow_mod_call(&mut self, x: &[String], e: &[String], m: &[String]) -> Vec<String> {
-        let threads = self.sched.pow_mod_threads;
+        let threads = self.sched.group_threads;
         // The schedule took its thread count from this plan.
         let plan = PowModPlan::new(64 * x.len() as u64, 64 * e.len() as u64)
             .with_threads(threads)
@@ -956,40 +956,8 @@ mod tests {
     /// thread gets the operands, the others zeros, and every thread's result must agree.
     fn host_program(plan: &PowModPlan) -> String {
         let mut src = String::from(host::PRELUDE);
-        src.push_str("#include <thread>\n#include <barrier>\n#include <vector>\n");
         let g = plan.threads;
-        let _ = write!(
-            src,
-            r#"static std::barrier<>* bf_bar;
-static u32 bf_x[32];
-thread_local int bf_lane;
-static u32 bf_swap(u32 v, int from) {{
-  bf_x[bf_lane] = v;
-  bf_bar->arrive_and_wait();
-  const u32 r = bf_x[from];
-  bf_bar->arrive_and_wait();
-  return r;
-}}
-// CUDA's: a source lane outside the segment counts modulo its width.
-static u32 __shfl_sync(u32, u32 v, int src, int w) {{ return bf_swap(v, (bf_lane & ~(w - 1)) + (src & (w - 1))); }}
-static u32 __shfl_down_sync(u32, u32 v, int d, int w) {{
-  const int i = (bf_lane & (w - 1)) + d;
-  return bf_swap(v, i < w ? (bf_lane & ~(w - 1)) + i : bf_lane);
-}}
-static u32 __shfl_up_sync(u32, u32 v, int d, int w) {{
-  const int i = (bf_lane & (w - 1)) - d;
-  return bf_swap(v, i >= 0 ? (bf_lane & ~(w - 1)) + i : bf_lane);
-}}
-static u32 __ballot_sync(u32, bool p) {{
-  bf_x[bf_lane] = p ? 1u : 0u;
-  bf_bar->arrive_and_wait();
-  u32 r = 0u;
-  for (int i = 0; i < {g}; ++i) r |= bf_x[i] << i;
-  bf_bar->arrive_and_wait();
-  return r;
-}}
-"#
-        );
+        src.push_str(&host::group_prelude(g));
         let functions = if g == 1 {
             pow_mod_functions(plan)
         } else {
