@@ -83,12 +83,12 @@ fn computed(b: &mut Builder, m: ValueId, params: u64) -> IrResult<ValueId> {
 /// A random DAG of additions, subtractions, products (and, up to 512 bits, divisions,
 /// remainders and square roots; from 3008 to 8192 bits divisions and remainders by one thread, in
 /// programs without products; up to 1024 bits, gcds, inverses, powers and sums, differences
-/// and products modulo a number; at 2048 bits powers, in groups of threads), comparisons,
-/// selects, bit operations
-/// (`!`, `&`, `|`, `^`, shifts and rotations by run-time amounts, bit counts and tests, bit-field
-/// extraction and insertion, masks, changes of width) and scalar operations (division and remainder
-/// included) over two or three `U<BITS>` parameters, a `u64` and a `bool`, with one to four
-/// results. `products` allows multiplications (slower to compile at large sizes).
+/// and products modulo a number; at 2048 bits gcds, inverses and powers, in groups of threads),
+/// comparisons, selects, bit operations (`!`, `&`, `|`, `^`, shifts and rotations by run-time
+/// amounts, bit counts and tests, bit-field extraction and insertion, masks, changes of width)
+/// and scalar operations (division and remainder included) over two or three `U<BITS>`
+/// parameters, a `u64` and a `bool`, with one to four results. `products` allows
+/// multiplications (slower to compile at large sizes).
 pub fn program(seed: u64, products: bool) -> IrResult<Program> {
     let mut r = Rng::new(seed);
     let bits = BITS[r.below(BITS.len() as u64) as usize];
@@ -126,10 +126,11 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                 // Division where its kernels stay small (one thread per instance): most of the
                 // time up to 512 bits.
                 let v = if (bits <= 1024 || bits == 2048) && r.chance(25) {
-                    // The operations one thread computes through a device function: a gcd, an
-                    // inverse (its flag too) or a power (the modulus a third operand). At 2048
-                    // bits only the power, which a group of threads computes together.
-                    let kind = if bits > 1024 { 2 } else { r.below(5) };
+                    // The operations computed through a device function: a gcd, an inverse
+                    // (its flag too) or a power (the modulus a third operand). At 2048 bits
+                    // these three, which a group of threads computes together (a gcd on the
+                    // group of an inverse or a power of the program, alone on one thread).
+                    let kind = if bits > 1024 { r.below(3) } else { r.below(5) };
                     match kind {
                         // Arithmetic modulo a number: mostly one odd modulus, so that chains form
                         // (kept in Montgomery form), sometimes any value (an even one: all ones).

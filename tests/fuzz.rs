@@ -101,9 +101,23 @@ fn kernels_contain(p: &Program, text: &str) -> bool {
 /// The first `count` random programs at 2048 bits that raise to a power modulo a number: a group
 /// of threads computes each power, and the rest of the program runs on that group's schedule.
 fn programs_with_powers_in_groups(count: usize) -> Vec<Program> {
+    programs_at_2048_with(count, &["pow_mod"])
+}
+
+/// The first `count` random programs at 2048 bits with an inverse: a group of threads computes
+/// it (two threads, four where the program raises to a power too), and the program's gcds run
+/// on that group.
+fn programs_with_inverses_in_groups(count: usize) -> Vec<Program> {
+    programs_at_2048_with(count, &["inv_mod"])
+}
+
+fn programs_at_2048_with(count: usize, ops: &[&str]) -> Vec<Program> {
     (0u64..)
         .map(|seed| program(seed, true).unwrap())
-        .filter(|p| p.bits == 2048 && bigfuse::ir::print(&p.func).contains("pow_mod"))
+        .filter(|p| {
+            let ir = bigfuse::ir::print(&p.func);
+            p.bits == 2048 && ops.iter().any(|op| ir.contains(op))
+        })
         .take(count)
         .collect()
 }
@@ -151,6 +165,26 @@ fn random_programs_with_powers_in_groups_on_the_cpu() {
 fn random_programs_with_powers_in_groups_on_the_gpu() {
     let Some(dev) = common::gpu() else { return };
     for p in programs_with_powers_in_groups(24) {
+        check(&p, &dev, false);
+    }
+}
+
+#[test]
+fn random_programs_with_inverses_in_groups_on_the_cpu() {
+    for (i, p) in programs_with_inverses_in_groups(6).iter().enumerate() {
+        assert!(
+            kernels_contain(p, "bf_inv_mod_64_g"),
+            "seed {}: the inverse is not computed by a group",
+            p.seed
+        );
+        check(p, &Device::cpu_lowered(), i < 2);
+    }
+}
+
+#[test]
+fn random_programs_with_inverses_in_groups_on_the_gpu() {
+    let Some(dev) = common::gpu() else { return };
+    for p in programs_with_inverses_in_groups(24) {
         check(&p, &dev, false);
     }
 }

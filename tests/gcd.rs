@@ -209,7 +209,7 @@ fn gcds_on_the_inverses_group() {
         .unwrap()
         .explain();
     assert!(
-        explained.contains("a gcd at 2048 bits") && explained.contains("8 thread(s) per instance"),
+        explained.contains("a gcd at 2048 bits") && explained.contains("2 thread(s) per instance"),
         "{explained}"
     );
 }

@@ -24,13 +24,18 @@ pub const GCD_WORDS_ALONE: usize = 64;
 /// memory), 0.008 G at 2048 bits (1,536 bytes), 0.001 G at 4096 bits (4,528 bytes).
 pub const INVERSE_WORDS_ALONE: usize = 32;
 
-/// 32-bit words of each number a group's thread holds for a gcd: its registers hold `a`, `b`
-/// and their updates (about four times this and 40), leaving room for many warps.
-pub const GCD_WORDS_PER_THREAD: usize = 16;
+/// 32-bit words of each number a group's thread holds for a gcd: as many as one thread holds
+/// alone, so that the fewest threads share an instance. Every thread of a group runs the 31 steps
+/// of each batch, so a warp's instances, not its threads, pay for them: measured on an H200
+/// (bench/RESULTS.md 2026-11-28), at 4096 bits 12.1 M gcds a second on 2 threads of 64 words,
+/// 11.6 M on 4 of 32, 8 M on 8 of 16; at 8192 bits 3.3 M on 4 threads of 64, 2.3 M on 16 of 16.
+pub const GCD_WORDS_PER_THREAD: usize = 64;
 
-/// 32-bit words of each number a group's thread holds for an inverse: nine numbers of this many
-/// words live at once (`a`, `b`, `u`, `v`, the modulus and four updates).
-pub const INVERSE_WORDS_PER_THREAD: usize = 8;
+/// 32-bit words of each number a group's thread holds for an inverse: as many as one thread holds
+/// alone, as for the gcd. Measured on an H200 (bench/RESULTS.md 2026-11-28): at 2048 bits 17.3 M
+/// inverses a second on 2 threads of 32 words, 12.9 M on 4 of 16, 12 M on 8 of 8; at 4096 bits
+/// 4.6 M on 4 threads of 32, 2.0 M on 2 of 64 (which spill), 3 M on 16 of 8.
+pub const INVERSE_WORDS_PER_THREAD: usize = 32;
 
 /// How one `gcd(a, b)` or `y^-1 mod m` is computed at its width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,24 +186,25 @@ mod tests {
                 t(4096, false),
                 t(8192, false)
             ],
-            [1, 1, 8, 16]
+            [1, 1, 2, 4]
         );
         assert_eq!(
             [t(1024, true), t(2048, true), t(4096, true), t(8192, true)],
-            [1, 8, 16, 32]
+            [1, 2, 4, 8]
         );
         assert_eq!(t(1 << 16, false), 32);
+        assert_eq!(t(1 << 17, false), 32, "at most a warp");
         assert_eq!(t(4160, false), 1, "130 words do not split into even halves");
         assert!(GcdPlan::new(256, true).with_threads(4).is_ok());
         assert!(GcdPlan::new(256, true).with_threads(8).is_err());
         assert!(GcdPlan::new(256, true).with_threads(3).is_err());
         assert_eq!(
             GcdPlan::new(4096, true).function_name(),
-            "bf_inv_mod_128_g16"
+            "bf_inv_mod_128_g4"
         );
         assert_eq!(GcdPlan::new(2048, false).function_name(), "bf_gcd_64");
         assert!(GcdPlan::new(4096, false)
             .describe()
-            .contains("8 thread(s) per instance, 16 32-bit words"));
+            .contains("2 thread(s) per instance, 64 32-bit words"));
     }
 }
