@@ -35,9 +35,10 @@ pub struct Hints {
     /// One thread per instance for programs of whole small values (`thread=1`), or not
     /// (`thread=0`); by default [`crate::per_thread::chosen`]'s rule.
     pub per_thread: Option<bool>,
-    /// Threads that compute one power modulo a big integer together (`group=4`; a power of two
-    /// that splits the modulus' limbs), in a program of one thread per instance; by default the
-    /// plan's ([`crate::montgomery::PowModPlan`]).
+    /// Threads that compute one power modulo a big integer, gcd or inverse together (`group=4`;
+    /// a power of two that splits the operands' limbs), in a program of one thread per instance;
+    /// by default the widest of its plans' ([`crate::group::Grouped`]). Named for the power, the
+    /// first operation computed by groups.
     pub pow_mod_group: Option<u32>,
     /// The widest divisor (bits) that one thread divides by whole (`divw=4096`); by default
     /// [`crate::divide::ONE_THREAD_MAX_DIVISOR_BITS`], and
@@ -1035,7 +1036,6 @@ pub fn schedule(
     } else {
         1
     };
-
     // A power modulo a big integer needs its registers (the plan's estimate) more than company.
     // A group's threads need few: room for as many blocks as that estimate allows, which also
     // keeps the CUDA compiler from holding whole operands in registers around the power.

@@ -111,7 +111,7 @@ pub fn autotune_enabled() -> bool {
 /// (threads per block), `BIGFUSE_MUL_WIDTH` (digits per product slice), `BIGFUSE_NTT_FROM` (operand
 /// bits from which products use the NTT; full products from half as many), `BIGFUSE_MIN_BLOCKS`
 /// (blocks per SM in launch bounds),
-/// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer), `BIGFUSE_DIVIDE_WHOLE` (the
+/// `BIGFUSE_POW_MOD_GROUP` (threads per power modulo a big integer, gcd and inverse), `BIGFUSE_DIVIDE_WHOLE` (the
 /// widest divisor, in bits, that one thread divides by whole), `BIGFUSE_SPAN` (the most blocks one
 /// instance spans; 1 keeps every instance in one block), `BIGFUSE_GLOBAL_NTT` (operand bits from
 /// which products go over global memory in kernels of their own), `BIGFUSE_COORDS` (1: thread
