@@ -87,9 +87,9 @@ pub const ONE_THREAD_MAX_SHORT_DIVISOR_BITS: u64 = 16384;
 /// The widest divisor whose words and window one thread's division holds in registers (ptxas:
 /// 254 registers at 2048 bits and no spills in the row loop; at 4096 bits the loop spills).
 /// Wider divisors divide in local memory (`emit/divide.rs`), and a parameter that only such
-/// divisions read is read where it lies in global memory (`place::divided_in_place`): at 2048
+/// divisions read is read where it lies in global memory (`place::read_in_place`): at 2048
 /// bits that made `a / b` 5% slower (H200, bench/RESULTS.md 2026-11-28), at 4096 1.3x faster
-/// (2.2x with the result written where computed, `place::written_by_division`).
+/// (2.2x with the result written where computed, `place::written_in_place`).
 pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 
 /// The widest division a square root may compute whole (at its top level): the rest of a

@@ -187,36 +187,51 @@ fn parked_maps(func: &Func, sched: &Schedule) -> Vec<(ValueId, Parking, u32)> {
 
 /// Which arguments of a map are parameters of the kernel whose elements are tuples of words: the
 /// arrays it loads element by element (`emit::memory`), and so may park where it loads them.
-/// Those that divisions read where they lie ([`divided_in_place`]) are not loaded.
+/// Those read where they lie ([`read_in_place`]) are not loaded.
 fn parkable_args(func: &Func, sched: &Schedule, args: &[ValueId]) -> Vec<bool> {
     args.iter()
         .map(|&a| {
             matches!(func.node(a).op, Op::Param(_))
                 && matches!(func.ty(a), Type::Array(e, _)
                     if e.leaf_count() > 1 && e.leaves().iter().all(|l| *l == Type::U64))
-                && !divided_in_place(func, sched, a)
+                && !read_in_place(func, sched, a)
         })
         .collect()
 }
 
-/// Whether kernel parameter `id`, one big integer per instance as a tuple of words in a kernel of
-/// one thread per instance, wider than [`crate::divide::MAX_REGISTER_DIVISOR_BITS`], is only ever
-/// an operand of divisions in the maps that read it: the division's device function then reads
-/// its words where they lie in global memory (`emit::divide`), and no register holds them. A thread holds a 4096-bit operand in 128 of its 255
-/// registers, so the kernel of `a / b` spilled both operands to local memory, then copied them
-/// into the function's arrays there (4,144 bytes of local memory a thread).
-pub fn divided_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
-    // Narrower operands are held in registers by the division (its register form).
-    let one_each = matches!(func.ty(id), Type::Array(e, n)
-        if n.as_const() == Some(1)
-            && 64 * e.leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS
-            && e.leaves().iter().all(|l| *l == Type::U64));
+/// Whether kernel parameter `id`, one big integer per instance as a tuple of words, is only ever
+/// an operand, in the maps that read it, of operations whose device functions read their words
+/// where they lie in global memory, so that no register holds them:
+///
+/// - divisions wider than [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] in a kernel of one thread
+///   per instance (`emit::divide`): a thread holds a 4096-bit operand in 128 of its 255
+///   registers, so the kernel of `a / b` spilled both operands to local memory, then copied them
+///   into the function's arrays there (4,144 bytes of local memory a thread);
+/// - gcds and inverses computed by a group of threads per instance (`emit::gcd_group`): each
+///   thread reads its own words, where the group's first thread held the whole number (in local
+///   memory: 8 KB of each operand at 65536 bits) and passed the others theirs by shuffles, and
+///   the kernel's code grew with the width (NVRTC took 144 s at 65536 bits).
+pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
+    let Type::Array(e, n) = func.ty(id) else {
+        return false;
+    };
+    let words = e.leaf_count() as u64;
+    let one_each = n.as_const() == Some(1) && e.leaves().iter().all(|l| *l == Type::U64);
+    let divided =
+        sched.threads_per_instance == 1 && 64 * words > crate::divide::MAX_REGISTER_DIVISOR_BITS;
+    let grouped = sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads;
+    let by: fn(&Op) -> bool = if divided {
+        |op| matches!(op, Op::LimbDivRem(..))
+    } else if grouped {
+        |op| matches!(op, Op::LimbGcd(..) | Op::LimbInvMod(..))
+    } else {
+        return false;
+    };
     let mut users = func
         .ids()
         .filter(|&u| func.node(u).op.args().contains(&id))
         .peekable();
-    sched.threads_per_instance == 1
-        && sched.blocks_per_instance == 1
+    sched.blocks_per_instance == 1
         && matches!(func.node(id).op, Op::Param(_))
         && one_each
         && !func.outputs.contains(&id)
@@ -226,19 +241,23 @@ pub fn divided_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
                 .iter()
                 .enumerate()
                 .filter(|(_, &a)| a == id)
-                .all(|(i, _)| only_divided(f, i as u32)),
+                .all(|(i, _)| only_operand_of(f, i as u32, by)),
             _ => false,
         })
 }
 
-/// Where map `id` of a kernel of one thread per instance is a result of the kernel and its body
-/// ends in one part of a division wider than [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a
-/// quotient alone, or a remainder alone): the result's index and the division's node in the
-/// body. The division's device function then writes that part straight into the result's buffer
-/// (`emit::divide`), where it would write it to a local array that the kernel reads back into
-/// registers and stores (1 KB of local memory traffic a 4096-bit quotient); a warp computes its
-/// lanes' one-word quotients together where both operands are read where they lie.
-pub fn written_by_division(func: &Func, sched: &Schedule, id: ValueId) -> Option<(usize, ValueId)> {
+/// Where map `id` is a result of the kernel and its body ends in an operation whose device
+/// function writes the result where it goes: the result's index and the operation's node in the
+/// body. The function then writes into the result's buffer, where it would write to a local
+/// array that the kernel reads back into registers and stores:
+///
+/// - in a kernel of one thread per instance, one part of a division wider than
+///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone):
+///   1 KB of local memory traffic a 4096-bit quotient (`emit::divide`; a warp computes its
+///   lanes' one-word quotients together where both operands are read where they lie);
+/// - a gcd computed by a group of threads per instance: each thread writes its own words
+///   (`emit::gcd_group`), where the group's first thread wrote them all.
+pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<(usize, ValueId)> {
     let Op::Map { f, .. } = &func.node(id).op else {
         return None;
     };
@@ -248,28 +267,34 @@ pub fn written_by_division(func: &Func, sched: &Schedule, id: ValueId) -> Option
     let read_elsewhere = func.ids().any(|u| func.node(u).op.args().contains(&id));
     let [k] = results[..] else { return None };
     let [out] = f.outputs[..] else { return None };
-    let Op::Extract(d, part) = f.node(out).op else {
-        return None;
-    };
-    let Op::LimbDivRem(_, b) = f.node(d).op else {
-        return None;
-    };
-    let parts = crate::divide::Parts::read_in(f, d);
-    let alone = match part {
-        0 => !parts.remainder,
-        _ => !parts.quotient,
-    };
-    (sched.threads_per_instance == 1
-        && sched.blocks_per_instance == 1
+    let written = match f.node(out).op {
+        Op::Extract(d, part) if sched.threads_per_instance == 1 => {
+            let Op::LimbDivRem(_, b) = f.node(d).op else {
+                return None;
+            };
+            let parts = crate::divide::Parts::read_in(f, d);
+            let alone = match part {
+                0 => !parts.remainder,
+                _ => !parts.quotient,
+            };
+            (alone && 64 * f.ty(b).leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS)
+                .then_some(d)
+        }
+        Op::LimbGcd(..)
+            if sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads =>
+        {
+            Some(out)
+        }
+        _ => None,
+    }?;
+    (sched.blocks_per_instance == 1
         && matches!(func.ty(id), Type::Array(_, n) if n.as_const() == Some(1))
-        && !read_elsewhere
-        && alone
-        && 64 * f.ty(b).leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS)
-        .then_some((k, d))
+        && !read_elsewhere)
+        .then_some((k, written))
 }
 
-/// Whether body `f`'s parameter `i` is used, and only as an operand of `limb.div_rem`.
-fn only_divided(f: &Func, i: u32) -> bool {
+/// Whether body `f`'s parameter `i` is used, and only as an operand of operations `by` accepts.
+fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool) -> bool {
     let Some(p) = f.ids().find(|&x| f.node(x).op == Op::Param(i)) else {
         return false;
     };
@@ -277,9 +302,7 @@ fn only_divided(f: &Func, i: u32) -> bool {
         .ids()
         .filter(|&u| f.node(u).op.args().contains(&p))
         .peekable();
-    !f.outputs.contains(&p)
-        && users.peek().is_some()
-        && users.all(|u| matches!(f.node(u).op, Op::LimbDivRem(..)))
+    !f.outputs.contains(&p) && users.peek().is_some() && users.all(|u| by(&f.node(u).op))
 }
 
 /// Where the warps' transposition buffers lie: one per warp of the block, each of `32 * vectors`
@@ -457,7 +480,7 @@ pub fn place(
         .ids()
         .map(|id| match func.ty(id) {
             Type::Big(_) => Place::Global,
-            Type::Array(..) if divided_in_place(func, sched, id) => Place::Global,
+            Type::Array(..) if read_in_place(func, sched, id) => Place::Global,
             Type::Array(_, len) => Place::Registers {
                 q: sched.q_of(len.as_const().unwrap_or(0)),
             },
@@ -584,14 +607,14 @@ pub fn place(
         ));
     }
     for id in func.ids() {
-        if divided_in_place(func, sched, id) {
+        if read_in_place(func, sched, id) {
             notes.push(format!(
-                "{id}: read where it lies in global memory by the divisions that use it, never loaded"
+                "{id}: read where it lies in global memory by the operations that use it, never loaded"
             ));
         }
-        if let Some((k, _)) = written_by_division(func, sched, id) {
+        if let Some((k, _)) = written_in_place(func, sched, id) {
             notes.push(format!(
-                "{id}: its division writes it straight into result {k}, from no register"
+                "{id}: its last operation writes it straight into result {k}, from no register"
             ));
         }
     }

@@ -16,6 +16,7 @@
 
 use super::Emitter;
 use crate::gcd::GcdPlan;
+use bigfuse_core::Type;
 
 /// The 31 steps of the binary GCD on 64-bit approximations, as factors: one function for every
 /// width, and for one thread as for a group (`gcd_group.rs`).
@@ -429,38 +430,128 @@ static __device__ __forceinline__ void bf_inv_even_tail_{s}(u32* v, const u32* y
 
 impl Emitter<'_> {
     /// The limbs of `gcd(a, b)` through the device function of their width; by the instance's
-    /// threads together where it has several (the operands are those of its first thread).
-    pub(super) fn gcd_call(&mut self, a: &[String], b: &[String]) -> Vec<String> {
-        self.gcd_plan_call(GcdPlan::new(64 * a.len() as u64, false), &[a, b])
+    /// threads together where it has several. With `into` (a buffer and its words per instance:
+    /// the kernel's result), the group writes the gcd there, and nothing reads the limbs returned.
+    pub(super) fn gcd_call(
+        &mut self,
+        a: &[String],
+        b: &[String],
+        into: Option<(String, u64)>,
+    ) -> Vec<String> {
+        self.gcd_plan_call(GcdPlan::new(64 * a.len() as u64, false), &[a, b], into)
     }
 
     /// The limbs of `y^-1 mod m` and whether it exists (a bool, last).
     pub(super) fn inv_mod_call(&mut self, y: &[String], m: &[String]) -> Vec<String> {
-        self.gcd_plan_call(GcdPlan::new(64 * y.len() as u64, true), &[y, m])
+        self.gcd_plan_call(GcdPlan::new(64 * y.len() as u64, true), &[y, m], None)
     }
 
-    fn gcd_plan_call(&mut self, plan: GcdPlan, operands: &[&[String]]) -> Vec<String> {
+    fn gcd_plan_call(
+        &mut self,
+        plan: GcdPlan,
+        operands: &[&[String]],
+        into: Option<(String, u64)>,
+    ) -> Vec<String> {
         let threads = self.sched.group_threads;
         // The schedule took its thread count from this plan.
         let plan = plan
             .with_threads(threads)
             .expect("the schedule splits gcds and inverses only as their plans do");
         let s = plan.words();
-        let functions = match (plan.inverse, threads) {
-            (false, 1) => gcd_functions(s),
-            (true, 1) => inv_mod_functions(s),
-            (false, _) => super::gcd_group::gcd_group_functions(&plan),
-            (true, _) => super::gcd_group::inv_mod_group_functions(&plan),
+        match (plan.inverse, threads) {
+            (false, 1) => self.device_call(
+                gcd_functions(s),
+                &plan.function_name(),
+                s / 2,
+                operands,
+                &[],
+                false,
+            ),
+            (true, 1) => self.device_call(
+                inv_mod_functions(s),
+                &plan.function_name(),
+                s / 2,
+                operands,
+                &[],
+                true,
+            ),
+            _ => self.group_call(plan, operands, into),
+        }
+    }
+
+    /// A gcd or inverse on the instance's group of threads: each thread's words of each operand
+    /// read where the operand lies in global memory (a parameter read in place:
+    /// [`crate::place::read_in_place`]) or taken from the first thread's (which computed it),
+    /// and the result's words written where it goes (`into`) or given whole to every thread.
+    fn group_call(
+        &mut self,
+        plan: GcdPlan,
+        operands: &[&[String]],
+        into: Option<(String, u64)>,
+    ) -> Vec<String> {
+        use super::gcd_group::{gcd_group_functions, inv_mod_group_functions};
+        let functions = if plan.inverse {
+            inv_mod_group_functions(&plan)
+        } else {
+            gcd_group_functions(&plan)
         };
-        let lane: &[&str] = if threads == 1 { &[] } else { &["lane"] };
-        self.device_call(
-            functions,
-            &plan.function_name(),
-            s / 2,
-            operands,
-            lane,
-            plan.inverse,
-        )
+        for (f, text) in functions {
+            self.device_function(&f, |em| em.src.out.push_str(&text));
+        }
+        let (s, l) = (plan.words(), plan.words() / plan.threads as usize);
+        let sx = format!("{l}_g{}", plan.threads);
+        let r = self.temp();
+        if into.is_none() {
+            self.line(format!("__align__(16) u64 {r}[{}];", s / 2));
+        }
+        let flag = plan.inverse.then(|| self.temp());
+        if let Some(f) = &flag {
+            self.line(format!("bool {f};"));
+        }
+        self.open("{");
+        let mut args = vec![format!("{r}_w")];
+        self.line(format!("u32 {r}_w[{l}];"));
+        for (k, leaves) in operands.iter().enumerate() {
+            let words = format!("{r}_{k}");
+            self.line(format!("u32 {words}[{l}];"));
+            let at = super::scalar::words_in_order(leaves)
+                .filter(|w| self.in_place.iter().any(|(p, _)| p == w));
+            match at {
+                Some(w) => self.line(format!("bf_gg_load_{sx}({words}, {w}, lane);")),
+                None => {
+                    self.line(format!(
+                        "__align__(16) const u64 p{k}[{}] = {{{}}};",
+                        leaves.len(),
+                        leaves.join(", ")
+                    ));
+                    self.line(format!("bf_gg_take_{sx}({words}, p{k}, lane);"));
+                }
+            }
+            args.push(words);
+        }
+        args.push("lane".into());
+        let call = format!("{}({})", plan.function_name(), args.join(", "));
+        match &flag {
+            Some(f) => self.line(format!("{f} = {call};")),
+            None => self.line(format!("{call};")),
+        }
+        match &into {
+            Some((buffer, units)) => self.line(format!(
+                "if (live) bf_gg_store_{sx}({buffer} + inst * {units}ull, {r}_w, lane);"
+            )),
+            None => self.line(format!("bf_gg_give_{sx}({r}, {r}_w, lane);")),
+        }
+        self.close("}");
+        if into.is_some() {
+            return vec!["0ull".to_string(); s / 2];
+        }
+        let mut types = vec![Type::U64; s / 2];
+        let mut exprs: Vec<String> = (0..s / 2).map(|k| format!("{r}[{k}]")).collect();
+        if let Some(f) = flag {
+            types.push(Type::Bool);
+            exprs.push(f);
+        }
+        self.bind(&types, exprs)
     }
 }
 
@@ -711,9 +802,12 @@ mod tests {
     }
 
     /// Compiles the group functions of `plan` with a `main` that runs each pair on `T` host
-    /// threads (the first thread gets the operands, the others zeros) and prints the flag (1 for
-    /// a gcd) and the result; every thread's result must agree.
-    fn run_group(plan: &GcdPlan, input: &str) -> String {
+    /// threads and prints the flag (1 for a gcd) and the result. `in_place`: every thread reads
+    /// its words of the operands where they lie and writes its words of the result into one
+    /// array (`bf_gg_load`, `bf_gg_store`); else the first thread gets the operands, the others
+    /// zeros (`bf_gg_take`), and every thread gets the whole result (`bf_gg_give`), which must
+    /// agree.
+    fn run_group(plan: &GcdPlan, input: &str, in_place: bool) -> String {
         let g = plan.threads;
         let mut src = String::from(host::PRELUDE);
         src.push_str(&host::group_prelude(g));
@@ -726,17 +820,28 @@ mod tests {
             src.push_str(&text);
         }
         let h = plan.words() / 2;
-        let call = if plan.inverse {
-            format!(
-                "ok[k] = {}(r[k], k == 0 ? a : za, k == 0 ? b : zb, (u32)k)",
-                plan.function_name()
+        let l = plan.words() / g as usize;
+        let sx = format!("{l}_g{g}");
+        let f = plan.function_name();
+        let (read, write) = if in_place {
+            (
+                format!("bf_gg_load_{sx}(ga, a, k); bf_gg_load_{sx}(gb, b, k);"),
+                format!("bf_gg_store_{sx}(r[0], gr, k);"),
             )
         } else {
-            format!(
-                "{}(r[k], k == 0 ? a : za, k == 0 ? b : zb, (u32)k); ok[k] = true",
-                plan.function_name()
+            (
+                format!(
+                    "bf_gg_take_{sx}(ga, k == 0 ? a : za, k); bf_gg_take_{sx}(gb, k == 0 ? b : zb, k);"
+                ),
+                format!("bf_gg_give_{sx}(r[k], gr, k);"),
             )
         };
+        let call = if plan.inverse {
+            format!("ok[k] = {f}(gr, ga, gb, (u32)k)")
+        } else {
+            format!("{f}(gr, ga, gb, (u32)k); ok[k] = true")
+        };
+        let agree = if in_place { 0 } else { g };
         let _ = write!(
             src,
             r#"int main() {{
@@ -749,11 +854,19 @@ mod tests {
     for (int j = 0; j < {h}; ++j) scanf("%llu", &b[j]);
     std::vector<std::thread> group;
     for (int k = 0; k < {g}; ++k)
-      group.emplace_back([&, k] {{ bf_lane = k; {call}; }});
+      group.emplace_back([&, k] {{
+        bf_lane = k;
+        u32 ga[{l}], gb[{l}], gr[{l}];
+        {read}
+        {call};
+        {write}
+      }});
     for (auto& t : group) t.join();
     for (int k = 1; k < {g}; ++k)
+      if (ok[k] != ok[0]) {{ printf("thread %d disagrees\n", k); return 1; }}
+    for (int k = 1; k < {agree}; ++k)
       for (int j = 0; j < {h}; ++j)
-        if (r[k][j] != r[0][j] || ok[k] != ok[0]) {{ printf("thread %d disagrees\n", k); return 1; }}
+        if (r[k][j] != r[0][j]) {{ printf("thread %d disagrees\n", k); return 1; }}
     printf("%d ", ok[0] ? 1 : 0);
     for (int j = 0; j < {h}; ++j) printf("%llu ", r[0][j]);
     printf("\n");
@@ -762,9 +875,10 @@ mod tests {
 "#
         );
         let tag = format!(
-            "{}-{}-g{g}",
+            "{}-{}-g{g}{}",
             if plan.inverse { "ginv" } else { "ggcd" },
-            plan.bits
+            plan.bits,
+            if in_place { "-m" } else { "" }
         );
         host::run(&tag, &src, input)
     }
@@ -797,7 +911,7 @@ mod tests {
                 cases.truncate(12);
             }
             cases.extend(boundary_pairs(s));
-            let out = run_group(&plan, &input(&cases, s));
+            let out = run_group(&plan, &input(&cases, s), threads != 4);
             let lines: Vec<&str> = out.lines().collect();
             assert_eq!(lines.len(), cases.len(), "{out}");
             for ((x, y), line) in cases.iter().zip(lines) {
@@ -834,7 +948,7 @@ mod tests {
             for (y, m) in [(5, 1), (6, 3), (3, 4), (1, 2), (9, 6), (0, 7), (7, 0)] {
                 cases.push((b(y), b(m)));
             }
-            let out = run_group(&plan, &input(&cases, s));
+            let out = run_group(&plan, &input(&cases, s), threads != 4);
             let lines: Vec<&str> = out.lines().collect();
             assert_eq!(lines.len(), cases.len(), "{out}");
             for ((y, m), line) in cases.iter().zip(lines) {

@@ -218,7 +218,8 @@ static __device__ __forceinline__ void bf_gg_shl_{sx}(u32* a, int n, const u32 k
 // This thread's words of the group's first thread's number x64 ({limbs} limbs), a thread's share
 // a round: the rounds stay a loop, so that the whole number (read at run-time indices) waits in
 // local memory, not in registers.
-static __device__ __forceinline__ void bf_gg_take_{sx}(u32* a, const u64* x64, const u32 k, const u32 gm) {{
+static __device__ __forceinline__ void bf_gg_take_{sx}(u32* a, const u64* x64, const u32 lane) {{
+  const u32 k = lane & {kmask}u, gm = {full} << (lane & ~{kmask}u);
   #pragma unroll 1
   for (int owner = 0; owner < {tg}; ++owner) {{
     #pragma unroll
@@ -227,6 +228,18 @@ static __device__ __forceinline__ void bf_gg_take_{sx}(u32* a, const u64* x64, c
       const u32 lo = __shfl_sync(gm, (u32)x, 0, {tg}), hi = __shfl_sync(gm, (u32)(x >> 32), 0, {tg});
       if ((u32)owner == k) {{ a[2 * j] = lo; a[2 * j + 1] = hi; }}
     }}
+  }}
+}}
+
+// This thread's words of a number every thread of the group reads where it lies (x64, {limbs}
+// limbs in global memory).
+static __device__ __forceinline__ void bf_gg_load_{sx}(u32* a, const u64* __restrict__ x64, const u32 lane) {{
+  const u64* __restrict__ mine = x64 + (lane & {kmask}u) * {lhalf}u;
+  #pragma unroll
+  for (int j = 0; j < {lhalf}; ++j) {{
+    const u64 x = mine[j];
+    a[2 * j] = (u32)x;
+    a[2 * j + 1] = (u32)(x >> 32);
   }}
 }}
 
@@ -239,22 +252,32 @@ static __device__ __forceinline__ void bf_gg_words_{sx}(u32* out, const u32* a, 
   }}
 }}
 
-// The group's number whole in every thread as 64-bit limbs, zeros where !ok.
-static __device__ __forceinline__ void bf_gg_give_{sx}(u64* out, const u32* a, const bool ok, const u32 gm) {{
+// The group's number whole in every thread as 64-bit limbs.
+static __device__ __forceinline__ void bf_gg_give_{sx}(u64* out, const u32* a, const u32 lane) {{
+  const u32 gm = {full} << (lane & ~{kmask}u);
   #pragma unroll 1
   for (int owner = 0; owner < {tg}; ++owner) {{
     #pragma unroll
     for (int j = 0; j < {lhalf}; ++j) {{
       const u32 lo = __shfl_sync(gm, a[2 * j], owner, {tg});
       const u32 hi = __shfl_sync(gm, a[2 * j + 1], owner, {tg});
-      out[owner * {lhalf} + j] = ok ? (((u64)hi << 32) | (u64)lo) : 0ull;
+      out[owner * {lhalf} + j] = ((u64)hi << 32) | (u64)lo;
     }}
   }}
+}}
+
+// This thread's words of the group's number written where it goes (out, {limbs} limbs in global
+// memory).
+static __device__ __forceinline__ void bf_gg_store_{sx}(u64* __restrict__ out, const u32* a, const u32 lane) {{
+  u64* __restrict__ mine = out + (lane & {kmask}u) * {lhalf}u;
+  #pragma unroll
+  for (int j = 0; j < {lhalf}; ++j) mine[j] = ((u64)a[2 * j + 1] << 32) | (u64)a[2 * j];
 }}
 "#,
         bits = 32 * l * tg,
         lbits = 32 * l,
         limbs = l * tg / 2,
+        kmask = tg - 1,
         top = tg - 1,
         last = l - 1,
         lhalf = l / 2,
@@ -283,15 +306,11 @@ pub(crate) fn gcd_group_functions(plan: &GcdPlan) -> Vec<(String, String)> {
     let sx = suffix(l, tg);
     let name = plan.function_name();
     let text = format!(
-        r#"// gcd(a, b) of {bits}-bit numbers over a group of {tg} threads (lane: the caller's lane in its
-// warp); the operands are those of the group's first thread, the result is every thread's. The
-// steps of bf_gcd_{s}: the common power of two out, b odd, batches of 31 binary steps until a is
-// zero.
-static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u64* b64, const u32 lane) {{
-{start}  u32 a[{l}], b[{l}];
-  bf_gg_take_{sx}(a, a64, k, gm);
-  bf_gg_take_{sx}(b, b64, k, gm);
-  // The common power of two: trailing zeros of a | b (all bits when both are zero).
+        r#"// r = gcd(a, b) of {bits}-bit numbers over a group of {tg} threads (lane: the caller's lane in its
+// warp), each thread's {l} words of each (a and b are overwritten). The steps of bf_gcd_{s}: the
+// common power of two out, b odd, batches of 31 binary steps until a is zero.
+static __device__ __forceinline__ void {name}(u32* r, u32* a, u32* b, const u32 lane) {{
+{start}  // The common power of two: trailing zeros of a | b (all bits when both are zero).
   int lz = -1;
   #pragma unroll
   for (int j = {last}; j >= 0; --j) {{
@@ -318,7 +337,8 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
     for (int j = 0; j < {l}; ++j) a[j] = na[j];
   }}
   bf_gg_shl_{sx}(b, twos, k, gm);
-  bf_gg_give_{sx}(out, b, true, gm);
+  #pragma unroll
+  for (int j = 0; j < {l}; ++j) r[j] = b[j];
 }}
 "#,
         bits = 32 * s,
@@ -438,16 +458,16 @@ static __device__ __forceinline__ bool bf_gg_inv_even_{sx}(u32* v, const u32* y,
   return true;
 }}
 
-// (y^-1 mod m, true) of {bits}-bit numbers over a group of {tg} threads, or (0, false) when there is
-// none; the operands are those of the group's first thread, the result is every thread's.
-static __device__ __forceinline__ bool {name}(u64* out, const u64* y64, const u64* m64, const u32 lane) {{
-{start}  u32 y[{l}], m[{l}], v[{l}];
-  bf_gg_take_{sx}(y, y64, k, gm);
-  bf_gg_take_{sx}(m, m64, k, gm);
-  const bool ok = (__shfl_sync(gm, m[0], 0, {tg}) & 1u) != 0u
+// (v = y^-1 mod m, true) of {bits}-bit numbers over a group of {tg} threads (lane: the caller's lane
+// in its warp), each thread's {l} words of each, or (v = 0, false) when there is none.
+static __device__ __forceinline__ bool {name}(u32* v, const u32* y, const u32* m, const u32 lane) {{
+{start}  const bool ok = (__shfl_sync(gm, m[0], 0, {tg}) & 1u) != 0u
       ? bf_gg_inv_odd_{sx}(v, y, m, k, gm, base)
       : !bf_gg_zero_{sx}(m, gm, base) && bf_gg_inv_even_{sx}(v, y, m, k, gm, base);
-  bf_gg_give_{sx}(out, v, ok, gm);
+  if (!ok) {{
+    #pragma unroll
+    for (int j = 0; j < {l}; ++j) v[j] = 0u;
+  }}
   return ok;
 }}
 "#,

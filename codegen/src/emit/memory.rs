@@ -555,12 +555,12 @@ impl Emitter<'_> {
 impl Emitter<'_> {
     /// Whether array `id`, a parameter's words, is not loaded but read where it lies in global
     /// memory by the gathers that use it ([`crate::schedule::only_gathered`]), by the NTT
-    /// products that use it ([`Self::only_ntt_operand`]) or by the divisions that use it
-    /// ([`crate::place::divided_in_place`]).
+    /// products that use it ([`Self::only_ntt_operand`]) or by the divisions, gcds and inverses that
+    /// use it ([`crate::place::read_in_place`]).
     pub(super) fn read_in_place(&self, id: ValueId) -> bool {
         self.sched.blocks_per_instance > 1 && crate::schedule::only_gathered(self.func, id)
             || self.only_ntt_operand(id)
-            || crate::place::divided_in_place(self.func, self.sched, id)
+            || crate::place::read_in_place(self.func, self.sched, id)
     }
 
     /// Whether array `id`, a parameter's 64-bit words, is only ever an operand of NTT products:

@@ -103,10 +103,10 @@ struct Emitter<'a> {
     /// While a map's body is written: where its parameters' words are parked and which steps
     /// read them there ([`crate::place::Park`]), for [`Emitter::apply`].
     parking: Option<crate::place::Park>,
-    /// While a map's body is written: its division that writes the kernel's result where it
-    /// lies (body node, the result's buffer and its words per instance;
-    /// [`crate::place::written_by_division`]).
-    division_into: Option<(usize, String, u64)>,
+    /// While a map's body is written: its division or gcd that writes the kernel's result where
+    /// it goes (body node, the result's buffer and its words per instance;
+    /// [`crate::place::written_in_place`]).
+    written_into: Option<(usize, String, u64)>,
     /// Pointers to this thread's instance of a parameter read where it lies, and the parameter
     /// ([`Self::instance_words`]): what a warp may read for its lanes together.
     in_place: Vec<(String, u32)>,
@@ -394,7 +394,7 @@ pub fn emit(
         staging: staging::stages(func, sel, sched),
         prefetches: Vec::new(),
         parking: None,
-        division_into: None,
+        written_into: None,
         in_place: Vec::new(),
     };
     e.preamble(header);

@@ -34,7 +34,7 @@ pub(super) fn literal(l: &Literal) -> Vec<String> {
 
 /// `w` where `leaves` are `w[0]`, `w[1]`, .. in order: words that lie in memory as a device
 /// function reads its operands ([`Emitter::instance_words`]).
-fn words_in_order(leaves: &[String]) -> Option<&str> {
+pub(super) fn words_in_order(leaves: &[String]) -> Option<&str> {
     let w = leaves.first()?.strip_suffix("[0]")?;
     let in_order = leaves.iter().enumerate().all(|(k, l)| {
         l.strip_prefix(w)
@@ -159,7 +159,10 @@ impl Emitter<'_> {
                 Op::Extract(t, i) => arg(*t)[f.ty(*t).field_leaves(*i)].to_vec(),
                 Op::LimbPowMod(x, e, m) => self.pow_mod_call(&arg(*x), &arg(*e), &arg(*m)),
                 Op::LimbMontMul(a, b, m) => self.mont_mul_call(&arg(*a), &arg(*b), &arg(*m)),
-                Op::LimbGcd(a, b) => self.gcd_call(&arg(*a), &arg(*b)),
+                Op::LimbGcd(a, b) => {
+                    let into = self.written_into.clone().filter(|(d, ..)| *d == k);
+                    self.gcd_call(&arg(*a), &arg(*b), into.map(|(_, at, u)| (at, u)))
+                }
                 Op::LimbMulWords(a, b, n) => {
                     self.mul_words_call(&arg(*a), &arg(*b), None, *n, a == b)
                 }
@@ -168,7 +171,7 @@ impl Emitter<'_> {
                 }
                 Op::LimbDivRem(a, b) => {
                     let parts = Parts::read_in(f, ValueId(k as u32));
-                    let into = self.division_into.clone().filter(|(d, ..)| *d == k);
+                    let into = self.written_into.clone().filter(|(d, ..)| *d == k);
                     self.div_rem_call(&arg(*a), &arg(*b), parts, into.map(|(_, at, u)| (at, u)))
                 }
                 Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
@@ -229,7 +232,7 @@ impl Emitter<'_> {
     }
 
     /// The words of this thread's instance of parameter `param`, read where they lie (see
-    /// [`crate::place::divided_in_place`]): `w[k]` of a pointer `w` to them, which
+    /// [`crate::place::read_in_place`]): `w[k]` of a pointer `w` to them, which
     /// [`Self::device_call`] passes as it is. A thread past the batch's end reads instance 0's
     /// (a launch has at least one instance) and stores nothing.
     fn instance_words(&mut self, param: u32) -> Vec<String> {
@@ -338,7 +341,7 @@ impl Emitter<'_> {
     ) -> CgResult<Val> {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         self.line(format!("// {comment}"));
-        let written = crate::place::written_by_division(self.func, self.sched, id);
+        let written = crate::place::written_in_place(self.func, self.sched, id);
         let leaves = match written {
             Some(_) => vec![],
             None => self.declare_array(id, q),
@@ -354,13 +357,13 @@ impl Emitter<'_> {
         }
         let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
         self.parking = self.placement.park_of(id).cloned();
-        self.division_into = written.map(|(k, d)| {
+        self.written_into = written.map(|(k, d)| {
             let units = self.outputs[k].units;
             (d.index(), format!("out{k}"), units)
         });
         body(self, &a, &dest);
         self.parking = None;
-        self.division_into = None;
+        self.written_into = None;
         self.close("}");
         Ok(match written {
             Some(_) => Val::Written,
