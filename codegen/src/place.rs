@@ -246,51 +246,144 @@ pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
         })
 }
 
-/// Where map `id` is a result of the kernel and its body ends in an operation whose device
-/// function writes the result where it goes: the result's index and the operation's node in the
-/// body. The function then writes into the result's buffer, where it would write to a local
-/// array that the kernel reads back into registers and stores:
+/// A map's operation that writes a result of the kernel where it goes ([`written_in_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The kernel's result.
+    pub result: usize,
+    /// The operation's node in the map's body.
+    pub node: ValueId,
+    /// Where the map's elements are tuples: the field that is the result, taken out by a map of
+    /// its own ([`extracted_in_place`]); the map's other fields are computed as usual.
+    pub field: Option<usize>,
+}
+
+/// Where map `id`'s body ends in an operation whose device function writes a result of the
+/// kernel where it goes, where it would write to a local array that the kernel reads back into
+/// registers and stores:
 ///
 /// - in a kernel of one thread per instance, one part of a division wider than
-///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone):
-///   1 KB of local memory traffic a 4096-bit quotient (`emit::divide`; a warp computes its
-///   lanes' one-word quotients together where both operands are read where they lie);
-/// - a gcd computed by a group of threads per instance: each thread writes its own words
-///   (`emit::gcd_group`), where the group's first thread wrote them all.
-pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<(usize, ValueId)> {
+///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone), the
+///   map being the result: 1 KB of local memory traffic a 4096-bit quotient (`emit::divide`; a
+///   warp computes its lanes' one-word quotients together where both operands are read where
+///   they lie);
+/// - a gcd computed by a group of threads per instance, the map being the result, or an
+///   inverse's number, a field of the map's tuples that a map of its own takes out as the
+///   result: each thread writes its own words (`emit::gcd_group`), where the group's first
+///   thread took the whole number and stored it (at 65536 bits, 45 s of NVRTC a kernel).
+pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<Written> {
     let Op::Map { f, .. } = &func.node(id).op else {
         return None;
     };
+    let [out] = f.outputs[..] else { return None };
+    let grouped = sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads;
+    let shaped = sched.blocks_per_instance == 1
+        && matches!(func.ty(id), Type::Array(_, n) if n.as_const() == Some(1));
+    if !shaped {
+        return None;
+    }
+    let written = |node: ValueId| -> Option<ValueId> {
+        match f.node(node).op {
+            Op::Extract(d, part) if sched.threads_per_instance == 1 => {
+                let Op::LimbDivRem(_, b) = f.node(d).op else {
+                    return None;
+                };
+                let parts = crate::divide::Parts::read_in(f, d);
+                let alone = match part {
+                    0 => !parts.remainder,
+                    _ => !parts.quotient,
+                };
+                (alone
+                    && 64 * f.ty(b).leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS)
+                    .then_some(d)
+            }
+            Op::LimbGcd(..) if grouped && users(f, node).is_empty() => Some(node),
+            Op::Extract(inv, 0)
+                if grouped
+                    && matches!(f.node(inv).op, Op::LimbInvMod(..))
+                    && users(f, inv).iter().all(|&u| {
+                        u == node || matches!(f.node(u).op, Op::Extract(_, i) if i != 0)
+                    }) =>
+            {
+                Some(inv)
+            }
+            _ => None,
+        }
+    };
+    if let Some(k) = sole_result(func, id) {
+        return Some(Written {
+            result: k,
+            node: written(out)?,
+            field: None,
+        });
+    }
+    // A tuple's field that a map of its own takes out as the result, the map's other users
+    // taking out other fields.
+    let Op::Tuple(fields) = &f.node(out).op else {
+        return None;
+    };
+    let (field, node) = fields.iter().enumerate().find_map(|(i, &x)| {
+        let d = written(x)?;
+        (matches!(f.node(d).op, Op::LimbInvMod(..)) && users(f, x) == [out]).then_some((i, d))
+    })?;
+    let mut taken = None;
+    for u in users(func, id) {
+        match taken_field(func, u) {
+            Some(i) if i == field && taken.is_none() => taken = Some(u),
+            Some(i) if i != field => {}
+            _ => return None,
+        }
+    }
+    Some(Written {
+        result: sole_result(func, taken?)?,
+        node,
+        field: Some(field),
+    })
+}
+
+/// Whether map `id` only takes out a field of its argument's tuples that the argument's map
+/// writes where the kernel's result goes ([`written_in_place`]): then it computes nothing.
+pub fn extracted_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
+    let Op::Map { args, .. } = &func.node(id).op else {
+        return false;
+    };
+    let [src] = args[..] else { return false };
+    written_in_place(func, sched, src).is_some_and(|w| {
+        w.field.is_some()
+            && taken_field(func, id) == w.field
+            && sole_result(func, id) == Some(w.result)
+    })
+}
+
+/// The nodes of `f` that use `x`.
+fn users(f: &Func, x: ValueId) -> Vec<ValueId> {
+    f.ids()
+        .filter(|&u| f.node(u).op.args().contains(&x))
+        .collect()
+}
+
+/// The one result of the kernel that node `id` is, where it is one and read by no other node.
+fn sole_result(func: &Func, id: ValueId) -> Option<usize> {
     let results: Vec<usize> = (0..func.outputs.len())
         .filter(|&k| func.outputs[k] == id)
         .collect();
-    let read_elsewhere = func.ids().any(|u| func.node(u).op.args().contains(&id));
-    let [k] = results[..] else { return None };
-    let [out] = f.outputs[..] else { return None };
-    let written = match f.node(out).op {
-        Op::Extract(d, part) if sched.threads_per_instance == 1 => {
-            let Op::LimbDivRem(_, b) = f.node(d).op else {
-                return None;
-            };
-            let parts = crate::divide::Parts::read_in(f, d);
-            let alone = match part {
-                0 => !parts.remainder,
-                _ => !parts.quotient,
-            };
-            (alone && 64 * f.ty(b).leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS)
-                .then_some(d)
-        }
-        Op::LimbGcd(..)
-            if sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads =>
-        {
-            Some(out)
-        }
+    match results[..] {
+        [k] if users(func, id).is_empty() => Some(k),
         _ => None,
-    }?;
-    (sched.blocks_per_instance == 1
-        && matches!(func.ty(id), Type::Array(_, n) if n.as_const() == Some(1))
-        && !read_elsewhere)
-        .then_some((k, written))
+    }
+}
+
+/// Where `id` is a map over one array whose body only takes out a field of its element: that
+/// field.
+fn taken_field(func: &Func, id: ValueId) -> Option<usize> {
+    let Op::Map { f, args } = &func.node(id).op else {
+        return None;
+    };
+    let [out] = f.outputs[..] else { return None };
+    match f.node(out).op {
+        Op::Extract(p, i) if args.len() == 1 && f.node(p).op == Op::Param(0) => Some(i as usize),
+        _ => None,
+    }
 }
 
 /// Whether body `f`'s parameter `i` is used, and only as an operand of operations `by` accepts.
@@ -612,9 +705,14 @@ pub fn place(
                 "{id}: read where it lies in global memory by the operations that use it, never loaded"
             ));
         }
-        if let Some((k, _)) = written_in_place(func, sched, id) {
+        if let Some(w) = written_in_place(func, sched, id) {
+            let what = match w.field {
+                Some(i) => format!("field {i} of {id}"),
+                None => id.to_string(),
+            };
             notes.push(format!(
-                "{id}: its last operation writes it straight into result {k}, from no register"
+                "{what}: its last operation writes it straight into result {}, from no register",
+                w.result
             ));
         }
     }
@@ -740,6 +838,54 @@ mod tests {
             assert_eq!(noted("%0: read where it lies"), a_in_place, "{case}");
             assert_eq!(noted("%1: read where it lies"), b_in_place, "{case}");
             assert_eq!(noted("straight into result 0"), written, "{case}");
+        }
+    }
+
+    #[test]
+    fn grouped_gcds_and_inverses_read_and_write_where_the_words_lie() {
+        use bigfuse_core::{Builder, Size, Type};
+        let target = Target::h100();
+        // gcd(a, b) (0), the inverse and its flag (1), gcd(a + b, b) (2), the inverse's number
+        // doubled beside its flag (3).
+        let program = |bits: u64, which: u32| {
+            let mut b = Builder::new("f", &[]);
+            let x = b.param("a", Type::Big(Size::lit(bits)));
+            let y = b.param("b", Type::Big(Size::lit(bits)));
+            let rs = match which {
+                0 => vec![b.gcd(x, y).unwrap()],
+                2 => {
+                    let s = b.add(x, y).unwrap();
+                    vec![b.gcd(s, y).unwrap()]
+                }
+                _ => {
+                    let t = b.inv_mod(x, y).unwrap();
+                    let (v, ok) = (b.extract(t, 0).unwrap(), b.extract(t, 1).unwrap());
+                    let v = if which == 3 { b.add(v, v).unwrap() } else { v };
+                    vec![v, ok]
+                }
+            };
+            b.finish(&rs).unwrap()
+        };
+        // (program, a and b read in place, the number written in place)
+        for (which, in_place, written) in [
+            (0, true, true),
+            (1, true, true),
+            (2, false, true),
+            (3, true, false),
+        ] {
+            let c = compile(&program(4096, which), &[], &target, &Hints::default()).unwrap();
+            assert!(c.schedule.group_threads > 1, "program {which}");
+            // Calls, not the definitions (which start with `static`).
+            let calls = |f: &str| c.source.lines().any(|l| l.trim_start().starts_with(f));
+            let noted = |text: &str| c.placement.notes.iter().any(|n| n.contains(text));
+            assert_eq!(noted("%0: read where it lies"), in_place, "program {which}");
+            assert_eq!(noted("%1: read where it lies"), in_place, "program {which}");
+            assert_eq!(calls("bf_gg_take_"), !in_place, "program {which}");
+            assert_eq!(noted("straight into result 0"), written, "program {which}");
+            assert_eq!(calls("if (live) bf_gg_store_"), written, "program {which}");
+            assert_eq!(calls("bf_gg_give_"), !written, "program {which}");
+            // The leaves written in place are never read.
+            assert!(!c.source.contains("bf_written"), "program {which}");
         }
     }
 }

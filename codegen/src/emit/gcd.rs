@@ -356,6 +356,12 @@ static __device__ __forceinline__ bool {name}(u64* out, const u64* y64, const u6
     ]
 }
 
+/// The widest numbers whose word loops the end of an inverse modulo an even number unrolls: one
+/// thread's inverses (up to [`crate::gcd::INVERSE_WORDS_ALONE`] words) hold them in registers.
+/// A group's whole numbers lie in local memory, where unrolling buys nothing and NVRTC took
+/// 45 s on the loops of a 65536-bit inverse (2,048 words).
+const UNROLLED_TAIL_WORDS: usize = 64;
+
 /// The end of an inverse modulo an even number, on whole `s`-word numbers (one thread's, or every
 /// thread's of a group: `gcd_group.rs`). Its products' loops stay loops: only inverses modulo
 /// even numbers use them, a few times each.
@@ -388,14 +394,14 @@ static __device__ __forceinline__ void bf_inv_even_tail_{s}(u32* v, const u32* y
   u32 inv = y[0];
   #pragma unroll
   for (int j = 0; j < 4; ++j) inv *= 2u - y[0] * inv;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {s}; ++j) yi[j] = j == 0 ? inv : 0u;
   #pragma unroll 1
   for (int bits = 32; bits < {bits}; bits *= 2) {{
     // yi = yi (2 - y yi)
     bf_mul_lo_{s}(t, y, yi);
     u32 borrow = 0u;
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {s}; ++j) {{
       const u64 x = (u64)(j == 0 ? 2u : 0u) - (u64)t[j] - (u64)borrow;
       t[j] = (u32)x;
@@ -406,7 +412,7 @@ static __device__ __forceinline__ void bf_inv_even_tail_{s}(u32* v, const u32* y
   // k = (m z - 1) y^-1 mod 2^{bits}; m z >= m >= 2, so the 1 borrows nothing past the top.
   bf_mul_lo_{s}(t, m, z);
   u32 borrow = 1u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {s}; ++j) {{
     const u64 x = (u64)t[j] - (u64)borrow;
     t[j] = (u32)x;
@@ -414,7 +420,7 @@ static __device__ __forceinline__ void bf_inv_even_tail_{s}(u32* v, const u32* y
   }}
   bf_mul_lo_{s}(k, t, yi);
   borrow = 0u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {s}; ++j) {{
     const u64 x = (u64)m[j] - (u64)k[j] - (u64)borrow;
     v[j] = (u32)x;
@@ -424,6 +430,11 @@ static __device__ __forceinline__ void bf_inv_even_tail_{s}(u32* v, const u32* y
 
 "#,
         bits = 32 * s,
+        unroll = if s <= UNROLLED_TAIL_WORDS {
+            "#pragma unroll"
+        } else {
+            "#pragma unroll 1"
+        },
     );
     (format!("bf_inv_even_tail_{s}"), text)
 }
@@ -441,9 +452,15 @@ impl Emitter<'_> {
         self.gcd_plan_call(GcdPlan::new(64 * a.len() as u64, false), &[a, b], into)
     }
 
-    /// The limbs of `y^-1 mod m` and whether it exists (a bool, last).
-    pub(super) fn inv_mod_call(&mut self, y: &[String], m: &[String]) -> Vec<String> {
-        self.gcd_plan_call(GcdPlan::new(64 * y.len() as u64, true), &[y, m], None)
+    /// The limbs of `y^-1 mod m` and whether it exists (a bool, last); with `into`, the group
+    /// writes the limbs there, as [`Self::gcd_call`] the gcd.
+    pub(super) fn inv_mod_call(
+        &mut self,
+        y: &[String],
+        m: &[String],
+        into: Option<(String, u64)>,
+    ) -> Vec<String> {
+        self.gcd_plan_call(GcdPlan::new(64 * y.len() as u64, true), &[y, m], into)
     }
 
     fn gcd_plan_call(
@@ -542,14 +559,19 @@ impl Emitter<'_> {
             None => self.line(format!("bf_gg_give_{sx}({r}, {r}_w, lane);")),
         }
         self.close("}");
-        if into.is_some() {
-            return vec!["0ull".to_string(); s / 2];
-        }
         let mut types = vec![Type::U64; s / 2];
-        let mut exprs: Vec<String> = (0..s / 2).map(|k| format!("{r}[{k}]")).collect();
+        let mut exprs: Vec<String> = (0..s / 2)
+            .map(|k| match into {
+                Some(_) => "0ull".to_string(),
+                None => format!("{r}[{k}]"),
+            })
+            .collect();
         if let Some(f) = flag {
             types.push(Type::Bool);
             exprs.push(f);
+        }
+        if into.is_some() {
+            return exprs;
         }
         self.bind(&types, exprs)
     }
@@ -901,7 +923,7 @@ mod tests {
 
     #[test]
     fn groups_of_threads_compute_gcds_equal_to_num_bigint_on_the_host() {
-        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 4), (128, 2)] {
+        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 4), (128, 2), (256, 2)] {
             let plan = GcdPlan::new(32 * s as u64, false)
                 .with_threads(threads)
                 .unwrap();
@@ -928,7 +950,7 @@ mod tests {
 
     #[test]
     fn groups_of_threads_compute_inverses_equal_to_num_bigint_on_the_host() {
-        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 2), (128, 4)] {
+        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 2), (128, 4), (256, 2)] {
             let plan = GcdPlan::new(32 * s as u64, true)
                 .with_threads(threads)
                 .unwrap();

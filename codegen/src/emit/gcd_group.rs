@@ -22,6 +22,20 @@
 use super::gcd::{even_tail_function, rounds, steps_function};
 use crate::gcd::GcdPlan;
 
+/// The widest share of a number (32-bit words a thread) whose loops are unrolled: a thread's
+/// registers hold the shares of a gcd up to 64 words (`crate::gcd::GCD_WORDS_PER_THREAD`); wider
+/// ones (groups of 32 threads above 65536 bits) lie in local memory, where unrolling buys
+/// nothing and NVRTC took 130 s on the loops of a 262144-bit inverse (256 words a thread).
+const UNROLLED_WORDS: usize = 64;
+
+fn unroll(l: usize) -> &'static str {
+    if l <= UNROLLED_WORDS {
+        "#pragma unroll"
+    } else {
+        "#pragma unroll 4"
+    }
+}
+
 fn suffix(l: usize, tg: usize) -> String {
     format!("{l}_g{tg}")
 }
@@ -44,7 +58,7 @@ static __device__ __forceinline__ u32 bf_gg_bits_{sx}(const bool pred, const u32
 // True when the group's number is zero.
 static __device__ __forceinline__ bool bf_gg_zero_{sx}(const u32* a, const u32 gm, const u32 base) {{
   u32 any = 0u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) any |= a[j];
   return bf_gg_bits_{sx}(any != 0u, gm, base) == 0u;
 }}
@@ -52,7 +66,7 @@ static __device__ __forceinline__ bool bf_gg_zero_{sx}(const u32* a, const u32 g
 // True when the group's number is one.
 static __device__ __forceinline__ bool bf_gg_one_{sx}(const u32* a, const u32 k, const u32 gm, const u32 base) {{
   u32 other = 0u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) other |= (k == 0u && j == 0) ? a[j] ^ 1u : a[j];
   return bf_gg_bits_{sx}(other != 0u, gm, base) == 0u;
 }}
@@ -61,7 +75,7 @@ static __device__ __forceinline__ bool bf_gg_one_{sx}(const u32* a, const u32 k,
 // where |c| < 2^{lbits} - 2^32).
 static __device__ __forceinline__ int bf_gg_add_{sx}(u32* w, const i64 c) {{
   i64 x = c;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) {{
     x += (i64)w[j];
     w[j] = (u32)x;
@@ -73,7 +87,7 @@ static __device__ __forceinline__ int bf_gg_add_{sx}(u32* w, const i64 c) {{
 // g after f, maps of a carry in (-1, 0, 1) to a carry out, two bits an entry (value plus one).
 static __device__ __forceinline__ u32 bf_gg_after(const u32 g, const u32 f) {{
   u32 r = 0u;
-  #pragma unroll
+  {unroll}
   for (int x = 0; x < 3; ++x) r |= ((g >> (2u * ((f >> (2 * x)) & 3u))) & 3u) << (2 * x);
   return r;
 }}
@@ -85,13 +99,13 @@ static __device__ __forceinline__ u32 bf_gg_after(const u32 g, const u32 f) {{
 // where e = -1, nor all ones where e = 1.
 static __device__ __forceinline__ int bf_gg_resolve_{sx}(u32* w, const int e, const u32 k, const u32 gm) {{
   u32 any = 0u, all = 0xffffffffu;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) {{ any |= w[j]; all &= w[j]; }}
   const u32 down = (u32)(e + (any == 0u ? 0 : 1));
   const u32 same = (u32)(e + 1);
   const u32 up = (u32)(e + (all == 0xffffffffu ? 2 : 1));
   u32 f = down | (same << 2) | (up << 4);
-  #pragma unroll
+  {unroll}
   for (int d = 1; d < {tg}; d *= 2) {{
     const u32 below = __shfl_up_sync(gm, f, d, {tg});
     if (k >= (u32)d) f = bf_gg_after(f, below);
@@ -106,7 +120,7 @@ static __device__ __forceinline__ int bf_gg_resolve_{sx}(u32* w, const int e, co
 // thread's).
 static __device__ __forceinline__ i64 bf_gg_lin_{sx}(u32* x, const u32* a, const u32* b, const i64 f, const i64 g, const u32 k, const u32 gm) {{
   i64 c = 0;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) {{
     const i64 t = f * (i64)a[j] + g * (i64)b[j] + c;
     x[j] = (u32)t;
@@ -123,7 +137,7 @@ static __device__ __forceinline__ i64 bf_gg_lin_{sx}(u32* x, const u32* a, const
 static __device__ __forceinline__ void bf_gg_half_{sx}(u32* r, const u32* x, const i64 hi, const u32 k, const u32 gm) {{
   const u32 next = __shfl_down_sync(gm, x[0], 1, {tg});
   const u32 above = k == {top}u ? (u32)hi : next;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {last}; ++j) r[j] = (x[j] >> 31) | (x[j + 1] << 1);
   r[{last}] = (x[{last}] >> 31) | (above << 1);
 }}
@@ -136,7 +150,7 @@ static __device__ __forceinline__ bool bf_gg_apply_{sx}(u32* r, const u32* a, co
   const bool negative = hi < 0;
   if (negative) {{
     // ~r + 1: the one enters at thread 0.
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) r[j] = ~r[j];
     const int e = k == 0u ? bf_gg_add_{sx}(r, 1) : 0;
     bf_gg_resolve_{sx}(r, e, k, gm);
@@ -151,7 +165,7 @@ static __device__ __forceinline__ void bf_gg_factors_{sx}(const u32* a, const u3
   const u32 bbelow = __shfl_up_sync(gm, b[{last}], 1, {tg});
   int lw = -1;
   u32 lt = 0u, lah = 0u, lam = 0u, lbh = 0u, lbm = 0u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) {{
     const u32 x = a[j] | b[j];
     if (x != 0u) {{
@@ -185,14 +199,14 @@ static __device__ __forceinline__ void bf_gg_shr_{sx}(u32* a, int n, const u32 k
   #pragma unroll 1
   for (; n >= 32; n -= 32) {{
     const u32 next = __shfl_down_sync(gm, a[0], 1, {tg});
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {last}; ++j) a[j] = a[j + 1];
     a[{last}] = k == {top}u ? 0u : next;
   }}
   if (n > 0) {{
     const u32 next = __shfl_down_sync(gm, a[0], 1, {tg});
     const u32 above = k == {top}u ? 0u : next;
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {last}; ++j) a[j] = (a[j] >> n) | (a[j + 1] << (32 - n));
     a[{last}] = (a[{last}] >> n) | (above << (32 - n));
   }}
@@ -202,14 +216,14 @@ static __device__ __forceinline__ void bf_gg_shl_{sx}(u32* a, int n, const u32 k
   #pragma unroll 1
   for (; n >= 32; n -= 32) {{
     const u32 prev = __shfl_up_sync(gm, a[{last}], 1, {tg});
-    #pragma unroll
+    {unroll}
     for (int j = {last}; j > 0; --j) a[j] = a[j - 1];
     a[0] = k == 0u ? 0u : prev;
   }}
   if (n > 0) {{
     const u32 prev = __shfl_up_sync(gm, a[{last}], 1, {tg});
     const u32 below = k == 0u ? 0u : prev;
-    #pragma unroll
+    {unroll}
     for (int j = {last}; j > 0; --j) a[j] = (a[j] << n) | (a[j - 1] >> (32 - n));
     a[0] = (a[0] << n) | (below >> (32 - n));
   }}
@@ -222,7 +236,7 @@ static __device__ __forceinline__ void bf_gg_take_{sx}(u32* a, const u64* x64, c
   const u32 k = lane & {kmask}u, gm = {full} << (lane & ~{kmask}u);
   #pragma unroll 1
   for (int owner = 0; owner < {tg}; ++owner) {{
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {lhalf}; ++j) {{
       const u64 x = x64[owner * {lhalf} + j];
       const u32 lo = __shfl_sync(gm, (u32)x, 0, {tg}), hi = __shfl_sync(gm, (u32)(x >> 32), 0, {tg});
@@ -235,7 +249,7 @@ static __device__ __forceinline__ void bf_gg_take_{sx}(u32* a, const u64* x64, c
 // limbs in global memory).
 static __device__ __forceinline__ void bf_gg_load_{sx}(u32* a, const u64* __restrict__ x64, const u32 lane) {{
   const u64* __restrict__ mine = x64 + (lane & {kmask}u) * {lhalf}u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {lhalf}; ++j) {{
     const u64 x = mine[j];
     a[2 * j] = (u32)x;
@@ -247,7 +261,7 @@ static __device__ __forceinline__ void bf_gg_load_{sx}(u32* a, const u64* __rest
 static __device__ __forceinline__ void bf_gg_words_{sx}(u32* out, const u32* a, const u32 gm) {{
   #pragma unroll 1
   for (int owner = 0; owner < {tg}; ++owner) {{
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) out[owner * {l} + j] = __shfl_sync(gm, a[j], owner, {tg});
   }}
 }}
@@ -257,7 +271,7 @@ static __device__ __forceinline__ void bf_gg_give_{sx}(u64* out, const u32* a, c
   const u32 gm = {full} << (lane & ~{kmask}u);
   #pragma unroll 1
   for (int owner = 0; owner < {tg}; ++owner) {{
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {lhalf}; ++j) {{
       const u32 lo = __shfl_sync(gm, a[2 * j], owner, {tg});
       const u32 hi = __shfl_sync(gm, a[2 * j + 1], owner, {tg});
@@ -270,11 +284,12 @@ static __device__ __forceinline__ void bf_gg_give_{sx}(u64* out, const u32* a, c
 // memory).
 static __device__ __forceinline__ void bf_gg_store_{sx}(u64* __restrict__ out, const u32* a, const u32 lane) {{
   u64* __restrict__ mine = out + (lane & {kmask}u) * {lhalf}u;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {lhalf}; ++j) mine[j] = ((u64)a[2 * j + 1] << 32) | (u64)a[2 * j];
 }}
 "#,
         bits = 32 * l * tg,
+        unroll = unroll(l),
         lbits = 32 * l,
         limbs = l * tg / 2,
         kmask = tg - 1,
@@ -312,7 +327,7 @@ pub(crate) fn gcd_group_functions(plan: &GcdPlan) -> Vec<(String, String)> {
 static __device__ __forceinline__ void {name}(u32* r, u32* a, u32* b, const u32 lane) {{
 {start}  // The common power of two: trailing zeros of a | b (all bits when both are zero).
   int lz = -1;
-  #pragma unroll
+  {unroll}
   for (int j = {last}; j >= 0; --j) {{
     const u32 x = a[j] | b[j];
     if (x != 0u) lz = 32 * j + __ffs((int)x) - 1;
@@ -323,7 +338,7 @@ static __device__ __forceinline__ void {name}(u32* r, u32* a, u32* b, const u32 
   bf_gg_shr_{sx}(a, twos, k, gm);
   bf_gg_shr_{sx}(b, twos, k, gm);
   if ((__shfl_sync(gm, b[0], 0, {tg}) & 1u) == 0u) {{
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) {{ const u32 x = a[j]; a[j] = b[j]; b[j] = x; }}
   }}
   #pragma unroll 1
@@ -333,15 +348,16 @@ static __device__ __forceinline__ void {name}(u32* r, u32* a, u32* b, const u32 
     u32 na[{l}];
     bf_gg_apply_{sx}(na, a, b, f0, g0, k, gm);
     bf_gg_apply_{sx}(b, a, b, f1, g1, k, gm);
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) a[j] = na[j];
   }}
   bf_gg_shl_{sx}(b, twos, k, gm);
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) r[j] = b[j];
 }}
 "#,
         bits = 32 * s,
+        unroll = unroll(l),
         lbits = 32 * l,
         last = l - 1,
         start = group_start(tg),
@@ -365,7 +381,7 @@ static __device__ __forceinline__ void bf_gg_update_{sx}(u32* r, const u32* u, c
   u32 x[{l}];
   i64 c = 0;
   u64 d = 0ull;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) {{
     const i64 t = f * (i64)u[j] + g * (i64)v[j] + c;
     c = t >> 32;
@@ -384,7 +400,7 @@ static __device__ __forceinline__ void bf_gg_update_{sx}(u32* r, const u32* u, c
   const i64 above = hi >> 31;
   if (above < 0) {{
     u64 carry = 0ull;
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) {{
       const u64 y = (u64)r[j] + (u64)m[j] + carry;
       r[j] = (u32)y;
@@ -394,7 +410,7 @@ static __device__ __forceinline__ void bf_gg_update_{sx}(u32* r, const u32* u, c
   }} else {{
     u32 t[{l}];
     u64 borrow = 0ull;
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) {{
       const u64 y = (u64)r[j] - (u64)m[j] - borrow;
       t[j] = (u32)y;
@@ -402,7 +418,7 @@ static __device__ __forceinline__ void bf_gg_update_{sx}(u32* r, const u32* u, c
     }}
     const int under = bf_gg_resolve_{sx}(t, -(int)borrow, k, gm);
     if (above > 0 || under == 0) {{
-      #pragma unroll
+      {unroll}
       for (int j = 0; j < {l}; ++j) r[j] = t[j];
     }}
   }}
@@ -412,13 +428,13 @@ static __device__ __forceinline__ void bf_gg_update_{sx}(u32* r, const u32* u, c
 // steps of bf_inv_mod_odd_{s}.
 static __device__ __forceinline__ bool bf_gg_inv_odd_{sx}(u32* v, const u32* y, const u32* mod, const u32 k, const u32 gm, const u32 base) {{
   u32 a[{l}], b[{l}], u[{l}], m[{l}];
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) {{ a[j] = y[j]; b[j] = mod[j]; m[j] = mod[j]; u[j] = (k == 0u && j == 0) ? 1u : 0u; v[j] = 0u; }}
   // u = 1 mod m (0 when m = 1).
   if (bf_gg_one_{sx}(m, k, gm, base)) u[0] = 0u;
   const u32 m0 = __shfl_sync(gm, m[0], 0, {tg});
   u32 inv = m0;
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < 4; ++j) inv *= 2u - m0 * inv;
   const u32 minv = 0u - inv;
   #pragma unroll 1
@@ -430,7 +446,7 @@ static __device__ __forceinline__ bool bf_gg_inv_odd_{sx}(u32* v, const u32* y, 
     if (bf_gg_apply_{sx}(b, a, b, f1, g1, k, gm)) {{ f1 = -f1; g1 = -g1; }}
     bf_gg_update_{sx}(nu, u, v, f0, g0, m, minv, k, gm);
     bf_gg_update_{sx}(v, u, v, f1, g1, m, minv, k, gm);
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) {{ a[j] = na[j]; u[j] = nu[j]; }}
   }}
   // b is gcd(y, m): the inverse is v where b = 1.
@@ -442,7 +458,7 @@ static __device__ __forceinline__ bool bf_gg_inv_odd_{sx}(u32* v, const u32* y, 
 static __device__ __forceinline__ bool bf_gg_inv_even_{sx}(u32* v, const u32* y, const u32* m, const u32 k, const u32 gm, const u32 base) {{
   if ((__shfl_sync(gm, y[0], 0, {tg}) & 1u) == 0u) return false;
   if (bf_gg_one_{sx}(y, k, gm, base)) {{
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) v[j] = (k == 0u && j == 0) ? 1u : 0u;
     return true;
   }}
@@ -453,7 +469,7 @@ static __device__ __forceinline__ bool bf_gg_inv_even_{sx}(u32* v, const u32* y,
   bf_gg_words_{sx}(mw, m, gm);
   bf_gg_words_{sx}(zw, z, gm);
   bf_inv_even_tail_{s}(vw, yw, mw, zw);
-  #pragma unroll
+  {unroll}
   for (int j = 0; j < {l}; ++j) v[j] = vw[k * {l} + j];
   return true;
 }}
@@ -465,13 +481,14 @@ static __device__ __forceinline__ bool {name}(u32* v, const u32* y, const u32* m
       ? bf_gg_inv_odd_{sx}(v, y, m, k, gm, base)
       : !bf_gg_zero_{sx}(m, gm, base) && bf_gg_inv_even_{sx}(v, y, m, k, gm, base);
   if (!ok) {{
-    #pragma unroll
+    {unroll}
     for (int j = 0; j < {l}; ++j) v[j] = 0u;
   }}
   return ok;
 }}
 "#,
         bits = 32 * s,
+        unroll = unroll(l),
         top = tg - 1,
         start = group_start(tg),
         rounds = rounds(s),

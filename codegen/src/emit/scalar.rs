@@ -174,7 +174,10 @@ impl Emitter<'_> {
                     let into = self.written_into.clone().filter(|(d, ..)| *d == k);
                     self.div_rem_call(&arg(*a), &arg(*b), parts, into.map(|(_, at, u)| (at, u)))
                 }
-                Op::LimbInvMod(a, m) => self.inv_mod_call(&arg(*a), &arg(*m)),
+                Op::LimbInvMod(a, m) => {
+                    let into = self.written_into.clone().filter(|(d, ..)| *d == k);
+                    self.inv_mod_call(&arg(*a), &arg(*m), into.map(|(_, at, u)| (at, u)))
+                }
                 Op::Loop { count, body, args } => {
                     let args: Vec<Vec<String>> = args.iter().map(|a| arg(*a)).collect();
                     self.rolled_loop(count.as_const().unwrap_or(0), body, &args)
@@ -341,11 +344,32 @@ impl Emitter<'_> {
     ) -> CgResult<Val> {
         let (q, len) = self.array_shape(&self.func.ty(id).clone());
         self.line(format!("// {comment}"));
+        if crate::place::extracted_in_place(self.func, self.sched, id) {
+            self.line("// written where its argument's map computes it");
+            return Ok(Val::Written);
+        }
         let written = crate::place::written_in_place(self.func, self.sched, id);
-        let leaves = match written {
-            Some(_) => vec![],
-            None => self.declare_array(id, q),
+        // The leaves written where they go: none are declared, and the body's values for them
+        // (zeros) go nowhere.
+        let skipped = match written {
+            Some(w) => match (w.field, self.func.ty(id)) {
+                (Some(i), Type::Array(e, _)) => e.field_leaves(i as u32),
+                _ => 0..usize::MAX,
+            },
+            None => 0..0,
         };
+        let mut leaves = Vec::new();
+        let mut dest = Vec::new();
+        for (k, (t, n)) in self.registers(id).into_iter().enumerate() {
+            if skipped.contains(&k) {
+                leaves.push("bf_written".to_string());
+                dest.push("0ull".to_string());
+            } else {
+                self.line(format!("{} {n}[{q}];", ctype(&t)));
+                dest.push(format!("{n}[q]"));
+                leaves.push(n);
+            }
+        }
         self.line("#pragma unroll");
         self.open(format!("for (int q = 0; q < {q}; ++q) {{"));
         let mut a: Vec<Vec<String>> = Vec::with_capacity(args.len());
@@ -355,19 +379,18 @@ impl Emitter<'_> {
                 _ => self.element(x, "q"),
             });
         }
-        let dest: Vec<String> = leaves.iter().map(|l| format!("{l}[q]")).collect();
         self.parking = self.placement.park_of(id).cloned();
-        self.written_into = written.map(|(k, d)| {
-            let units = self.outputs[k].units;
-            (d.index(), format!("out{k}"), units)
+        self.written_into = written.map(|w| {
+            let units = self.outputs[w.result].units;
+            (w.node.index(), format!("out{}", w.result), units)
         });
         body(self, &a, &dest);
         self.parking = None;
         self.written_into = None;
         self.close("}");
         Ok(match written {
-            Some(_) => Val::Written,
-            None => Val::Array { leaves, q, len },
+            Some(w) if w.field.is_none() => Val::Written,
+            _ => Val::Array { leaves, q, len },
         })
     }
 }

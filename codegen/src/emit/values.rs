@@ -38,7 +38,7 @@ impl Emitter<'_> {
 
     /// The registers of node `id` with their types: `v<node>`, or `v<node>_<k>` for leaf k of a
     /// tuple.
-    fn registers(&self, id: ValueId) -> Vec<(Type, String)> {
+    pub(super) fn registers(&self, id: ValueId) -> Vec<(Type, String)> {
         let leaves = self.leaf_types(id);
         let single = leaves.len() == 1;
         leaves
