@@ -6,7 +6,7 @@
 
 mod common;
 
-use bigfuse::BigUint;
+use bigfuse::{BigUint, Device};
 use common::{devices, edge_values, nvrtc_compiles, random_big, rng};
 use num_traits::{One, Zero};
 use rand::Rng;
@@ -134,9 +134,15 @@ fn inverses_equal_num_bigint() {
             .zip(&ms)
             .map(|(x, m)| if m.is_zero() { None } else { x.modinv(m) })
             .collect();
+        let refused = bits > bigfuse::codegen::gcd::INVERSE_MAX_BITS;
         for dev in devices() {
-            let (inv, exists) = inverse::run(&dev, bits, &xs, &ms)
-                .unwrap_or_else(|e| panic!("{bits} bits on {dev}: {e}"));
+            let run = inverse::run(&dev, bits, &xs, &ms);
+            if refused && matches!(dev, Device::Gpu(_)) {
+                let e = run.expect_err("kernels refuse inverses this wide");
+                assert!(e.to_string().contains("Device::cpu()"), "{e}");
+                continue;
+            }
+            let (inv, exists) = run.unwrap_or_else(|e| panic!("{bits} bits on {dev}: {e}"));
             for i in 0..xs.len() {
                 assert_eq!(
                     (exists[i], &inv[i]),
@@ -147,7 +153,19 @@ fn inverses_equal_num_bigint() {
                 );
             }
         }
-        nvrtc_compiles(inverse::kernel().unwrap(), &[bits]);
+        let kernel = inverse::kernel().unwrap();
+        if refused {
+            let e = kernel
+                .plan(
+                    &[bits],
+                    &bigfuse::Target::h100(),
+                    &bigfuse::Hints::default(),
+                )
+                .expect_err("kernels refuse inverses this wide");
+            assert!(e.to_string().contains("inverses up to 65536 bits"), "{e}");
+        } else {
+            nvrtc_compiles(kernel, &[bits]);
+        }
     }
 }
 
