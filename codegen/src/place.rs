@@ -324,7 +324,10 @@ pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<Wr
     };
     let (field, node) = fields.iter().enumerate().find_map(|(i, &x)| {
         let d = written(x)?;
-        (matches!(f.node(d).op, Op::LimbInvMod(..)) && users(f, x) == [out]).then_some((i, d))
+        // The field's leaves read as zeros in the body: no other field may be that value.
+        let once = fields.iter().filter(|&&y| y == x).count() == 1;
+        (matches!(f.node(d).op, Op::LimbInvMod(..)) && users(f, x) == [out] && once)
+            .then_some((i, d))
     })?;
     let mut taken = None;
     for u in users(func, id) {
@@ -846,7 +849,7 @@ mod tests {
         use bigfuse_core::{Builder, Size, Type};
         let target = Target::h100();
         // gcd(a, b) (0), the inverse and its flag (1), gcd(a + b, b) (2), the inverse's number
-        // doubled beside its flag (3).
+        // doubled beside its flag (3), the inverse's number twice beside its flag (4).
         let program = |bits: u64, which: u32| {
             let mut b = Builder::new("f", &[]);
             let x = b.param("a", Type::Big(Size::lit(bits)));
@@ -860,8 +863,11 @@ mod tests {
                 _ => {
                     let t = b.inv_mod(x, y).unwrap();
                     let (v, ok) = (b.extract(t, 0).unwrap(), b.extract(t, 1).unwrap());
-                    let v = if which == 3 { b.add(v, v).unwrap() } else { v };
-                    vec![v, ok]
+                    match which {
+                        3 => vec![b.add(v, v).unwrap(), ok],
+                        4 => vec![v, v, ok],
+                        _ => vec![v, ok],
+                    }
                 }
             };
             b.finish(&rs).unwrap()
@@ -872,6 +878,7 @@ mod tests {
             (1, true, true),
             (2, false, true),
             (3, true, false),
+            (4, true, false),
         ] {
             let c = compile(&program(4096, which), &[], &target, &Hints::default()).unwrap();
             assert!(c.schedule.group_threads > 1, "program {which}");

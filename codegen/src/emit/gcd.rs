@@ -475,25 +475,17 @@ impl Emitter<'_> {
             .with_threads(threads)
             .expect("the schedule splits gcds and inverses only as their plans do");
         let s = plan.words();
-        match (plan.inverse, threads) {
-            (false, 1) => self.device_call(
-                gcd_functions(s),
-                &plan.function_name(),
-                s / 2,
-                operands,
-                &[],
-                false,
-            ),
-            (true, 1) => self.device_call(
-                inv_mod_functions(s),
-                &plan.function_name(),
-                s / 2,
-                operands,
-                &[],
-                true,
-            ),
-            _ => self.group_call(plan, operands, into),
+        if threads > 1 {
+            return self.group_call(plan, operands, into);
         }
+        assert!(into.is_none(), "only groups write where the result goes");
+        let functions = if plan.inverse {
+            inv_mod_functions(s)
+        } else {
+            gcd_functions(s)
+        };
+        let name = plan.function_name();
+        self.device_call(functions, &name, s / 2, operands, &[], plan.inverse)
     }
 
     /// A gcd or inverse on the instance's group of threads: each thread's words of each operand
@@ -559,19 +551,17 @@ impl Emitter<'_> {
             None => self.line(format!("bf_gg_give_{sx}({r}, {r}_w, lane);")),
         }
         self.close("}");
+        if into.is_some() {
+            // Nothing reads the number; the flag is the function's.
+            let mut leaves = vec!["0ull".to_string(); s / 2];
+            leaves.extend(flag);
+            return leaves;
+        }
         let mut types = vec![Type::U64; s / 2];
-        let mut exprs: Vec<String> = (0..s / 2)
-            .map(|k| match into {
-                Some(_) => "0ull".to_string(),
-                None => format!("{r}[{k}]"),
-            })
-            .collect();
+        let mut exprs: Vec<String> = (0..s / 2).map(|k| format!("{r}[{k}]")).collect();
         if let Some(f) = flag {
             types.push(Type::Bool);
             exprs.push(f);
-        }
-        if into.is_some() {
-            return exprs;
         }
         self.bind(&types, exprs)
     }
