@@ -37,28 +37,6 @@ pub const GCD_WORDS_PER_THREAD: usize = 64;
 /// 4.6 M on 4 threads of 32, 2.0 M on 2 of 64 (which spill), 3 M on 16 of 8.
 pub const INVERSE_WORDS_PER_THREAD: usize = 32;
 
-/// The widest inverse a kernel computes. At 131072 bits an NVIDIA H200 gave wrong inverses modulo
-/// even numbers (bench/RESULTS.md, 2026-11-29), every one of nine probes, where odd moduli were
-/// right and the same CUDA compiled for the host is right: the end of an even modulus's inverse
-/// works on whole numbers in every thread of the group (`emit::gcd`'s `bf_inv_even_tail`), 132 KB
-/// of local memory a thread there against 66 KB at 65536 bits, which passes every test. Until
-/// that end is split over the group, wider inverses are refused rather than computed wrong.
-pub const INVERSE_MAX_BITS: u64 = 65536;
-
-/// An error for the first inverse of `f` (lambdas and loops included) wider than
-/// [`INVERSE_MAX_BITS`].
-pub fn supported(f: &Func) -> CgResult<()> {
-    match plans(f).into_iter().find(|p| p.inverse && p.bits > INVERSE_MAX_BITS) {
-        Some(p) => Err(CodegenError::Unsupported(format!(
-            "an inverse modulo m of {} bits: kernels compute inverses up to {INVERSE_MAX_BITS} bits \
-             (wider ones gave wrong results modulo even numbers on the GPU); run this kernel on \
-             the CPU backend (`Device::cpu()`), which computes them",
-            p.bits
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// How one `gcd(a, b)` or `y^-1 mod m` is computed at its width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GcdPlan {

@@ -911,7 +911,6 @@ pub fn schedule(
     let classical = sel
         .products()
         .any(|(_, p)| matches!(p, crate::isel::Product::Classical { .. }));
-    crate::gcd::supported(func)?;
     let grouped: Vec<Grouped> = crate::group::plans(func)
         .into_iter()
         .map(|p| {

@@ -938,9 +938,42 @@ mod tests {
         }
     }
 
+    /// Even moduli of every kind with odd numbers below them, most of which have inverses: the
+    /// end of an even modulus's inverse (`bf_gg_inv_even_tail`) multiplies over the whole group.
+    fn even_moduli(s: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
+        let bits = 32 * s as u64;
+        let one = BigUint::from(1u8);
+        let all = (&one << bits) - 1u8;
+        let mut word = host::words(seed);
+        let mut num = |b: u64| {
+            let digits: Vec<u32> = (0..b.div_ceil(32)).map(|_| word() as u32).collect();
+            BigUint::from_slice(&digits) % (&one << b)
+        };
+        let mut out = Vec::new();
+        for i in 0..6u64 {
+            let m = num(bits - 3 * i) & (&all - 1u8);
+            out.push((num(bits) | &one, m.clone()));
+            out.push((num(bits / 2 + i) | &one, m | (&one << (bits - 1))));
+        }
+        out.push((num(bits) | &one, &one << (bits - 1)));
+        out.push((all.clone(), all.clone() - 1u8));
+        out.push((all.clone() - 2u8, (&one << (bits - 1)) + 2u8));
+        out.push((BigUint::from(3u8), all.clone() - 1u8));
+        out
+    }
+
     #[test]
     fn groups_of_threads_compute_inverses_equal_to_num_bigint_on_the_host() {
-        for (s, threads) in [(8usize, 2u32), (8, 4), (16, 8), (64, 2), (128, 4), (256, 2)] {
+        for (s, threads) in [
+            (8usize, 2u32),
+            (8, 4),
+            (16, 8),
+            (64, 2),
+            (128, 4),
+            (256, 2),
+            (64, 32),
+            (256, 16),
+        ] {
             let plan = GcdPlan::new(32 * s as u64, true)
                 .with_threads(threads)
                 .unwrap();
@@ -956,6 +989,7 @@ mod tests {
                     *y |= BigUint::from(1u8);
                 }
             }
+            cases.extend(even_moduli(s, 5 * s as u64 + threads as u64));
             let b = |v: u32| BigUint::from(v);
             for (y, m) in [(5, 1), (6, 3), (3, 4), (1, 2), (9, 6), (0, 7), (7, 0)] {
                 cases.push((b(y), b(m)));

@@ -19,7 +19,7 @@
 //! The text calls `__shfl_sync`, `__shfl_up_sync`, `__shfl_down_sync` and `__ballot_sync` only on
 //! 32-bit values, so the tests compile it for the host with those emulated over `T` host threads.
 
-use super::gcd::{even_tail_function, rounds, steps_function};
+use super::gcd::{rounds, steps_function};
 use crate::gcd::GcdPlan;
 
 /// The widest share of a number (32-bit words a thread) whose loops are unrolled: a thread's
@@ -257,15 +257,6 @@ static __device__ __forceinline__ void bf_gg_load_{sx}(u32* a, const u64* __rest
   }}
 }}
 
-// The group's number whole in every thread: out[owner * {l} + j] (32-bit words), a round a thread.
-static __device__ __forceinline__ void bf_gg_words_{sx}(u32* out, const u32* a, const u32 gm) {{
-  #pragma unroll 1
-  for (int owner = 0; owner < {tg}; ++owner) {{
-    {unroll}
-    for (int j = 0; j < {l}; ++j) out[owner * {l} + j] = __shfl_sync(gm, a[j], owner, {tg});
-  }}
-}}
-
 // The group's number whole in every thread as 64-bit limbs.
 static __device__ __forceinline__ void bf_gg_give_{sx}(u64* out, const u32* a, const u32 lane) {{
   const u32 gm = {full} << (lane & ~{kmask}u);
@@ -298,6 +289,108 @@ static __device__ __forceinline__ void bf_gg_store_{sx}(u64* __restrict__ out, c
         lhalf = l / 2,
     );
     (format!("bf_gg_helpers_{sx}"), text)
+}
+
+/// The end of an inverse modulo an even number over the group: `v = m - (m z - 1) y^-1 mod
+/// 2^bits` (see `emit/gcd.rs`'s `bf_inv_even_tail`), with `y^-1 mod 2^bits` by Newton's
+/// iteration and the products' low halves split over the threads. Its loops stay loops (their
+/// arrays in local memory, a few shares a thread): only inverses modulo even numbers come here.
+fn even_tail(l: usize, tg: usize) -> (String, String) {
+    let sx = suffix(l, tg);
+    let text = format!(
+        r#"// r = a b mod 2^{bits} over the group, right in the words of its first n threads (the others' are
+// left undefined: Newton's iteration reads low words only). Thread k adds up the whole products
+// of the shares p and k - p (p <= k, 2 * {l} words and a count of carries), then adds the upper
+// half of the thread below's sum to its lower half. r may be a or b.
+static __device__ __forceinline__ void bf_gg_mul_lo_{sx}(u32* r, const u32* a, const u32* b, const u32 n, const u32 k, const u32 gm) {{
+  u32 acc[{l2} + 1], bq[{l}];
+  #pragma unroll 1
+  for (int j = 0; j <= {l2}; ++j) acc[j] = 0u;
+  #pragma unroll 1
+  for (u32 p = 0u; p < n; ++p) {{
+    const bool mine = p <= k && k < n;
+    const u32 q = mine ? k - p : 0u;
+    #pragma unroll 1
+    for (int j = 0; j < {l}; ++j) bq[j] = __shfl_sync(gm, b[j], q, {tg});
+    #pragma unroll 1
+    for (int i = 0; i < {l}; ++i) {{
+      const u32 ai = __shfl_sync(gm, a[i], p, {tg});
+      if (mine) {{
+        u32 c = 0u;
+        #pragma unroll 4
+        for (int j = 0; j < {l}; ++j) {{
+          const u64 t = (u64)ai * (u64)bq[j] + (u64)acc[i + j] + (u64)c;
+          acc[i + j] = (u32)t;
+          c = (u32)(t >> 32);
+        }}
+        // The count in acc[{l2}] stays below n, so the carry stops there.
+        #pragma unroll 1
+        for (int j = i + {l}; c != 0u; ++j) {{
+          const u64 t = (u64)acc[j] + (u64)c;
+          acc[j] = (u32)t;
+          c = (u32)(t >> 32);
+        }}
+      }}
+    }}
+  }}
+  u64 c = 0ull;
+  #pragma unroll 1
+  for (int j = 0; j < {l}; ++j) {{
+    const u32 h = __shfl_up_sync(gm, acc[{l} + j], 1, {tg});
+    c += (u64)acc[j] + (u64)(k == 0u ? 0u : h);
+    r[j] = (u32)c;
+    c >>= 32;
+  }}
+  const u32 count = __shfl_up_sync(gm, acc[{l2}], 1, {tg});
+  c += k == 0u ? 0ull : (u64)count;
+  // What a thread carries out is below n + 2.
+  const u32 below = __shfl_up_sync(gm, (u32)c, 1, {tg});
+  const int e = bf_gg_add_{sx}(r, k == 0u ? 0 : (i64)below);
+  bf_gg_resolve_{sx}(r, e, k, gm);
+}}
+
+// v = m - (m z - 1) y^-1 mod 2^{bits} over the group, for odd y > 1, even m and z = m^-1 mod y
+// (the steps of one thread's bf_inv_even_tail). Newton's iteration doubles the bits of
+// y^-1 mod 2^32 and multiplies only the threads' shares those bits reach.
+static __device__ __forceinline__ void bf_gg_inv_even_tail_{sx}(u32* v, const u32* y, const u32* m, const u32* z, const u32 k, const u32 gm) {{
+  const u32 y0 = __shfl_sync(gm, y[0], 0, {tg});
+  u32 inv = y0;
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) inv *= 2u - y0 * inv;
+  u32 yi[{l}], t[{l}];
+  {unroll}
+  for (int j = 0; j < {l}; ++j) yi[j] = (k == 0u && j == 0) ? inv : 0u;
+  #pragma unroll 1
+  for (u32 known = 32u; known < {bits}u; known *= 2u) {{
+    const u32 reach = (2u * known + {lbits}u - 1u) / {lbits}u;
+    const u32 n = reach < {tg}u ? reach : {tg}u;
+    // yi = yi (2 - y yi); 2 - t = ~t + 3.
+    bf_gg_mul_lo_{sx}(t, y, yi, n, k, gm);
+    {unroll}
+    for (int j = 0; j < {l}; ++j) t[j] = ~t[j];
+    bf_gg_resolve_{sx}(t, k == 0u ? bf_gg_add_{sx}(t, 3) : 0, k, gm);
+    bf_gg_mul_lo_{sx}(yi, yi, t, n, k, gm);
+  }}
+  // m z >= m >= 2: the 1 borrows nothing past the top.
+  bf_gg_mul_lo_{sx}(t, m, z, {tg}u, k, gm);
+  bf_gg_resolve_{sx}(t, k == 0u ? bf_gg_add_{sx}(t, -1) : 0, k, gm);
+  bf_gg_mul_lo_{sx}(t, t, yi, {tg}u, k, gm);
+  u64 borrow = 0ull;
+  {unroll}
+  for (int j = 0; j < {l}; ++j) {{
+    const u64 x = (u64)m[j] - (u64)t[j] - borrow;
+    v[j] = (u32)x;
+    borrow = x >> 63;
+  }}
+  bf_gg_resolve_{sx}(v, -(int)borrow, k, gm);
+}}
+"#,
+        bits = 32 * l * tg,
+        lbits = 32 * l,
+        l2 = 2 * l,
+        unroll = unroll(l),
+    );
+    (format!("bf_gg_inv_even_tail_{sx}"), text)
 }
 
 /// The group's first lines: its thread index, lanes and first lane from the caller's lane.
@@ -454,7 +547,7 @@ static __device__ __forceinline__ bool bf_gg_inv_odd_{sx}(u32* v, const u32* y, 
 }}
 
 // y^-1 mod an even m > 0 over the group: z = m^-1 mod y by the odd case (y odd), then
-// bf_inv_even_tail_{s} on whole numbers in every thread (local memory: even moduli are rare).
+// bf_gg_inv_even_tail_{sx}.
 static __device__ __forceinline__ bool bf_gg_inv_even_{sx}(u32* v, const u32* y, const u32* m, const u32 k, const u32 gm, const u32 base) {{
   if ((__shfl_sync(gm, y[0], 0, {tg}) & 1u) == 0u) return false;
   if (bf_gg_one_{sx}(y, k, gm, base)) {{
@@ -464,13 +557,7 @@ static __device__ __forceinline__ bool bf_gg_inv_even_{sx}(u32* v, const u32* y,
   }}
   u32 z[{l}];
   if (!bf_gg_inv_odd_{sx}(z, m, y, k, gm, base)) return false;
-  u32 yw[{s}], mw[{s}], zw[{s}], vw[{s}];
-  bf_gg_words_{sx}(yw, y, gm);
-  bf_gg_words_{sx}(mw, m, gm);
-  bf_gg_words_{sx}(zw, z, gm);
-  bf_inv_even_tail_{s}(vw, yw, mw, zw);
-  {unroll}
-  for (int j = 0; j < {l}; ++j) v[j] = vw[k * {l} + j];
+  bf_gg_inv_even_tail_{sx}(v, y, m, z, k, gm);
   return true;
 }}
 
@@ -496,7 +583,7 @@ static __device__ __forceinline__ bool {name}(u32* v, const u32* y, const u32* m
     vec![
         steps_function(),
         helpers(l, tg),
-        even_tail_function(s),
+        even_tail(l, tg),
         (name, text),
     ]
 }
