@@ -498,3 +498,117 @@ fn quotients_alone_and_remainders_alone() {
         }
     }
 }
+
+#[bigfuse::kernel]
+fn wide_quotient_alone(w: U<{ 2 * BITS }>, b: U<BITS>) -> U<{ 2 * BITS }> {
+    w.div_rem(b).0
+}
+
+#[bigfuse::kernel]
+fn wide_remainder_alone(w: U<{ 2 * BITS }>, b: U<BITS>) -> U<BITS> {
+    w.div_rem(b).1
+}
+
+/// Pairs at `bits` bits: each value of [`values`] by two others, by itself plus one and by one.
+fn fewer_pairs(bits: u64, seed: u64) -> (Vec<BigUint>, Vec<BigUint>) {
+    let vs = values(bits, seed);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (i, x) in vs.iter().enumerate() {
+        for y in [
+            vs[(i + 1) % vs.len()].clone(),
+            vs[(i + 7) % vs.len()].clone(),
+            (x + 1u8) % modulus(bits),
+            BigUint::from(1u8),
+        ] {
+            a.push(x.clone());
+            b.push(y);
+        }
+    }
+    (a, b)
+}
+
+/// `a / b` and `a % b`, and the quotient and the remainder of a dividend twice as wide, each a
+/// kernel of its own, at the test sizes above 8192 bits (to 262144) on both CPU levels and the
+/// GPU, edge values included. One thread divides whole where the dividend is no wider than the
+/// divisor, and every division of a dividend wider than 131072 bits
+/// (`divide::EXPANDED_MAX_DIVIDEND_BITS`), reading the operands and writing the part where they
+/// lie; the wide shape is expanded below (the lowered evaluator, which interprets each limb of
+/// the expansion's products, leaves those to the other devices).
+#[test]
+fn divisions_at_the_widest_test_sizes() {
+    let expanded_max = bigfuse::codegen::divide::EXPANDED_MAX_DIVIDEND_BITS;
+    for bits in common::SIZES.iter().copied().filter(|&b| b > 8192) {
+        let (a, b) = fewer_pairs(bits, bits);
+        let w: Vec<BigUint> = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x << bits) + (all_ones(bits) - y))
+            .collect();
+        let q: Vec<BigUint> = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| quotient(x, y, bits))
+            .collect();
+        let r: Vec<BigUint> = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| remainder(x, y, bits))
+            .collect();
+        let wq: Vec<BigUint> = w
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| quotient(x, y, 2 * bits))
+            .collect();
+        let wr: Vec<BigUint> = w
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| remainder(x, y, bits))
+            .collect();
+        let expanded = 2 * bits <= expanded_max;
+        for dev in common::devices() {
+            let at = |what: &str, i: usize| {
+                format!(
+                    "{what} at {bits} bits on {dev}, instance {i}: a={:#x} b={:#x}",
+                    a[i], b[i]
+                )
+            };
+            let got = quotient_alone::run(&dev, bits, &a, &b).unwrap();
+            (0..a.len()).for_each(|i| assert_eq!(got[i], q[i], "{}", at("a / b", i)));
+            let got = remainder_alone::run(&dev, bits, &a, &b).unwrap();
+            (0..a.len()).for_each(|i| assert_eq!(got[i], r[i], "{}", at("a % b", i)));
+            if expanded && is_lowered(&dev) {
+                continue;
+            }
+            let got = wide_quotient_alone::run(&dev, bits, &w, &b).unwrap();
+            (0..a.len()).for_each(|i| assert_eq!(got[i], wq[i], "{}", at("wide q", i)));
+            let got = wide_remainder_alone::run(&dev, bits, &w, &b).unwrap();
+            (0..a.len()).for_each(|i| assert_eq!(got[i], wr[i], "{}", at("wide r", i)));
+        }
+        for k in [quotient_alone::kernel(), remainder_alone::kernel()] {
+            let source = k
+                .unwrap()
+                .cuda_source(&[bits], &bigfuse::Target::h100())
+                .unwrap();
+            assert!(
+                source.len() < 64 << 10,
+                "{bits} bits: {} bytes",
+                source.len()
+            );
+        }
+        for k in [
+            wide_quotient_alone::kernel(),
+            wide_remainder_alone::kernel(),
+        ] {
+            let source = k
+                .unwrap()
+                .cuda_source(&[bits], &bigfuse::Target::h100())
+                .unwrap();
+            // One thread's division is a few KB at every width; the expansion is not.
+            assert_eq!(source.len() < 64 << 10, !expanded, "{bits} bits");
+        }
+        common::nvrtc_compiles(quotient_alone::kernel().unwrap(), &[bits]);
+        common::nvrtc_compiles(remainder_alone::kernel().unwrap(), &[bits]);
+        common::nvrtc_compiles(wide_quotient_alone::kernel().unwrap(), &[bits]);
+        common::nvrtc_compiles(wide_remainder_alone::kernel().unwrap(), &[bits]);
+    }
+}

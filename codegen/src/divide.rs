@@ -4,8 +4,8 @@
 //! Algorithm D on 32-bit words in one device function per pair of widths, the divisor and a
 //! window of the dividend in registers, one quotient word per row of a loop. It needs a program
 //! that runs one thread per instance (`per_thread`), or a closure over array elements, and
-//! divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`] (up to [`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`]
-//! where the dividend is no wider, a quotient of one word); then it is the choice: a row costs
+//! the widths [`divides_whole`] accepts (every width where the dividend is no wider than the
+//! divisor, a quotient of one word); then it is the choice: a row costs
 //! about four instructions per divisor word, where the parallel lowering below runs some 300
 //! big-integer operations per division with a barrier each (measured: bench/RESULTS.md,
 //! 2026-11-25).
@@ -54,35 +54,39 @@ pub fn whole_bits(hints: &crate::Hints) -> Option<u64> {
 }
 
 /// True when one thread divides an `n`-bit dividend by an `m`-bit divisor whole: every divisor up
-/// to `whole_bits` where the hint `divw` gives it; by default divisors up to
-/// [`ONE_THREAD_MAX_DIVISOR_BITS`], and up to [`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`] where the
-/// dividend is no wider (the short path). Dividends up to [`ONE_THREAD_MAX_DIVIDEND_BITS`].
+/// to `whole_bits` where the hint `divw` gives it; by default a dividend no wider than the divisor
+/// (the short path) and divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`] at every width, and every
+/// division whose dividend is wider than [`EXPANDED_MAX_DIVIDEND_BITS`].
 pub fn divides_whole(n: u64, m: u64, whole_bits: Option<u64>) -> bool {
-    n <= ONE_THREAD_MAX_DIVIDEND_BITS
-        && match whole_bits {
-            Some(w) => m <= w,
-            None => {
-                m <= ONE_THREAD_MAX_DIVISOR_BITS || n <= m && m <= ONE_THREAD_MAX_SHORT_DIVISOR_BITS
-            }
-        }
+    match whole_bits {
+        Some(w) => m <= w,
+        None => n <= m || m <= ONE_THREAD_MAX_DIVISOR_BITS || n > EXPANDED_MAX_DIVIDEND_BITS,
+    }
 }
 
-/// The widest divisor one thread divides by whole by default (`big.div_rem`, `emit/divide.rs`;
-/// the hint `divw` replaces the rule). Up to 2048 bits the divisor's words and a window of the
-/// dividend's stay in registers (measured 2.3-2.8x CGBN); at 4096 bits the division runs in local
-/// memory and still beats the Newton expansion on an H100 (bench/RESULTS.md, 2026-11-25: the wide
-/// shape 0.036 against 0.024 G/s, `a / b` 0.153 against 0.033). At 8192 bits the wide shape is
-/// faster expanded (H200, 2026-11-26 eighth session: 0.011 against 0.003 G/s whole); divisions
-/// whose dividend is no wider go further ([`ONE_THREAD_MAX_SHORT_DIVISOR_BITS`]).
+/// The widest divisor one thread divides by whole by default where the dividend is wider
+/// (`big.div_rem`, `emit/divide.rs`; the hint `divw` replaces the rule). Up to 2048 bits the
+/// divisor's words and a window of the dividend's stay in registers (measured 2.3-2.8x CGBN); at
+/// 4096 bits the division runs in local memory and still beats the Newton expansion on an H100
+/// (bench/RESULTS.md, 2026-11-25: the wide shape 0.036 against 0.024 G/s, `a / b` 0.153 against
+/// 0.033). At 8192 bits the wide shape is faster expanded (H200, 2026-11-26 eighth session: 0.011
+/// against 0.003 G/s whole), up to [`EXPANDED_MAX_DIVIDEND_BITS`].
+///
+/// A dividend no wider than the divisor divides whole at every width: with a divisor of full
+/// width the quotient has one word, which `emit/divide.rs` computes in one row straight from the
+/// operands (`short_quotient`). Measured on an H200 (bench/RESULTS.md, 2026-11-26 eighth session,
+/// `a / b` of random operands): 0.205 against 0.015 G/s for the expansion at 8192 bits, 0.082
+/// against 0.002 at 16384; from 131072 bits the expansion does not fit a kernel.
 pub const ONE_THREAD_MAX_DIVISOR_BITS: u64 = 4096;
 
-/// The widest divisor one thread divides by whole by default where the dividend is no wider:
-/// with a divisor of full width the quotient has one word, which `emit/divide.rs` computes in one
-/// row straight from the operands (`short_quotient`). Measured on an H200 (bench/RESULTS.md,
-/// 2026-11-26 eighth session, `a / b` of random operands): 0.205 against 0.015 G/s for the
-/// expansion at 8192 bits, 0.082 against 0.002 at 16384. A dividend twice as wide keeps the
-/// expansion above [`ONE_THREAD_MAX_DIVISOR_BITS`] (8192 bits: 0.003 whole against 0.011).
-pub const ONE_THREAD_MAX_SHORT_DIVISOR_BITS: u64 = 16384;
+/// The widest dividend the Newton expansion divides by default (where the dividend is wider than
+/// a divisor wider than [`ONE_THREAD_MAX_DIVISOR_BITS`]); wider ones divide whole in one
+/// thread's local memory. The expansion's CUDA grows with the divisor: 722 / 848 / 1,057 KB and
+/// 7 / 10 / 18.5 s of NVRTC 13 (2 cores) for 16384- / 32768- / 65536-bit divisors of dividends
+/// twice as wide; from 131072-bit divisors its products need more shared staging than a block
+/// has (297 KB against 227 KB) and it does not compile at all. One thread's division function
+/// is a few KB at every width (its loops stay loops).
+pub const EXPANDED_MAX_DIVIDEND_BITS: u64 = 131072;
 
 /// The widest divisor whose words and window one thread's division holds in registers (ptxas:
 /// 254 registers at 2048 bits and no spills in the row loop; at 4096 bits the loop spills).
@@ -103,10 +107,6 @@ pub const ROOT_MAX_DIVISOR_BITS: u64 = 2048;
 /// (which runs the whole program): a product of two 4096-bit values as one thread's straight-line
 /// code takes NVRTC minutes; 1088-bit ones take seconds.
 pub const ONE_THREAD_MAX_PRODUCT_BITS: u64 = 1088;
-
-/// The widest dividend one thread divides whole: the dividend and the quotient live in local
-/// memory, a word read or written per row.
-pub const ONE_THREAD_MAX_DIVIDEND_BITS: u64 = 16384;
 
 /// `func` (concrete, loops unrolled) with every big-integer division replaced by its computation,
 /// in lambdas too. A no-op when there is none. The program's own divisions are computed whole by
@@ -133,13 +133,17 @@ pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: Option<u64>) ->
         whole_bits,
         ..Divider::default()
     };
-    rewrite(
+    let divided = rewrite(
         func,
         Builder::like(func),
         Type::clone,
         |b, m, _, node| div.rule(b, m, node),
         same_output,
-    )
+    )?;
+    // `x.div_rem(y).1` leaves its quotient unread: dropped here, before `per_thread` moves the
+    // program into a map's body, where a dead read of a part would make the division's device
+    // function compute it (`Parts::read_in`) and its words be copied out for nothing.
+    crate::fuse::dead_code(&divided)
 }
 
 /// True when `f` (or one of its lambdas) divides big integers or takes their square roots.
@@ -964,37 +968,31 @@ mod choice {
         let args = [Value::Big(a), Value::Big(d)];
         assert_eq!(eval(&g, &args).unwrap(), eval(&f, &args).unwrap());
         assert_eq!(whole_divisions(&divide(&f, Some(false), None).unwrap()), 0);
-        // Wider divisors: whole where the dividend is no wider (the short path), else expanded.
+        // Wider divisors: whole where the dividend is no wider (the short path) at every width,
+        // expanded up to the widest expanded dividend, whole again above.
         let wide = program(8192, ONE_THREAD_MAX_DIVISOR_BITS + 64, false);
         assert_eq!(whole_divisions(&divide(&wide, None, None).unwrap()), 0);
-        let short = program(
-            ONE_THREAD_MAX_SHORT_DIVISOR_BITS,
-            ONE_THREAD_MAX_SHORT_DIVISOR_BITS,
-            false,
-        );
-        assert_eq!(whole_divisions(&divide(&short, None, None).unwrap()), 1);
-        let shorter = program(4096, 8192, false);
-        assert_eq!(whole_divisions(&divide(&shorter, None, None).unwrap()), 1);
-        let widest_short = program(
-            ONE_THREAD_MAX_SHORT_DIVISOR_BITS + 64,
-            ONE_THREAD_MAX_SHORT_DIVISOR_BITS + 64,
-            false,
-        );
+        let widest_expanded = program(EXPANDED_MAX_DIVIDEND_BITS, 65536, false);
         assert_eq!(
-            whole_divisions(&divide(&widest_short, None, None).unwrap()),
+            whole_divisions(&divide(&widest_expanded, None, None).unwrap()),
             0
         );
+        let wider = program(EXPANDED_MAX_DIVIDEND_BITS + 64, 65536, false);
+        assert_eq!(whole_divisions(&divide(&wider, None, None).unwrap()), 1);
+        for bits in [16384, 16448, 262144] {
+            let short = program(bits, bits, false);
+            assert_eq!(whole_divisions(&divide(&short, None, None).unwrap()), 1);
+        }
+        let shorter = program(4096, 8192, false);
+        assert_eq!(whole_divisions(&divide(&shorter, None, None).unwrap()), 1);
         // The hint `divw` replaces the default rule.
+        let short = program(16384, 16384, false);
         assert_eq!(
             whole_divisions(&divide(&short, None, Some(4096)).unwrap()),
             0
         );
-        let widest = program(
-            ONE_THREAD_MAX_DIVIDEND_BITS,
-            ONE_THREAD_MAX_DIVISOR_BITS,
-            false,
-        );
-        assert_eq!(whole_divisions(&divide(&widest, None, None).unwrap()), 1);
+        let narrow = program(65536, ONE_THREAD_MAX_DIVISOR_BITS, false);
+        assert_eq!(whole_divisions(&divide(&narrow, None, None).unwrap()), 1);
         // A program with a wide product keeps the expansion, also for a narrow division.
         let mut b = Builder::new("f", &[]);
         let x = b.param("a", big(4096));

@@ -40,9 +40,8 @@ pub struct Hints {
     /// by default the widest of its plans' ([`crate::group::Grouped`]). Named for the power, the
     /// first operation computed by groups.
     pub pow_mod_group: Option<u32>,
-    /// The widest divisor (bits) that one thread divides by whole (`divw=4096`); by default
-    /// [`crate::divide::ONE_THREAD_MAX_DIVISOR_BITS`], and
-    /// [`crate::divide::ONE_THREAD_MAX_SHORT_DIVISOR_BITS`] where the dividend is no wider.
+    /// The widest divisor (bits) that one thread divides by whole (`divw=4096`); by default the
+    /// rule of [`crate::divide::divides_whole`].
     pub divide_whole_bits: Option<u64>,
     /// The most blocks one instance may span (`span=1`: every instance in one block); by default
     /// as many as its arrays need at the cost model's Q ([`spans_blocks`]). Given as more than 1,
