@@ -103,6 +103,15 @@ pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 /// division by 2112 bits) keep the parallel lowering.
 pub const ROOT_MAX_DIVISOR_BITS: u64 = 2048;
 
+/// The width (a power of two) of the values from which one thread takes a square root by
+/// Newton's iteration (`Divider::newton_root`: a loop that stays a loop, one whole division a
+/// round) instead of the Karatsuba square root, whose levels are straight-line code: the root of
+/// a 16384-bit value expanded is 2.7 MB of CUDA and 74 s of NVRTC 13 (2 cores), of a 65536-bit
+/// one 5 MB and 244 s, and from a 524288-bit value it does not fit a kernel. Narrower roots keep
+/// the Karatsuba square root (whole where [`ROOT_MAX_DIVISOR_BITS`] allows), whose speed is
+/// measured (bench/RESULTS.md 2026-11-26).
+pub const NEWTON_ROOT_FROM_BITS: u64 = 16384;
+
 /// The widest product a program may hold for its divisions to be computed whole by one thread
 /// (which runs the whole program): a product of two 4096-bit values as one thread's straight-line
 /// code takes NVRTC minutes; 1088-bit ones take seconds.
@@ -114,6 +123,17 @@ pub const ONE_THREAD_MAX_PRODUCT_BITS: u64 = 1088;
 /// `per_thread` not `Some(false)`, the hint) and [`divides_whole`] accepts every division's
 /// widths (`whole_bits`: the hint `divw`); a closure's always may.
 pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: Option<u64>) -> CgResult<Func> {
+    divide_with(func, per_thread, whole_bits, NEWTON_ROOT_FROM_BITS)
+}
+
+/// [`divide`] with one thread's square roots by Newton's iteration from values of `newton_from`
+/// bits (the tests take it down to small widths).
+fn divide_with(
+    func: &Func,
+    per_thread: Option<bool>,
+    whole_bits: Option<u64>,
+    newton_from: u64,
+) -> CgResult<Func> {
     if !has_division(func) {
         return Ok(func.clone());
     }
@@ -126,11 +146,12 @@ pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: Option<u64>) ->
         && func
             .nodes
             .iter()
-            .all(|n| fits_one_thread(func, &n.op, whole_bits))
+            .all(|n| fits_one_thread(func, &n.op, whole_bits, newton_from))
         && (forced || products_fit_one_thread(func));
     let mut div = Divider {
         whole,
         whole_bits,
+        newton_from,
         ..Divider::default()
     };
     let divided = rewrite(
@@ -155,7 +176,7 @@ pub fn has_division(f: &Func) -> bool {
 /// of all its levels, the widest at the top). A program whose divisions do not all fit keeps
 /// the parallel lowering for all of them: one wide division expanded in one thread would make
 /// megabytes of straight-line CUDA.
-fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>) -> bool {
+fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>, newton_from: u64) -> bool {
     let width_of = |v: ValueId| match func.ty(v) {
         Type::Big(s) => s.as_const().unwrap_or(u64::MAX),
         _ => u64::MAX,
@@ -166,7 +187,9 @@ fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>) -> bool {
         Op::BigIsqrt(a) => {
             let padded = root_width(width_of(*a));
             let (num, den) = root_division(padded);
-            padded == 64 || (den <= ROOT_MAX_DIVISOR_BITS && fits(num, den))
+            padded == 64
+                || padded >= newton_from
+                || (den <= ROOT_MAX_DIVISOR_BITS && fits(num, den))
         }
         _ => true,
     }
@@ -200,13 +223,14 @@ fn products_fit_one_thread(func: &Func) -> bool {
     })
 }
 
-fn lambda(f: &Func, whole_bits: Option<u64>) -> CgResult<Func> {
+fn lambda(f: &Func, whole_bits: Option<u64>, newton_from: u64) -> CgResult<Func> {
     if !has_division(f) {
         return Ok(f.clone());
     }
     let mut div = Divider {
         whole: true,
         whole_bits,
+        newton_from,
         ..Divider::default()
     };
     rewrite(
@@ -235,6 +259,9 @@ struct Divider {
     whole: bool,
     /// The widest divisor divided whole where the hint `divw` says (see [`divides_whole`]).
     whole_bits: Option<u64>,
+    /// Square roots of values this wide or wider, computed whole, are Newton's iteration
+    /// ([`NEWTON_ROOT_FROM_BITS`]).
+    newton_from: u64,
     divisors: HashMap<ValueId, Normalized>,
     divisions: HashMap<(ValueId, ValueId), (ValueId, ValueId)>,
 }
@@ -269,9 +296,9 @@ impl Divider {
             op if op.lambdas().iter().any(|l| has_division(l)) => {
                 let mut op = op.clone();
                 match &mut op {
-                    Op::Map { f, .. } => **f = lambda(f, self.whole_bits)?,
+                    Op::Map { f, .. } => **f = lambda(f, self.whole_bits, self.newton_from)?,
                     Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => {
-                        **f = lambda(f, self.whole_bits)?
+                        **f = lambda(f, self.whole_bits, self.newton_from)?
                     }
                     _ => unreachable!("only maps, scans and reductions carry lambdas"),
                 }
@@ -281,7 +308,7 @@ impl Divider {
             Op::Loop { count, body, args } if has_division(body) => {
                 let op = Op::Loop {
                     count: *count,
-                    body: Box::new(lambda(body, self.whole_bits)?),
+                    body: Box::new(lambda(body, self.whole_bits, self.newton_from)?),
                     args: args.clone(),
                 };
                 Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
@@ -347,6 +374,9 @@ impl Divider {
     fn isqrt(&mut self, bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
         let n = bits(bld, a);
         let padded = root_width(n);
+        if self.whole && padded >= self.newton_from {
+            return newton_root(bld, a);
+        }
         let x = resize(bld, a, padded)?;
         let z = bld.count(UnOp::LeadingZeros, x)?;
         let one = bld.u32(1);
@@ -606,6 +636,42 @@ fn isqrt_word(b: &mut Builder, x: ValueId) -> CgResult<ValueId> {
         s = b.select(lower, y, s)?;
     }
     Ok(s)
+}
+
+/// `floor(sqrt(a))` by Newton's iteration from above, `x <- min(x, (x + a / x) / 2)`, in a loop
+/// that stays a loop (one thread per instance), each round one division computed whole: a kernel
+/// of a few KB at every width, where the Karatsuba square root's levels are megabytes of
+/// straight-line code ([`NEWTON_ROOT_FROM_BITS`]). It starts at `2^ceil(L/2)` for an `L`-bit `a`
+/// (0 for 0), at most twice the root; `(x + a / x) / 2` is never below `floor(sqrt(a))`, and its
+/// relative error above the real root goes from at most 1 to below `2^-100` in 6 rounds and
+/// doubles its bits each round after, so `ceil(log2 n) + 1` rounds reach `floor(sqrt(a)) + 1` at
+/// most and one more the root; the `min` keeps it. Every iterate fits `width(n/2 + 1)` bits, and
+/// so does `a / x`, which is at most `x + 2`.
+fn newton_root(bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
+    let n = bits(bld, a);
+    let w = width(n.div_ceil(2) + 1);
+    let z = bld.count(UnOp::LeadingZeros, a)?;
+    let top = bld.u32(n as u32 + 1);
+    let one = bld.u32(1);
+    let length = bld.sub(top, z)?;
+    let half = bld.binary(BinOp::Shr, length, one)?;
+    let unit = constant(bld, w, vec![1]);
+    let start = bld.shift(ShiftOp::Shl, unit, half)?;
+    let mut body = Builder::loop_body(bld);
+    let x = body.param("x", big(w));
+    let av = body.param("a", big(n));
+    let qr = body.push(Op::BigDivRem(av, x))?;
+    let q = body.extract(qr, 0)?;
+    let q = body.cast(q, big(w))?;
+    let sum = body.add(x, q)?;
+    let one = body.u32(1);
+    let y = body.shift(ShiftOp::Shr, sum, one)?;
+    let lower = body.lt(y, x)?;
+    let next = body.select(lower, y, x)?;
+    let body = body.finish(&[next])?;
+    let rounds = u64::from(64 - (n - 1).leading_zeros()) + 2;
+    let root = bld.repeat(Size::lit(rounds), body, &[start], &[a])?;
+    resize(bld, root, n)
 }
 
 /// The limbs of `2^k - 1`.
@@ -883,6 +949,58 @@ mod tests {
         .enumerate()
         {
             check(n, m, 24, k as u64);
+        }
+    }
+
+    /// One thread's square root by Newton's iteration (taken down to small widths here): a loop
+    /// that stays a loop with one whole division a round, equal to the reference evaluator's
+    /// root on squares, their neighbours, powers of two and random values of every length.
+    #[test]
+    fn newton_roots_equal_num_bigint() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+        for n in [64u64, 128, 192, 320, 512, 1024, 2048] {
+            let mut b = Builder::new("isqrt", &[]);
+            let x = b.param("a", big(n));
+            let r = b.isqrt(x).unwrap();
+            let f = b.finish(&[r]).unwrap();
+            let g = divide_with(&f, None, None, 64).unwrap();
+            assert!(!has_division(&g));
+            assert!(crate::loops::has_loop(&g), "{}", bigfuse_core::print(&g));
+            let mut xs = values(n, &mut rng, 40);
+            let one = BigUint::from(1u8);
+            for k in 1..n / 2 {
+                let s = (&one << k) + rng.gen_biguint(k);
+                for d in [0u8, 1] {
+                    xs.push(&s * &s - d);
+                }
+                xs.push(&s * &s + &s + &s);
+            }
+            xs.extend((0..n).map(|k| &one << k));
+            for x in xs {
+                let args = [Value::Big(x.clone())];
+                assert_eq!(
+                    eval(&g, &args).unwrap(),
+                    vec![Value::Big(x.sqrt())],
+                    "{n} bits: isqrt({x:#x})"
+                );
+            }
+        }
+        // By default from NEWTON_ROOT_FROM_BITS, where the program runs one thread per instance.
+        for (n, newton) in [
+            (8192u64, false),
+            (NEWTON_ROOT_FROM_BITS, true),
+            (1 << 19, true),
+        ] {
+            let mut b = Builder::new("isqrt", &[]);
+            let x = b.param("a", big(n));
+            let r = b.isqrt(x).unwrap();
+            let f = b.finish(&[r]).unwrap();
+            let g = divide(&f, None, None).unwrap();
+            assert_eq!(crate::loops::has_loop(&g), newton, "{n} bits");
+            assert!(
+                !crate::loops::has_loop(&divide(&f, Some(false), None).unwrap()),
+                "{n} bits, several threads an instance"
+            );
         }
     }
 
