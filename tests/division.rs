@@ -544,26 +544,13 @@ fn divisions_at_the_widest_test_sizes() {
             .zip(&b)
             .map(|(x, y)| (x << bits) + (all_ones(bits) - y))
             .collect();
-        let q: Vec<BigUint> = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| quotient(x, y, bits))
-            .collect();
-        let r: Vec<BigUint> = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| remainder(x, y, bits))
-            .collect();
-        let wq: Vec<BigUint> = w
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| quotient(x, y, 2 * bits))
-            .collect();
-        let wr: Vec<BigUint> = w
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| remainder(x, y, bits))
-            .collect();
+        let by_b = |xs: &[BigUint], f: &dyn Fn(&BigUint, &BigUint) -> BigUint| -> Vec<BigUint> {
+            xs.iter().zip(&b).map(|(x, y)| f(x, y)).collect()
+        };
+        let q = by_b(&a, &|x, y| quotient(x, y, bits));
+        let r = by_b(&a, &|x, y| remainder(x, y, bits));
+        let wq = by_b(&w, &|x, y| quotient(x, y, 2 * bits));
+        let wr = by_b(&w, &|x, y| remainder(x, y, bits));
         let expanded = 2 * bits <= expanded_max;
         for dev in common::devices() {
             let at = |what: &str, i: usize| {

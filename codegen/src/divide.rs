@@ -57,11 +57,26 @@ pub fn whole_bits(hints: &crate::Hints) -> Option<u64> {
 /// to `whole_bits` where the hint `divw` gives it; by default a dividend no wider than the divisor
 /// (the short path) and divisors up to [`ONE_THREAD_MAX_DIVISOR_BITS`] at every width, and every
 /// division whose dividend is wider than [`EXPANDED_MAX_DIVIDEND_BITS`].
+/// Never where the division's local arrays would pass [`WHOLE_MAX_LOCAL_BYTES`].
 pub fn divides_whole(n: u64, m: u64, whole_bits: Option<u64>) -> bool {
-    match whole_bits {
-        Some(w) => m <= w,
-        None => n <= m || m <= ONE_THREAD_MAX_DIVISOR_BITS || n > EXPANDED_MAX_DIVIDEND_BITS,
-    }
+    whole_local_bytes(n, m) <= WHOLE_MAX_LOCAL_BYTES
+        && match whole_bits {
+            Some(w) => m <= w,
+            None => n <= m || m <= ONE_THREAD_MAX_DIVISOR_BITS || n > EXPANDED_MAX_DIVIDEND_BITS,
+        }
+}
+
+/// The most local memory one thread's division may hold: CUDA gives a thread at most 512 KB,
+/// and the kernel around it keeps 64 KB. (A 2^24-bit division would hold 8 MB: it stays an
+/// error, "kernel too big".)
+pub const WHOLE_MAX_LOCAL_BYTES: u64 = 448 << 10;
+
+/// Bytes of local memory one thread's division of an `n`-bit dividend by an `m`-bit divisor
+/// holds (`emit/divide.rs`: the normalized divisor, the shifted dividend and the quotient, in
+/// 32-bit words): 128 KB at 262144 bits of one width, 196 KB for a 524288-bit dividend.
+pub fn whole_local_bytes(n: u64, m: u64) -> u64 {
+    let (na, mb) = (width(n) / 32, width(m) / 32);
+    4 * (2 * na + 2 * mb + 1)
 }
 
 /// The widest divisor one thread divides by whole by default where the dividend is wider
@@ -104,8 +119,8 @@ pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 pub const ROOT_MAX_DIVISOR_BITS: u64 = 2048;
 
 /// The width (a power of two) of the values from which one thread takes a square root by
-/// Newton's iteration (`Divider::newton_root`: a loop that stays a loop, one whole division a
-/// round) instead of the Karatsuba square root, whose levels are straight-line code: the root of
+/// Newton's iteration (`newton_root`: a loop that stays a loop, one whole division a round)
+/// instead of the Karatsuba square root, whose levels are straight-line code: the root of
 /// a 16384-bit value expanded is 2.7 MB of CUDA and 74 s of NVRTC 13 (2 cores), of a 65536-bit
 /// one 5 MB and 244 s, and from a 524288-bit value it does not fit a kernel. Narrower roots keep
 /// the Karatsuba square root (whole where [`ROOT_MAX_DIVISOR_BITS`] allows), whose speed is
@@ -188,7 +203,7 @@ fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>, newton_from: u
             let padded = root_width(width_of(*a));
             let (num, den) = root_division(padded);
             padded == 64
-                || padded >= newton_from
+                || (padded >= newton_from && newton_fits(padded))
                 || (den <= ROOT_MAX_DIVISOR_BITS && fits(num, den))
         }
         _ => true,
@@ -374,7 +389,7 @@ impl Divider {
     fn isqrt(&mut self, bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
         let n = bits(bld, a);
         let padded = root_width(n);
-        if self.whole && padded >= self.newton_from {
+        if self.whole && padded >= self.newton_from && newton_fits(n) {
             return newton_root(bld, a);
         }
         let x = resize(bld, a, padded)?;
@@ -638,18 +653,28 @@ fn isqrt_word(b: &mut Builder, x: ValueId) -> CgResult<ValueId> {
     Ok(s)
 }
 
+/// The width of [`newton_root`]'s iterates for an `n`-bit value.
+fn newton_width(n: u64) -> u64 {
+    width(n.div_ceil(2) + 1)
+}
+
+/// True when one thread's division in [`newton_root`] fits its local memory.
+fn newton_fits(n: u64) -> bool {
+    whole_local_bytes(n, newton_width(n)) <= WHOLE_MAX_LOCAL_BYTES
+}
+
 /// `floor(sqrt(a))` by Newton's iteration from above, `x <- min(x, (x + a / x) / 2)`, in a loop
-/// that stays a loop (one thread per instance), each round one division computed whole: a kernel
-/// of a few KB at every width, where the Karatsuba square root's levels are megabytes of
-/// straight-line code ([`NEWTON_ROOT_FROM_BITS`]). It starts at `2^ceil(L/2)` for an `L`-bit `a`
-/// (0 for 0), at most twice the root; `(x + a / x) / 2` is never below `floor(sqrt(a))`, and its
-/// relative error above the real root goes from at most 1 to below `2^-100` in 6 rounds and
-/// doubles its bits each round after, so `ceil(log2 n) + 1` rounds reach `floor(sqrt(a)) + 1` at
-/// most and one more the root; the `min` keeps it. Every iterate fits `width(n/2 + 1)` bits, and
-/// so does `a / x`, which is at most `x + 2`.
+/// that stays a loop (one thread per instance), each round one division computed whole: a
+/// tenth of the Karatsuba square root's straight-line CUDA at 16384 bits, a quarter at 65536
+/// (its loop's body is still per-limb code; [`NEWTON_ROOT_FROM_BITS`]). It starts at
+/// `2^ceil(L/2)` for an `L`-bit `a` (1 for 0), at most twice the root; `(x + a / x) / 2` is
+/// never below `floor(sqrt(a))`, and its relative error above the real root goes from at most 1
+/// to below `2^-100` in 6 rounds and doubles its bits each round after, so `ceil(log2 n) + 1`
+/// rounds reach `floor(sqrt(a)) + 1` at most and one more the root; the `min` keeps it. Every
+/// iterate fits `width(n/2 + 1)` bits, and so does `a / x`, which is at most `x + 2`.
 fn newton_root(bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
     let n = bits(bld, a);
-    let w = width(n.div_ceil(2) + 1);
+    let w = newton_width(n);
     let z = bld.count(UnOp::LeadingZeros, a)?;
     let top = bld.u32(n as u32 + 1);
     let one = bld.u32(1);
@@ -990,6 +1015,7 @@ mod tests {
             (8192u64, false),
             (NEWTON_ROOT_FROM_BITS, true),
             (1 << 19, true),
+            (1 << 21, false),
         ] {
             let mut b = Builder::new("isqrt", &[]);
             let x = b.param("a", big(n));
@@ -1103,6 +1129,11 @@ mod choice {
         }
         let shorter = program(4096, 8192, false);
         assert_eq!(whole_divisions(&divide(&shorter, None, None).unwrap()), 1);
+        // Never past a thread's local memory, whatever the hint.
+        assert_eq!(whole_local_bytes(262144, 262144), (128 << 10) + 4);
+        assert!(divides_whole(1 << 19, 1 << 18, None));
+        assert!(!divides_whole(1 << 24, 1 << 24, None));
+        assert!(!divides_whole(1 << 24, 64, Some(1 << 30)));
         // The hint `divw` replaces the default rule.
         let short = program(16384, 16384, false);
         assert_eq!(
