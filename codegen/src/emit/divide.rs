@@ -1116,4 +1116,43 @@ static u32 __ballot_sync(u32, bool p) {
             check(na, mb, &cases(na, mb, 100_000, 7 + na as u64));
         }
     }
+
+    /// `divide::whole_local_bytes`, which decides where one thread may divide whole, counts the
+    /// local arrays this module declares: the 32-bit words of every `u32 name[..]` of the function
+    /// but the few-word ones, which stay in registers.
+    #[test]
+    fn the_local_arrays_are_what_divide_counts() {
+        for (na, mb) in [
+            (256usize, 256usize),
+            (512, 256),
+            (8192, 8192),
+            (16384, 8192),
+        ] {
+            let (_, text) = in_memory(na, mb, Parts::BOTH, false);
+            let mut words = 0u64;
+            for decl in text.split("u32 ").skip(1) {
+                let Some((name, rest)) = decl.split_once('[') else {
+                    continue;
+                };
+                if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let Some((size, _)) = rest.split_once("];") else {
+                    continue;
+                };
+                let n: u64 = size
+                    .split('+')
+                    .map(|t| t.trim().parse::<u64>().unwrap_or_else(|_| panic!("{size}")))
+                    .sum();
+                if n >= 8 {
+                    words += n;
+                }
+            }
+            assert_eq!(
+                4 * words,
+                crate::divide::whole_local_bytes(32 * na as u64, 32 * mb as u64),
+                "{na} by {mb} words"
+            );
+        }
+    }
 }
