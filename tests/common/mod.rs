@@ -124,8 +124,9 @@ pub fn gpu() -> Option<bigfuse::Device> {
         .map(bigfuse::Device::Gpu)
 }
 
-/// Both CPU levels, and the GPU when there is one. With BIGFUSE_TEST_GPU_ONLY=1 and a GPU, only the GPU: a run on a lent GPU machine spends its
-/// time on the GPU's results (every test run without a GPU checks both CPU levels).
+/// Both CPU levels, and the GPU when there is one. With BIGFUSE_TEST_GPU_ONLY=1 and a GPU, only
+/// the GPU: a run on a lent GPU machine spends its time on the GPU's results (every test run
+/// without a GPU checks both CPU levels).
 pub fn devices() -> Vec<bigfuse::Device> {
     let gpu = gpu();
     if gpu.is_some() && std::env::var("BIGFUSE_TEST_GPU_ONLY").is_ok_and(|v| v == "1") {
