@@ -105,7 +105,8 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
     let mut odd: Option<ValueId> = None;
     // A division above 2048 bits is computed whole by one thread only in a program without
     // products (one thread's product of these widths would take NVRTC minutes); with one it
-    // would be the Newton expansion. So a program does one or the other.
+    // would be the Newton expansion. So a program does one or the other (a square root of such
+    // a width, one thread's function, counts as a division).
     let (mut multiplied, mut divided_wide) = (false, false);
     let steps = 3 + r.below(10);
     for _ in 0..steps {
@@ -173,10 +174,12 @@ pub fn program(seed: u64, products: bool) -> IrResult<Program> {
                     }
                 } else if (3008..=8192).contains(&bits) && !multiplied && r.chance(50) {
                     divided_wide = true;
-                    if r.chance(50) {
-                        b.div(x, y)?
-                    } else {
-                        b.rem(x, y)?
+                    // From 4097 bits a square root is one thread's root function (the value
+                    // padded to 8192 bits); narrower ones would be written out.
+                    match r.below(if bits > 4096 { 3 } else { 2 }) {
+                        0 => b.div(x, y)?,
+                        1 => b.rem(x, y)?,
+                        _ => b.isqrt(x)?,
                     }
                 } else if divided_wide {
                     b.add(x, y)?

@@ -202,10 +202,9 @@ fn check_roots(dev: &Device, bits: u64, a: &[BigUint]) {
 #[test]
 fn square_roots_edge_cases() {
     for dev in common::devices() {
-        // On the GPU up to 2048 bits: the wide roots of larger sizes are kernels that take NVRTC
-        // minutes (`bench bits --ops sqrtwide` checks 2^8..2^12 there against num-bigint).
-        let gpu = matches!(dev, Device::Gpu(_));
-        for bits in sizes(&dev).into_iter().filter(|&b| !gpu || b <= 2048) {
+        // Roots of values from 8192 bits are the root's device function (a few KB of CUDA);
+        // narrower ones are written out level by level.
+        for bits in sizes(&dev) {
             let (a, _) = pairs(bits, 3);
             check_roots(&dev, bits, &a);
         }
@@ -611,13 +610,14 @@ fn wide_root_alone(w: U<{ 2 * BITS }>) -> U<{ 2 * BITS }> {
     w.isqrt()
 }
 
-/// Square roots of values of 16384 and 32768 bits, which one thread takes by Newton's iteration
-/// in a loop with one whole division a round (`divide::NEWTON_ROOT_FROM_BITS`; the Karatsuba
-/// square root's straight-line levels were 2.7 MB of CUDA and 74 s of NVRTC at 16384 bits):
-/// edge values, squares and their neighbours, on both CPU levels, NVRTC and the GPU.
+/// Square roots of values of the test sizes above 8192 bits (to 262144, and of their halves
+/// through the wide shape), which one thread takes through the root's device function
+/// (`divide::ROOT_FUNCTION_FROM_BITS`, `emit/isqrt.rs`; written out, the Karatsuba square root
+/// was 2.7 MB of CUDA and 74 s of NVRTC at 16384 bits): edge values, squares and their
+/// neighbours, on both CPU levels, NVRTC and the GPU, each kernel a few KB of CUDA.
 #[test]
-fn square_roots_by_newton_iteration() {
-    for bits in [16384u64, 32768] {
+fn square_roots_at_the_widest_test_sizes() {
+    for bits in common::SIZES.iter().copied().filter(|&b| b > 8192) {
         let (a, _) = fewer_pairs(bits, 5 * bits);
         let mut xs: Vec<BigUint> = a.into_iter().step_by(4).collect();
         let mut r = rng(bits);
@@ -648,8 +648,22 @@ fn square_roots_by_newton_iteration() {
                 );
             }
         }
-        common::nvrtc_compiles(root_alone::kernel().unwrap(), &[bits]);
-        common::nvrtc_compiles(wide_root_alone::kernel().unwrap(), &[half]);
+        for (k, at) in [
+            (root_alone::kernel(), bits),
+            (wide_root_alone::kernel(), half),
+        ] {
+            let k = k.unwrap();
+            let source = k.cuda_source(&[at], &bigfuse::Target::h100()).unwrap();
+            assert!(source.contains("bf_isqrt_"), "{bits} bits");
+            // The function writes the root where it goes: the kernel does not grow with the
+            // width but for the comment that lists its tuple's limbs.
+            assert!(
+                source.len() < 64 << 10,
+                "{bits} bits: {} bytes",
+                source.len()
+            );
+            common::nvrtc_compiles(k, &[at]);
+        }
         eprintln!("square roots at {bits} bits agree");
     }
 }

@@ -128,9 +128,12 @@ fn programs_with_wide_divisions(count: usize) -> Vec<Program> {
     (0u64..20_000)
         .map(|seed| program(seed, true).unwrap())
         .filter(|p| {
-            // A device function computes the parts read: `bf_div_rem_`, `bf_div_` or `bf_rem_`.
+            // A device function computes the parts read: `bf_div_rem_`, `bf_div_` or `bf_rem_`;
+            // or the root (`bf_isqrt_`, from 4097 bits).
             (3008..=8192).contains(&p.bits)
-                && (kernels_contain(p, "bf_div_") || kernels_contain(p, "bf_rem_"))
+                && ["bf_div_", "bf_rem_", "bf_isqrt_"]
+                    .iter()
+                    .any(|f| kernels_contain(p, f))
         })
         .take(count)
         .collect()
@@ -138,10 +141,16 @@ fn programs_with_wide_divisions(count: usize) -> Vec<Program> {
 
 #[test]
 fn random_programs_with_wide_divisions_on_the_cpu() {
-    let programs = programs_with_wide_divisions(6);
-    assert_eq!(programs.len(), 6, "the generator divides at these widths");
-    for (i, p) in programs.iter().enumerate() {
-        check(p, &Device::cpu_lowered(), i < 2);
+    let programs = programs_with_wide_divisions(24);
+    assert_eq!(programs.len(), 24, "the generator divides at these widths");
+    // Those of the GPU test: square roots among them too.
+    let roots: Vec<&Program> = programs
+        .iter()
+        .filter(|p| kernels_contain(p, "bf_isqrt_"))
+        .collect();
+    assert!(!roots.is_empty(), "no square root among the wide divisions");
+    for (i, p) in programs.iter().take(6).chain(roots).enumerate() {
+        check(p, &Device::cpu_lowered(), i < 2 || i == 6);
     }
 }
 
@@ -189,7 +198,14 @@ fn random_programs_with_inverses_in_groups_on_the_cpu() {
 fn random_programs_with_inverses_in_groups_on_the_gpu() {
     let Some(dev) = common::gpu() else { return };
     for p in programs_with_inverses_in_groups(24) {
+        // Each program compiles its kernels first: the time says which one a slow run spent.
+        let start = Instant::now();
         check(&p, &dev, false);
+        eprintln!(
+            "seed {} agrees ({:.1} s)",
+            p.seed,
+            start.elapsed().as_secs_f64()
+        );
     }
 }
 

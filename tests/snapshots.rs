@@ -116,10 +116,18 @@ fn quotient(a: U<BITS>, b: U<BITS>) -> U<BITS> {
     a / b
 }
 
+/// A square root from 8192 bits: one device function whose loops stay loops, reading the value
+/// where it lies and writing the root where it goes (codegen/src/emit/isqrt.rs).
+#[bigfuse::kernel]
+fn root(a: U<BITS>) -> U<BITS> {
+    a.isqrt()
+}
+
 #[test]
 fn division_kernels() {
     snap("divide_whole", divide_whole::kernel().unwrap(), 64);
     snap("quotient", quotient::kernel().unwrap(), 4096);
+    snap("root", root::kernel().unwrap(), 8192);
 }
 
 #[test]

@@ -28,7 +28,9 @@
 //!
 //! `big.isqrt` is Zimmermann's Karatsuba square root (MCA Algorithm 1.12) over these divisions:
 //! per level the root of the top half, one division by twice it, one square, one correction. Its
-//! divisions are computed whole by one thread where the rule above allows, like any other.
+//! divisions are computed whole by one thread where the rule above allows, like any other. In a
+//! program of one thread per instance, roots of values from [`ROOT_FUNCTION_FROM_BITS`] are one
+//! device function instead ([`Op::BigIsqrtWhole`], `emit/isqrt.rs`: the same method in loops).
 //!
 //! A divisor's reciprocal is computed once however many divisions use it, and `a / b` and `a % b`
 //! of the same operands share one division. Division by zero is defined, per instance (see
@@ -118,14 +120,31 @@ pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 /// division by 2112 bits) keep the parallel lowering.
 pub const ROOT_MAX_DIVISOR_BITS: u64 = 2048;
 
-/// The width (a power of two) of the values from which one thread takes a square root by
-/// Newton's iteration (`newton_root`: a loop that stays a loop, one whole division a round)
-/// instead of the Karatsuba square root, whose levels are straight-line code: the root of
-/// a 16384-bit value expanded is 2.7 MB of CUDA and 74 s of NVRTC 13 (2 cores), of a 65536-bit
-/// one 5 MB and 244 s, and from a 524288-bit value it does not fit a kernel. Narrower roots keep
-/// the Karatsuba square root (whole where [`ROOT_MAX_DIVISOR_BITS`] allows), whose speed is
-/// measured (bench/RESULTS.md 2026-11-26).
-pub const NEWTON_ROOT_FROM_BITS: u64 = 16384;
+/// The width (a power of two) of the values from which one thread takes a square root through
+/// the root's device function ([`Op::BigIsqrtWhole`], `emit/isqrt.rs`: the Karatsuba square root
+/// bottom-up in loops that stay loops, a few KB of CUDA at every width) where its local arrays
+/// fit ([`root_local_bytes`]), in programs that may run one thread per instance. Narrower roots
+/// are the Karatsuba square root written out level by level over this pass's divisions (whole
+/// where [`ROOT_MAX_DIVISOR_BITS`] allows). Written out, the root of an 8192-bit value was
+/// 2.3 MB of CUDA spread over 16 threads an instance (6.9 MB in one thread), of a 16384-bit
+/// one 2.7 MB and 74 s of NVRTC 13 (2 cores), and from a 524288-bit value it did not fit a
+/// kernel.
+pub const ROOT_FUNCTION_FROM_BITS: u64 = 8192;
+
+/// Bytes of local memory one thread's root of an `n`-bit value holds (`emit/isqrt.rs`: the
+/// normalized value, the root, the remainder, the division's window and quotient and the square,
+/// in 32-bit words of the value's [`root_width`]): 96 KB at 262144 bits.
+pub fn root_local_bytes(n: u64) -> u64 {
+    let w = root_width(n) / 32;
+    4 * (w + 3 * (w / 2 + 1) + (w / 2 + 2) + (w / 4 + 2))
+}
+
+/// True when one thread takes the square root of an `n`-bit value through the root's device
+/// function: from `from` bits ([`ROOT_FUNCTION_FROM_BITS`] by default), where its local arrays
+/// fit.
+fn root_by_function(n: u64, from: u64) -> bool {
+    root_width(n) >= from && root_local_bytes(n) <= WHOLE_MAX_LOCAL_BYTES
+}
 
 /// The widest product a program may hold for its divisions to be computed whole by one thread
 /// (which runs the whole program): a product of two 4096-bit values as one thread's straight-line
@@ -138,16 +157,16 @@ pub const ONE_THREAD_MAX_PRODUCT_BITS: u64 = 1088;
 /// `per_thread` not `Some(false)`, the hint) and [`divides_whole`] accepts every division's
 /// widths (`whole_bits`: the hint `divw`); a closure's always may.
 pub fn divide(func: &Func, per_thread: Option<bool>, whole_bits: Option<u64>) -> CgResult<Func> {
-    divide_with(func, per_thread, whole_bits, NEWTON_ROOT_FROM_BITS)
+    divide_with(func, per_thread, whole_bits, ROOT_FUNCTION_FROM_BITS)
 }
 
-/// [`divide`] with one thread's square roots by Newton's iteration from values of `newton_from`
-/// bits (the tests take it down to small widths).
+/// [`divide`] with one thread's square roots through the root's device function from values of
+/// `root_from` bits (the tests take it down to small widths).
 fn divide_with(
     func: &Func,
     per_thread: Option<bool>,
     whole_bits: Option<u64>,
-    newton_from: u64,
+    root_from: u64,
 ) -> CgResult<Func> {
     if !has_division(func) {
         return Ok(func.clone());
@@ -161,12 +180,12 @@ fn divide_with(
         && func
             .nodes
             .iter()
-            .all(|n| fits_one_thread(func, &n.op, whole_bits, newton_from))
+            .all(|n| fits_one_thread(func, &n.op, whole_bits, root_from))
         && (forced || products_fit_one_thread(func));
     let mut div = Divider {
         whole,
         whole_bits,
-        newton_from,
+        root_from,
         ..Divider::default()
     };
     let divided = rewrite(
@@ -191,7 +210,7 @@ pub fn has_division(f: &Func) -> bool {
 /// of all its levels, the widest at the top). A program whose divisions do not all fit keeps
 /// the parallel lowering for all of them: one wide division expanded in one thread would make
 /// megabytes of straight-line CUDA.
-fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>, newton_from: u64) -> bool {
+fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>, root_from: u64) -> bool {
     let width_of = |v: ValueId| match func.ty(v) {
         Type::Big(s) => s.as_const().unwrap_or(u64::MAX),
         _ => u64::MAX,
@@ -203,7 +222,7 @@ fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>, newton_from: u
             let padded = root_width(width_of(*a));
             let (num, den) = root_division(padded);
             padded == 64
-                || (padded >= newton_from && newton_fits(padded))
+                || root_by_function(padded, root_from)
                 || (den <= ROOT_MAX_DIVISOR_BITS && fits(num, den))
         }
         _ => true,
@@ -211,7 +230,7 @@ fn fits_one_thread(func: &Func, op: &Op, whole_bits: Option<u64>, newton_from: u
 }
 
 /// The width a square root of an `n`-bit value works at: a power of two, at least 64.
-fn root_width(n: u64) -> u64 {
+pub(crate) fn root_width(n: u64) -> u64 {
     n.next_power_of_two().max(64)
 }
 
@@ -238,14 +257,14 @@ fn products_fit_one_thread(func: &Func) -> bool {
     })
 }
 
-fn lambda(f: &Func, whole_bits: Option<u64>, newton_from: u64) -> CgResult<Func> {
+fn lambda(f: &Func, whole_bits: Option<u64>, root_from: u64) -> CgResult<Func> {
     if !has_division(f) {
         return Ok(f.clone());
     }
     let mut div = Divider {
         whole: true,
         whole_bits,
-        newton_from,
+        root_from,
         ..Divider::default()
     };
     rewrite(
@@ -274,9 +293,9 @@ struct Divider {
     whole: bool,
     /// The widest divisor divided whole where the hint `divw` says (see [`divides_whole`]).
     whole_bits: Option<u64>,
-    /// Square roots of values this wide or wider, computed whole, are Newton's iteration
-    /// ([`NEWTON_ROOT_FROM_BITS`]).
-    newton_from: u64,
+    /// Square roots of values this wide or wider, computed whole, are the root's device
+    /// function ([`ROOT_FUNCTION_FROM_BITS`]).
+    root_from: u64,
     divisors: HashMap<ValueId, Normalized>,
     divisions: HashMap<(ValueId, ValueId), (ValueId, ValueId)>,
 }
@@ -311,9 +330,9 @@ impl Divider {
             op if op.lambdas().iter().any(|l| has_division(l)) => {
                 let mut op = op.clone();
                 match &mut op {
-                    Op::Map { f, .. } => **f = lambda(f, self.whole_bits, self.newton_from)?,
+                    Op::Map { f, .. } => **f = lambda(f, self.whole_bits, self.root_from)?,
                     Op::Scan { op: f, .. } | Op::Reduce { op: f, .. } => {
-                        **f = lambda(f, self.whole_bits, self.newton_from)?
+                        **f = lambda(f, self.whole_bits, self.root_from)?
                     }
                     _ => unreachable!("only maps, scans and reductions carry lambdas"),
                 }
@@ -323,7 +342,7 @@ impl Divider {
             Op::Loop { count, body, args } if has_division(body) => {
                 let op = Op::Loop {
                     count: *count,
-                    body: Box::new(lambda(body, self.whole_bits, self.newton_from)?),
+                    body: Box::new(lambda(body, self.whole_bits, self.root_from)?),
                     args: args.clone(),
                 };
                 Rewritten::Value(b.copy(&op, &node.ty, |v| m.get(v))?)
@@ -389,8 +408,8 @@ impl Divider {
     fn isqrt(&mut self, bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
         let n = bits(bld, a);
         let padded = root_width(n);
-        if self.whole && padded >= self.newton_from && newton_fits(n) {
-            return newton_root(bld, a);
+        if self.whole && root_by_function(n, self.root_from) {
+            return Ok(bld.push(Op::BigIsqrtWhole(a))?);
         }
         let x = resize(bld, a, padded)?;
         let z = bld.count(UnOp::LeadingZeros, x)?;
@@ -651,52 +670,6 @@ fn isqrt_word(b: &mut Builder, x: ValueId) -> CgResult<ValueId> {
         s = b.select(lower, y, s)?;
     }
     Ok(s)
-}
-
-/// The width of [`newton_root`]'s iterates for an `n`-bit value.
-fn newton_width(n: u64) -> u64 {
-    width(n.div_ceil(2) + 1)
-}
-
-/// True when one thread's division in [`newton_root`] fits its local memory.
-fn newton_fits(n: u64) -> bool {
-    whole_local_bytes(n, newton_width(n)) <= WHOLE_MAX_LOCAL_BYTES
-}
-
-/// `floor(sqrt(a))` by Newton's iteration from above, `x <- min(x, (x + a / x) / 2)`, in a loop
-/// that stays a loop (one thread per instance), each round one division computed whole: a
-/// tenth of the Karatsuba square root's straight-line CUDA at 16384 bits, a quarter at 65536
-/// (its loop's body is still per-limb code; [`NEWTON_ROOT_FROM_BITS`]). It starts at
-/// `2^ceil(L/2)` for an `L`-bit `a` (1 for 0), at most twice the root; `(x + a / x) / 2` is
-/// never below `floor(sqrt(a))`, and its relative error above the real root goes from at most 1
-/// to below `2^-100` in 6 rounds and doubles its bits each round after, so `ceil(log2 n) + 1`
-/// rounds reach `floor(sqrt(a)) + 1` at most and one more the root; the `min` keeps it. Every
-/// iterate fits `width(n/2 + 1)` bits, and so does `a / x`, which is at most `x + 2`.
-fn newton_root(bld: &mut Builder, a: ValueId) -> CgResult<ValueId> {
-    let n = bits(bld, a);
-    let w = newton_width(n);
-    let z = bld.count(UnOp::LeadingZeros, a)?;
-    let top = bld.u32(n as u32 + 1);
-    let one = bld.u32(1);
-    let length = bld.sub(top, z)?;
-    let half = bld.binary(BinOp::Shr, length, one)?;
-    let unit = constant(bld, w, vec![1]);
-    let start = bld.shift(ShiftOp::Shl, unit, half)?;
-    let mut body = Builder::loop_body(bld);
-    let x = body.param("x", big(w));
-    let av = body.param("a", big(n));
-    let qr = body.push(Op::BigDivRem(av, x))?;
-    let q = body.extract(qr, 0)?;
-    let q = body.cast(q, big(w))?;
-    let sum = body.add(x, q)?;
-    let one = body.u32(1);
-    let y = body.shift(ShiftOp::Shr, sum, one)?;
-    let lower = body.lt(y, x)?;
-    let next = body.select(lower, y, x)?;
-    let body = body.finish(&[next])?;
-    let rounds = u64::from(64 - (n - 1).leading_zeros()) + 2;
-    let root = bld.repeat(Size::lit(rounds), body, &[start], &[a])?;
-    resize(bld, root, n)
 }
 
 /// The limbs of `2^k - 1`.
@@ -977,54 +950,45 @@ mod tests {
         }
     }
 
-    /// One thread's square root by Newton's iteration (taken down to small widths here): a loop
-    /// that stays a loop with one whole division a round, equal to the reference evaluator's
-    /// root on squares, their neighbours, powers of two and random values of every length.
+    /// One thread's square root through the root's device function (taken down to small widths
+    /// here; `emit/isqrt.rs` checks the function itself against num-bigint): where it is chosen
+    /// no division is left, and the evaluator's root is num-bigint's.
     #[test]
-    fn newton_roots_equal_num_bigint() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
-        for n in [64u64, 128, 192, 320, 512, 1024, 2048] {
+    fn roots_by_the_function_where_chosen() {
+        let root = |n: u64| {
             let mut b = Builder::new("isqrt", &[]);
             let x = b.param("a", big(n));
             let r = b.isqrt(x).unwrap();
-            let f = b.finish(&[r]).unwrap();
-            let g = divide_with(&f, None, None, 64).unwrap();
-            assert!(!has_division(&g));
-            assert!(crate::loops::has_loop(&g), "{}", bigfuse_core::print(&g));
-            let mut xs = values(n, &mut rng, 40);
-            let one = BigUint::from(1u8);
-            for k in 1..n / 2 {
-                let s = (&one << k) + rng.gen_biguint(k);
-                for d in [0u8, 1] {
-                    xs.push(&s * &s - d);
-                }
-                xs.push(&s * &s + &s + &s);
-            }
-            xs.extend((0..n).map(|k| &one << k));
-            for x in xs {
+            b.finish(&[r]).unwrap()
+        };
+        let by_function =
+            |g: &Func| g.any_op(&|op| matches!(op, Op::BigIsqrtWhole(..))) && !has_division(g);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+        for n in [64u64, 128, 192, 320, 2048] {
+            let g = divide_with(&root(n), None, None, 64).unwrap();
+            assert!(by_function(&g), "{}", bigfuse_core::print(&g));
+            for x in values(n, &mut rng, 10) {
                 let args = [Value::Big(x.clone())];
-                assert_eq!(
-                    eval(&g, &args).unwrap(),
-                    vec![Value::Big(x.sqrt())],
-                    "{n} bits: isqrt({x:#x})"
-                );
+                assert_eq!(eval(&g, &args).unwrap(), vec![Value::Big(x.sqrt())]);
             }
         }
-        // By default from NEWTON_ROOT_FROM_BITS, where the program runs one thread per instance.
-        for (n, newton) in [
-            (8192u64, false),
-            (NEWTON_ROOT_FROM_BITS, true),
+        // By default from ROOT_FUNCTION_FROM_BITS, where the program runs one thread per instance
+        // and the function's local arrays fit (2^20 bits: 426 KB; 2^21: 852 KB).
+        for (n, function) in [
+            (4096u64, false),
+            (ROOT_FUNCTION_FROM_BITS, true),
             (1 << 19, true),
+            (1 << 20, true),
             (1 << 21, false),
         ] {
-            let mut b = Builder::new("isqrt", &[]);
-            let x = b.param("a", big(n));
-            let r = b.isqrt(x).unwrap();
-            let f = b.finish(&[r]).unwrap();
-            let g = divide(&f, None, None).unwrap();
-            assert_eq!(crate::loops::has_loop(&g), newton, "{n} bits");
+            let f = root(n);
+            assert_eq!(
+                by_function(&divide(&f, None, None).unwrap()),
+                function,
+                "{n} bits"
+            );
             assert!(
-                !crate::loops::has_loop(&divide(&f, Some(false), None).unwrap()),
+                !by_function(&divide(&f, Some(false), None).unwrap()),
                 "{n} bits, several threads an instance"
             );
         }
@@ -1163,10 +1127,15 @@ mod choice {
             eval(&wide_whole, &args).unwrap(),
             eval(&wide, &args).unwrap()
         );
-        // A square root whose top division is too wide keeps every division expanded, also the
-        // narrow one of a / b beside it; one that fits divides whole at every level.
+        // Written out, a square root whose top division is too wide keeps every division
+        // expanded, also the narrow one of a / b beside it; one that fits divides whole at every
+        // level. By default that root is the root's device function, and a / b divides whole.
         let root = program(4 * ROOT_MAX_DIVISOR_BITS, 256, true);
-        assert_eq!(whole_divisions(&divide(&root, None, None).unwrap()), 0);
+        let written_out = divide_with(&root, None, None, u64::MAX).unwrap();
+        assert_eq!(whole_divisions(&written_out), 0);
+        let g = divide(&root, None, None).unwrap();
+        assert_eq!(whole_divisions(&g), 1);
+        assert!(g.any_op(&|op| matches!(op, Op::BigIsqrtWhole(..))));
         let root = program(2 * ROOT_MAX_DIVISOR_BITS, 256, true);
         assert!(whole_divisions(&divide(&root, None, None).unwrap()) > 2);
     }

@@ -38,7 +38,9 @@ pub fn cost(f: &Func) -> u64 {
             match &n.op {
                 Op::Param(_) | Op::Const(_) | Op::Tuple(_) | Op::Extract(..) => 0,
                 Op::BigMul(..) | Op::BigMulWide(..) => widest * widest,
-                Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..) => 10 * widest * widest,
+                Op::BigDiv(..) | Op::BigRem(..) | Op::BigIsqrt(..) | Op::BigIsqrtWhole(..) => {
+                    10 * widest * widest
+                }
                 // Two Montgomery products (2.5 products each) per bit of the exponent.
                 Op::BigPowMod(_, e, _) => 5 * limbs(f.ty(*e)) * 64 * widest * widest,
                 // Into Montgomery form, the operation, out (chains share the conversions).

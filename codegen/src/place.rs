@@ -206,7 +206,8 @@ fn parkable_args(func: &Func, sched: &Schedule, args: &[ValueId]) -> Vec<bool> {
 /// - divisions wider than [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] in a kernel of one thread
 ///   per instance (`emit::divide`): a thread holds a 4096-bit operand in 128 of its 255
 ///   registers, so the kernel of `a / b` spilled both operands to local memory, then copied them
-///   into the function's arrays there (4,144 bytes of local memory a thread);
+///   into the function's arrays there (4,144 bytes of local memory a thread); and square roots
+///   there (`emit::isqrt`), whose function copies the value into its own array anyway;
 /// - gcds and inverses computed by a group of threads per instance (`emit::gcd_group`): each
 ///   thread reads its own words, where the group's first thread held the whole number (in local
 ///   memory: 8 KB of each operand at 65536 bits) and passed the others theirs by shuffles, and
@@ -221,7 +222,7 @@ pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
         sched.threads_per_instance == 1 && 64 * words > crate::divide::MAX_REGISTER_DIVISOR_BITS;
     let grouped = sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads;
     let by: fn(&Op) -> bool = if divided {
-        |op| matches!(op, Op::LimbDivRem(..))
+        |op| matches!(op, Op::LimbDivRem(..) | Op::LimbIsqrt(..))
     } else if grouped {
         |op| matches!(op, Op::LimbGcd(..) | Op::LimbInvMod(..))
     } else {
@@ -266,7 +267,8 @@ pub struct Written {
 ///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone), the
 ///   map being the result: 1 KB of local memory traffic a 4096-bit quotient (`emit::divide`; a
 ///   warp computes its lanes' one-word quotients together where both operands are read where
-///   they lie);
+///   they lie); a square root there, the map being the result (`emit::isqrt`: the kernel's
+///   copy out of the function's array was as long as the number, 488 KB of CUDA at 262144 bits);
 /// - a gcd computed by a group of threads per instance, the map being the result, or an
 ///   inverse's number, a field of the map's tuples that a map of its own takes out as the
 ///   result: each thread writes its own words (`emit::gcd_group`), where the group's first
@@ -298,6 +300,14 @@ pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<Wr
                     .then_some(d)
             }
             Op::LimbGcd(..) if grouped && users(f, node).is_empty() => Some(node),
+            Op::LimbIsqrt(a)
+                if sched.threads_per_instance == 1
+                    && users(f, node).is_empty()
+                    && 64 * f.ty(a).leaf_count() as u64
+                        > crate::divide::MAX_REGISTER_DIVISOR_BITS =>
+            {
+                Some(node)
+            }
             Op::Extract(inv, 0)
                 if grouped
                     && matches!(f.node(inv).op, Op::LimbInvMod(..))

@@ -214,6 +214,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
                 Op::BigMontMul(x, y, md) => b.push(Op::LimbMontMul(m(*x), m(*y), m(*md)))?,
                 Op::BigGcd(x, y) => b.push(Op::LimbGcd(m(*x), m(*y)))?,
                 Op::BigDivRem(x, y) => b.push(Op::LimbDivRem(m(*x), m(*y)))?,
+                Op::BigIsqrtWhole(x) => b.push(Op::LimbIsqrt(m(*x)))?,
                 Op::BigInvMod(x, md) => b.push(Op::LimbInvMod(m(*x), m(*md)))?,
                 // A loop that stayed a loop (one thread per instance): its body computes on limbs too.
                 Op::Loop { count, body, args } => b.push(Op::Loop {

@@ -406,7 +406,13 @@ fn eval_node(func: &Func, op: &Op, ty: &Type, vals: &[Value], inputs: &[Value]) 
         }
         Op::BigMulWide(a, b) => Value::Big(big(v(*a))? * big(v(*b))?),
         Op::BigDiv(a, b) => Value::Big(div_rem(big(v(*a))?, big(v(*b))?, bits_of(ty)?, 0).0),
-        Op::BigIsqrt(a) => Value::Big(big(v(*a))?.sqrt()),
+        Op::BigIsqrt(a) | Op::BigIsqrtWhole(a) => Value::Big(big(v(*a))?.sqrt()),
+        Op::LimbIsqrt(a) => {
+            let (a, n) = limb_tuple(v(*a))?;
+            let mut w = a.sqrt().to_u64_digits();
+            w.resize(n, 0);
+            Value::Tuple(w.into_iter().map(Value::U64).collect())
+        }
         Op::BigPowMod(x, e, m) => {
             let m = big(v(*m))?;
             Value::Big(if !m.bit(0) {

@@ -292,6 +292,12 @@ pub enum Op {
     BigRem(ValueId, ValueId),
     /// The square root of a `U<n>`, rounded down: a `U<n>`.
     BigIsqrt(ValueId),
+    /// [`Op::BigIsqrt`] computed whole by one thread (a device function of the width), made by
+    /// codegen's `divide` pass like [`Op::BigDivRem`].
+    BigIsqrtWhole(ValueId),
+    /// [`Op::BigIsqrtWhole`] on a tuple of u64 limbs: the root's limbs, as many (made by
+    /// `scalarize`).
+    LimbIsqrt(ValueId),
     /// `(a / b, a % b)` of a `U<n>` by a `U<m>`: a tuple `(U<n>, U<m>)`, division by zero as
     /// [`Op::BigDiv`] and [`Op::BigRem`] define it. Made by codegen's `divide` pass where one
     /// thread computes the division whole (a device function of the two widths).
@@ -420,6 +426,8 @@ impl Op {
             | Op::FromLimbs(a)
             | Op::BigUnary(_, a)
             | Op::BigIsqrt(a)
+            | Op::BigIsqrtWhole(a)
+            | Op::LimbIsqrt(a)
             | Op::ZpInv(a) => {
                 vec![*a]
             }
@@ -476,6 +484,8 @@ impl Op {
             | Op::FromLimbs(a)
             | Op::BigUnary(_, a)
             | Op::BigIsqrt(a)
+            | Op::BigIsqrtWhole(a)
+            | Op::LimbIsqrt(a)
             | Op::ZpInv(a) => *a = f(*a),
             Op::Binary(_, a, b)
             | Op::ZpPow(a, b)
@@ -544,6 +554,7 @@ impl Op {
                 | Op::BigDiv(..)
                 | Op::BigRem(..)
                 | Op::BigIsqrt(..)
+                | Op::BigIsqrtWhole(..)
                 | Op::BigDivRem(..)
                 | Op::BigPowMod(..)
                 | Op::BigMod(..)
@@ -594,6 +605,8 @@ impl Op {
                 | Op::LimbMulAddWords(..)
                 | Op::BigDivRem(..)
                 | Op::LimbDivRem(..)
+                | Op::BigIsqrtWhole(..)
+                | Op::LimbIsqrt(..)
                 | Op::BigCmp(..)
                 | Op::BigUnary(..)
                 | Op::BigBitwise(..)
@@ -621,6 +634,8 @@ impl Op {
                 | Op::LimbGcd(..)
                 | Op::LimbInvMod(..)
                 | Op::LimbDivRem(..)
+                | Op::BigIsqrtWhole(..)
+                | Op::LimbIsqrt(..)
         )
     }
 

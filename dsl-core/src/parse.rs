@@ -936,6 +936,8 @@ fn operation(
         }
         "limbs" => Op::Limbs(v(c)?),
         "big.isqrt" => Op::BigIsqrt(v(c)?),
+        "big.isqrt_whole" => Op::BigIsqrtWhole(v(c)?),
+        "limb.isqrt" => Op::LimbIsqrt(v(c)?),
         "from_limbs" => Op::FromLimbs(v(c)?),
         "iota" => Op::Iota(c.size(names)?),
         "map" => {

@@ -98,6 +98,8 @@ fn op_text(func: &Func, op: &Op) -> String {
         Op::BigDiv(a, b) => format!("big.div {a}, {b}"),
         Op::BigRem(a, b) => format!("big.rem {a}, {b}"),
         Op::BigIsqrt(a) => format!("big.isqrt {a}"),
+        Op::BigIsqrtWhole(a) => format!("big.isqrt_whole {a}"),
+        Op::LimbIsqrt(a) => format!("limb.isqrt {a}"),
         Op::BigDivRem(a, b) => format!("big.div_rem {a}, {b}"),
         Op::LimbDivRem(a, b) => format!("limb.div_rem {a}, {b}"),
         Op::BigPowMod(x, e, m) => format!("big.pow_mod {x}, {e}, {m}"),

@@ -261,12 +261,21 @@ pub fn infer(func: &Func, op: &Op) -> IrResult<Type> {
                 }
             }
         }
-        Op::BigIsqrt(a) => match ty(*a) {
+        Op::BigIsqrt(a) | Op::BigIsqrtWhole(a) => match ty(*a) {
             t @ Type::Big(_) => t.clone(),
             other => {
                 return Err(err(
                     func,
                     format!("big.isqrt needs a U<..>, not {}", show(other)),
+                ))
+            }
+        },
+        Op::LimbIsqrt(a) => match limb_count(ty(*a)) {
+            Some(_) => ty(*a).clone(),
+            None => {
+                return Err(err(
+                    func,
+                    format!("limb.isqrt needs a tuple of u64 limbs, not {}", show(ty(*a))),
                 ))
             }
         },

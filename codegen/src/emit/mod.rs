@@ -27,6 +27,7 @@ mod gcd;
 mod gcd_group;
 #[cfg(test)]
 mod host;
+mod isqrt;
 mod lookback;
 mod memory;
 mod montgomery;
@@ -324,6 +325,8 @@ impl<'a> Emitter<'a> {
             | Op::LimbMulAddWords(..)
             | Op::BigDivRem(..)
             | Op::LimbDivRem(..)
+            | Op::BigIsqrtWhole(..)
+            | Op::LimbIsqrt(..)
             | Op::BigUnary(..)
             | Op::BigBitwise(..)
             | Op::BigShift(..)

@@ -174,6 +174,10 @@ impl Emitter<'_> {
                     let into = self.written_into.clone().filter(|(d, ..)| *d == k);
                     self.div_rem_call(&arg(*a), &arg(*b), parts, into.map(|(_, at, u)| (at, u)))
                 }
+                Op::LimbIsqrt(a) => {
+                    let into = self.written_into.clone().filter(|(d, ..)| *d == k);
+                    self.isqrt_call(&arg(*a), into.map(|(_, at, u)| (at, u)))
+                }
                 Op::LimbInvMod(a, m) => {
                     let into = self.written_into.clone().filter(|(d, ..)| *d == k);
                     self.inv_mod_call(&arg(*a), &arg(*m), into.map(|(_, at, u)| (at, u)))
