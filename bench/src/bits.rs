@@ -315,6 +315,11 @@ fn cell(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
+/// Three significant digits: 0.000331 Gops/s, not 0.000.
+fn rate(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| cell(Some(x), json::decimals(x, 3).max(3) as usize))
+}
+
 pub fn table(gpu: &str, runs: usize, rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -351,8 +356,8 @@ pub fn table(gpu: &str, runs: usize, rows: &[Row]) -> String {
             r.copy_gbs,
             cell(r.gbs(), 0),
             cell(pct, 1),
-            cell(r.gops(), 3),
-            cell(r.gmp_gops(), 3),
+            rate(r.gops()),
+            rate(r.gmp_gops()),
         );
     }
     s
@@ -393,8 +398,8 @@ pub fn json(gpu: &str, runs: usize, rows: &[Row]) -> String {
                 numbits: 1 << r.log,
                 copy_gbs: json::fixed(r.copy_gbs, 1),
                 gbs: r.gbs().and_then(|g| json::fixed(g, 1)),
-                gops: r.gops().and_then(|g| json::fixed(g, 4)),
-                gmp_gops: r.gmp_gops().and_then(|g| json::fixed(g, 4)),
+                gops: r.gops().and_then(|g| json::significant(g, 4)),
+                gmp_gops: r.gmp_gops().and_then(|g| json::significant(g, 4)),
                 error: r.gpu.as_ref().err().cloned(),
             })
             .collect(),

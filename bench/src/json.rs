@@ -19,11 +19,34 @@ pub fn fixed(x: f64, digits: i32) -> Option<f64> {
     x.is_finite().then(|| (x * scale).round() / scale)
 }
 
+/// The decimals that show `x` with `n` significant digits (at least none).
+pub fn decimals(x: f64, n: i32) -> i32 {
+    if x == 0.0 || !x.is_finite() {
+        return 0;
+    }
+    (n - 1 - x.abs().log10().floor() as i32).max(0)
+}
+
+/// `x` rounded to `n` significant digits: rates that span orders of magnitude (ops per second of
+/// divisions from 256 to 65536 bits) keep their figures.
+pub fn significant(x: f64, n: i32) -> Option<f64> {
+    fixed(x, decimals(x, n))
+}
+
 #[cfg(test)]
 pub mod tests {
     use super::*;
     use serde_json::Value;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn rates_keep_their_significant_digits() {
+        assert_eq!(significant(0.000_331_234, 3), Some(0.000_331));
+        assert_eq!(significant(1.2101, 3), Some(1.21));
+        assert_eq!(significant(0.0, 3), Some(0.0));
+        assert_eq!(decimals(123.4, 3), 0);
+        assert_eq!(decimals(0.0451, 3), 4);
+    }
 
     /// A GPU name that needs every kind of escaping.
     pub const AWKWARD_GPU: &str = "NVIDIA \"H100\" \\ 80GB\nHBM3\t\u{1}é";
