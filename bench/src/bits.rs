@@ -317,7 +317,9 @@ fn cell(v: Option<f64>, digits: usize) -> String {
 
 /// Three significant digits: 0.000331 Gops/s, not 0.000.
 fn rate(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| cell(Some(x), json::decimals(x, 3).max(3) as usize))
+    v.map_or("-".into(), |x| {
+        cell(Some(x), json::decimals(x, 3).max(3) as usize)
+    })
 }
 
 pub fn table(gpu: &str, runs: usize, rows: &[Row]) -> String {

@@ -133,10 +133,10 @@ pub const ROOT_FUNCTION_FROM_BITS: u64 = 8192;
 
 /// Bytes of local memory one thread's root of an `n`-bit value holds (`emit/isqrt.rs`: the
 /// normalized value, the root, the remainder, the division's window and quotient and the square,
-/// in 32-bit words of the value's [`root_width`]): 96 KB at 262144 bits.
+/// in 64-bit limbs of the value's [`root_width`]): 96 KB at 262144 bits.
 pub fn root_local_bytes(n: u64) -> u64 {
-    let w = root_width(n) / 32;
-    4 * (w + 3 * (w / 2 + 1) + (w / 2 + 2) + (w / 4 + 2))
+    let l = root_width(n) / 64;
+    8 * (l + 3 * (l / 2 + 1) + (l / 2 + 2) + (l / 4 + 2))
 }
 
 /// True when one thread takes the square root of an `n`-bit value through the root's device

@@ -23,7 +23,7 @@ pub(crate) use crate::divide::Parts;
 
 /// A row's quotient word `qh` from the window's top words `n2 n1 n0`, the divisor's top words
 /// `d1 d0` and `v`, the reciprocal of `d1`: C shared by both forms of the function.
-pub(super) const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder (n2 <= d1: the window's top is below d).
+const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder (n2 <= d1: the window's top is below d).
     u32 qh;
     u64 rh;
     if (n2 >= d1) {

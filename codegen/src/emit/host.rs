@@ -12,6 +12,7 @@ pub const PRELUDE: &str =
     "#include <stdio.h>\n#define __device__\n#define __forceinline__ inline\n\
 typedef unsigned int u32;\ntypedef unsigned long long u64;\n\
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }\n\
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((u64)x); }\n\
 static inline int __ffs(int x) { return __builtin_ffs(x); }\n\
 static inline u32 __funnelshift_l(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (hi << s) | (lo >> (32u - s)) : hi; }\n\
 static inline u32 __funnelshift_r(u32 lo, u32 hi, u32 s) { s &= 31u; return s ? (lo >> s) | (hi << (32u - s)) : lo; }\n\

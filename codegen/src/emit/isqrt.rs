@@ -12,18 +12,20 @@
 //! if r < 0: r += 2 s - 1, s -= 1
 //! ```
 //!
-//! The root before a level has its top bit set, so the division by `2 s` divides by `s` itself,
-//! already normalized (Knuth's Algorithm D with no shifts, the rows of `emit/divide.rs`), and
-//! halves: `q = q1 / 2`, `u = u1 + (q1 mod 2) s`. `q <= 2^k`, so `q^2` is the square of its low
-//! `k` bits (each cross product once) or exactly `2^2k`. At the end the root is shifted back by
-//! half the normalizing amount. Every array lives in local memory; the time depends on the
-//! value's length (rows above the top are skipped by the normalization), so it is not
-//! constant-time.
+//! The level of `k = 32` runs on scalars; the others on 64-bit limbs, whose rows and columns are
+//! half as many as 32-bit words' (the function is bound by the latency of its local memory: a
+//! quarter of the loads and stores). The root before a level has its top bit set, so the
+//! division by `2 s` divides by `s` itself, already normalized (Knuth's Algorithm D with no
+//! shifts, each quotient limb estimated from a precomputed reciprocal of the top limb as in
+//! `emit/divide.rs`), and halves: `q = q1 / 2`, `u = u1 + (q1 mod 2) s`. `q <= 2^k`, so `q^2` is
+//! the square of its low `k` bits (each cross product once) or exactly `2^2k`. At the end the
+//! root is shifted back by half the normalizing amount. Every array lives in local memory; the
+//! time depends on the value's length (rows above the top are skipped by the normalization), so
+//! it is not constant-time.
 //!
-//! Plain C over `u32`/`u64`, so the tests below compile it for the host and check it against
-//! num-bigint without a GPU.
+//! Plain C over `u64` and `unsigned __int128`, so the tests below compile it for the host and
+//! check it against num-bigint without a GPU.
 
-use super::divide::ESTIMATE;
 use super::Emitter;
 use crate::divide::root_width;
 
@@ -37,19 +39,20 @@ fn isqrt_name(limbs: usize) -> String {
 pub(crate) fn isqrt_function(limbs: usize) -> (String, String) {
     let name = isqrt_name(limbs);
     let bits = 64 * limbs as u64;
-    let w = (root_width(bits) / 32) as usize;
-    let (wh, wq) = (w / 2, w / 4);
+    let l = (root_width(bits) / 64) as usize;
+    let (lh, lq) = (l / 2, l / 4);
     let text = format!(
-        r#"// s = floor(sqrt(a)) of a {bits}-bit a, one thread: Zimmermann's Karatsuba square root bottom-up
-// on 32-bit words in local memory (a zero-extended to {nbits} bits and normalized), one level per
+        r#"typedef unsigned __int128 bf_u128;
+// s = floor(sqrt(a)) of a {bits}-bit a, one thread: Zimmermann's Karatsuba square root bottom-up
+// on 64-bit limbs in local memory (a zero-extended to {nbits} bits and normalized), one level per
 // doubling of the root's width, each a division by the root so far and a square.
 static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
-  u32 x[{w}];
+  u64 x[{l}];
   int top = -1;
   #pragma unroll 1
-  for (int j = 0; j < {w}; ++j) {{
-    x[j] = j < {na} ? (u32)(a64[j / 2] >> (32 * (j % 2))) : 0u;
-    if (x[j] != 0u) top = j;
+  for (int j = 0; j < {l}; ++j) {{
+    x[j] = j < {limbs} ? a64[j] : 0ull;
+    if (x[j] != 0ull) top = j;
   }}
   if (top < 0) {{
     #pragma unroll 1
@@ -57,186 +60,231 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
     return;
   }}
   // x <<= 2t, the even shift that sets one of its top two bits; the root is shifted back by t.
-  const int t = (32 * ({w1} - top) + __clz((int)x[top])) / 2;
-  const int xs = (2 * t) / 32;
-  const u32 xb = (u32)((2 * t) % 32);
+  const int t = (64 * ({l1} - top) + __clzll((long long)x[top])) / 2;
+  const int xs = (2 * t) / 64, xb = (2 * t) % 64;
   #pragma unroll 1
-  for (int j = {w1}; j >= 0; --j) {{
-    const u32 hi = j - xs >= 0 ? x[j - xs] : 0u;
-    const u32 lo = j - xs - 1 >= 0 ? x[j - xs - 1] : 0u;
-    x[j] = __funnelshift_l(lo, hi, xb);
+  for (int j = {l1}; j >= 0; --j) {{
+    const u64 hi = j - xs >= 0 ? x[j - xs] : 0ull;
+    const u64 lo = j - xs - 1 >= 0 ? x[j - xs - 1] : 0ull;
+    x[j] = xb == 0 ? hi : (hi << xb) | (lo >> (64 - xb));
   }}
-  // The top 64 bits' root (its top bit set) and remainder (at most twice the root): Newton's
-  // iteration from above, which decreases to the root.
-  u32 s[{wh} + 1], r[{wh} + 1], u[{wh} + 2], q[{wq} + 2], p[{wh} + 1];
+  __align__(16) u64 s[{lh} + 1], r[{lh} + 1], u[{lh} + 2], q[{lq} + 2], p[{lh} + 1];
   {{
-    const u64 x64 = ((u64)x[{w1}] << 32) | (u64)x[{w2}];
+    // The top 64 bits' root (32 bits, its top bit set) and remainder: Newton's iteration from
+    // above, which decreases to the root.
+    const u64 x64 = x[{l1}];
     u64 y = 0xffffffffull;
     #pragma unroll 1
     for (int k = 0; k < 8; ++k) {{
       const u64 z = (y + x64 / y) >> 1;
       if (z < y) y = z;
     }}
-    const u64 rem = x64 - y * y;
-    s[0] = (u32)y;
-    r[0] = (u32)rem;
-    r[1] = (u32)(rem >> 32);
-  }}
+    s[0] = y;
+    r[0] = x64 - y * y;
+{first}  }}
   #pragma unroll 1
-  for (int kw = 1; 4 * kw <= {w}; kw *= 2) {{
-    // The digits below the 2kw words done: a1 = x[{w} - 3kw ..], a0 = x[{w} - 4kw ..].
-    const int a1 = {w} - 3 * kw, a0 = {w} - 4 * kw;
-    // u = r 2^k + a1 (2kw + 1 words), divided by s (kw words, its top bit set): q1 (kw + 1
-    // words) and the remainder in u[0..kw].
+  for (int kw = 1; 4 * kw <= {l}; kw *= 2) {{
+    // The digits below the 2kw limbs done: a1 = x[{l} - 3kw ..], a0 = x[{l} - 4kw ..].
+    const int a1 = {l} - 3 * kw, a0 = {l} - 4 * kw;
+    // u = r 2^k + a1 (2kw + 1 limbs), divided by s (kw limbs, its top bit set): q1 (kw + 1
+    // limbs) and the remainder in u[0..kw].
     #pragma unroll 1
     for (int i = 0; i < kw; ++i) u[i] = x[a1 + i];
     #pragma unroll 1
     for (int i = 0; i <= kw; ++i) u[kw + i] = r[i];
-    const u32 d1 = s[kw - 1], d0 = kw >= 2 ? s[kw - 2] : 0u;
-    // floor((2^64 - 1) / d1) - 2^32: the reciprocal of the root's top word.
-    const u32 v = (u32)(~0ull / (u64)d1);
+    const u64 d1 = s[kw - 1], d0 = kw >= 2 ? s[kw - 2] : 0ull;
+    // floor((2^128 - 1) / d1) - 2^64: the reciprocal of the root's top limb (Möller and
+    // Granlund, "Improved division by invariant integers", 2011).
+    const u64 v = (u64)(~(bf_u128)0 / d1);
     #pragma unroll 1
     for (int j = kw; j >= 0; --j) {{
-      const u32 n2 = u[j + kw], n1 = u[j + kw - 1], n0 = kw >= 2 ? u[j + kw - 2] : 0u;
-{estimate}      // u[j..j + kw] -= qh s; negative when qh was one above.
-      u64 c = 0ull;
-      u32 bo = 0u;
-      #pragma unroll 4
-      for (int k = 0; k < kw; ++k) {{
-        const u64 pr = (u64)qh * (u64)s[k] + c;
-        c = pr >> 32;
-        const u64 y = (u64)u[j + k] - (u64)(u32)pr - (u64)bo;
-        u[j + k] = (u32)y;
-        bo = (u32)(y >> 63);
+      const u64 n2 = u[j + kw], n1 = u[j + kw - 1], n0 = kw >= 2 ? u[j + kw - 2] : 0ull;
+      // The estimate of (n2 n1) / d1 and its remainder rh (above 2^64 where big; n2 <= d1:
+      // the window's top is below s).
+      u64 qh, rh;
+      bool big = false;
+      if (n2 >= d1) {{
+        qh = ~0ull;
+        rh = n1 + d1;
+        big = rh < n1;
+      }} else {{
+        const bf_u128 pr = (bf_u128)v * n2 + (((bf_u128)n2 << 64) | n1);
+        u64 q1 = (u64)(pr >> 64) + 1ull;
+        u64 rr = n1 - q1 * d1;
+        if (rr > (u64)pr) {{ q1 -= 1ull; rr += d1; }}
+        if (rr >= d1) {{ q1 += 1ull; rr -= d1; }}
+        qh = q1;
+        rh = rr;
       }}
-      const u64 y = (u64)u[j + kw] - c - (u64)bo;
-      u[j + kw] = (u32)y;
-      if ((y >> 63) != 0ull) {{
-        qh -= 1u;
-        u32 cy = 0u;
-        #pragma unroll 4
+      // Knuth's test with the third limb: qh is then the quotient limb or one above.
+      if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) {{
+        qh -= 1ull;
+        rh += d1;
+        big = rh < d1;
+        if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) qh -= 1ull;
+      }}
+      // u[j..j + kw] -= qh s; negative when qh was one above.
+      u64 c = 0ull, bo = 0ull;
+      #pragma unroll 2
+      for (int k = 0; k < kw; ++k) {{
+        const bf_u128 pr = (bf_u128)qh * s[k] + c;
+        c = (u64)(pr >> 64);
+        const u64 w = u[j + k], lo = (u64)pr;
+        const u64 y = w - lo;
+        const u64 b1 = w < lo;
+        u[j + k] = y - bo;
+        bo = b1 | (u64)(y < bo);
+      }}
+      const u64 w = u[j + kw];
+      const u64 y = w - c;
+      const bool negative = w < c || y < bo;
+      u[j + kw] = y - bo;
+      if (negative) {{
+        qh -= 1ull;
+        u64 cy = 0ull;
+        #pragma unroll 2
         for (int k = 0; k < kw; ++k) {{
-          const u64 z = (u64)u[j + k] + (u64)s[k] + (u64)cy;
-          u[j + k] = (u32)z;
-          cy = (u32)(z >> 32);
+          const bf_u128 z = (bf_u128)u[j + k] + s[k] + cy;
+          u[j + k] = (u64)z;
+          cy = (u64)(z >> 64);
         }}
         u[j + kw] += cy;
       }}
       q[j] = qh;
     }}
-    // The division by 2 s: q = q1 / 2 (at most 2^k: kw words and a top word of 0 or 1) and
-    // u = u1 + (q1 mod 2) s (kw + 1 words).
-    const u32 odd = q[0] & 1u;
+    // The division by 2 s: q = q1 / 2 (at most 2^k: kw limbs and a top limb of 0 or 1) and
+    // u = u1 + (q1 mod 2) s (kw + 1 limbs).
+    const bool odd = (q[0] & 1ull) != 0ull;
     #pragma unroll 1
-    for (int i = 0; i <= kw; ++i) q[i] = __funnelshift_r(q[i], i < kw ? q[i + 1] : 0u, 1u);
+    for (int i = 0; i <= kw; ++i) q[i] = (q[i] >> 1) | (i < kw ? q[i + 1] << 63 : 0ull);
     {{
-      u32 cy = 0u;
+      u64 cy = 0ull;
       #pragma unroll 1
       for (int i = 0; i < kw; ++i) {{
-        const u64 z = (u64)u[i] + (u64)(odd ? s[i] : 0u) + (u64)cy;
-        u[i] = (u32)z;
-        cy = (u32)(z >> 32);
+        const bf_u128 z = (bf_u128)u[i] + (odd ? s[i] : 0ull) + cy;
+        u[i] = (u64)z;
+        cy = (u64)(z >> 64);
       }}
       u[kw] = cy;
     }}
-    // s = s 2^k + q (2kw words and a carry word that the correction below clears).
+    // s = s 2^k + q (2kw limbs and a carry limb that the correction below clears).
     #pragma unroll 1
     for (int i = kw - 1; i >= 0; --i) {{ s[kw + i] = s[i]; s[i] = q[i]; }}
-    s[2 * kw] = 0u;
+    s[2 * kw] = 0ull;
     {{
-      u32 cy = q[kw];
+      u64 cy = q[kw];
       #pragma unroll 1
-      for (int i = kw; i <= 2 * kw && cy != 0u; ++i) {{
-        const u64 z = (u64)s[i] + (u64)cy;
-        s[i] = (u32)z;
-        cy = (u32)(z >> 32);
+      for (int i = kw; i <= 2 * kw && cy != 0ull; ++i) {{
+        s[i] += cy;
+        cy = s[i] < cy;
       }}
     }}
-    // p = q^2 (2kw + 1 words): the low kw words' square, each cross product once, or 2^2k.
+    // p = q^2 (2kw + 1 limbs): the low kw limbs' square, each cross product once, or 2^2k.
     #pragma unroll 1
-    for (int i = 0; i <= 2 * kw; ++i) p[i] = 0u;
+    for (int i = 0; i <= 2 * kw; ++i) p[i] = 0ull;
     #pragma unroll 1
     for (int i = 0; i + 1 < kw; ++i) {{
       u64 c = 0ull;
-      #pragma unroll 4
+      const u64 qi = q[i];
+      #pragma unroll 2
       for (int k = i + 1; k < kw; ++k) {{
-        const u64 z = (u64)q[i] * (u64)q[k] + (u64)p[i + k] + c;
-        p[i + k] = (u32)z;
-        c = z >> 32;
+        const bf_u128 z = (bf_u128)qi * q[k] + p[i + k] + c;
+        p[i + k] = (u64)z;
+        c = (u64)(z >> 64);
       }}
-      p[i + kw] = (u32)c;
+      p[i + kw] = c;
     }}
     {{
-      // Twice the cross products (sh: the top bit of the word below, before it was doubled)
-      // plus the squares of the words.
-      u32 cy = 0u, sh = 0u;
+      // Twice the cross products (sh: the top bit of the limb below, before it was doubled)
+      // plus the squares of the limbs.
+      u64 cy = 0ull, sh = 0ull;
       #pragma unroll 1
       for (int i = 0; i < kw; ++i) {{
-        const u32 e0 = p[2 * i], e1 = p[2 * i + 1];
-        const u64 sq = (u64)q[i] * (u64)q[i];
-        const u64 lo = (u64)((e0 << 1) | sh) + (u64)(u32)sq + (u64)cy;
-        const u64 hi = (u64)((e1 << 1) | (e0 >> 31)) + (sq >> 32) + (lo >> 32);
-        sh = e1 >> 31;
-        p[2 * i] = (u32)lo;
-        p[2 * i + 1] = (u32)hi;
-        cy = (u32)(hi >> 32);
+        const u64 e0 = p[2 * i], e1 = p[2 * i + 1];
+        const bf_u128 sq = (bf_u128)q[i] * q[i];
+        const bf_u128 lo = (bf_u128)((e0 << 1) | sh) + (u64)sq + cy;
+        const bf_u128 hi = (bf_u128)((e1 << 1) | (e0 >> 63)) + (u64)(sq >> 64) + (u64)(lo >> 64);
+        sh = e1 >> 63;
+        p[2 * i] = (u64)lo;
+        p[2 * i + 1] = (u64)hi;
+        cy = (u64)(hi >> 64);
       }}
       p[2 * kw] = q[kw];
     }}
-    // r = u 2^k + a0 - q^2 (2kw + 1 words, wrapped where negative).
-    u32 bo = 0u;
+    // r = u 2^k + a0 - q^2 (2kw + 1 limbs, wrapped where negative).
+    u64 bo = 0ull;
     #pragma unroll 1
     for (int i = 0; i <= 2 * kw; ++i) {{
-      const u32 ti = i < kw ? x[a0 + i] : u[i - kw];
-      const u64 z = (u64)ti - (u64)p[i] - (u64)bo;
-      r[i] = (u32)z;
-      bo = (u32)(z >> 63);
+      const u64 ti = i < kw ? x[a0 + i] : u[i - kw];
+      const u64 y = ti - p[i];
+      const u64 b1 = ti < p[i];
+      r[i] = y - bo;
+      bo = b1 | (u64)(y < bo);
     }}
-    if (bo != 0u) {{
+    if (bo != 0ull) {{
       // Negative: s -= 1, then r += 2 s + 1 (with the new s), whose carry out cancels the wrap.
       #pragma unroll 1
       for (int i = 0; i <= 2 * kw; ++i) {{
-        const u32 was = s[i];
-        s[i] = was - 1u;
-        if (was != 0u) break;
+        const u64 was = s[i];
+        s[i] = was - 1ull;
+        if (was != 0ull) break;
       }}
-      u32 cy = 1u;
+      u64 cy = 1ull;
       #pragma unroll 1
       for (int i = 0; i <= 2 * kw; ++i) {{
-        const u32 twice = (s[i] << 1) | (i > 0 ? s[i - 1] >> 31 : 0u);
-        const u64 z = (u64)r[i] + (u64)twice + (u64)cy;
-        r[i] = (u32)z;
-        cy = (u32)(z >> 32);
+        const u64 twice = (s[i] << 1) | (i > 0 ? s[i - 1] >> 63 : 0ull);
+        const bf_u128 z = (bf_u128)r[i] + twice + cy;
+        r[i] = (u64)z;
+        cy = (u64)(z >> 64);
       }}
     }}
   }}
-  // The root of x shifted back by t: words i + ts of s, t % 32 bits down.
-  const int ts = t / 32;
-  const u32 tb = (u32)(t % 32);
+  // The root of x shifted back by t: limbs j + ts of s, t % 64 bits down.
+  const int ts = t / 64, tb = t % 64;
   #pragma unroll 1
   for (int j = 0; j < {limbs}; ++j) {{
-    u32 o[2];
-    #pragma unroll
-    for (int e = 0; e < 2; ++e) {{
-      const int i = 2 * j + e + ts;
-      const u32 lo = i < {wh} ? s[i] : 0u;
-      const u32 hi = i + 1 < {wh} ? s[i + 1] : 0u;
-      o[e] = __funnelshift_r(lo, hi, tb);
-    }}
-    out[j] = ((u64)o[1] << 32) | (u64)o[0];
+    const int i = j + ts;
+    const u64 lo = i < {lh1} ? s[i] : 0ull;
+    const u64 hi = i + 1 < {lh1} ? s[i + 1] : 0ull;
+    out[j] = tb == 0 ? lo : (lo >> tb) | (hi << (64 - tb));
   }}
 }}
 "#,
-        nbits = 32 * w,
-        na = 2 * limbs,
-        w1 = w - 1,
-        w2 = w - 2,
-        estimate = ESTIMATE
-            .replace("\n    ", "\n      ")
-            .replacen("    ", "      ", 1),
+        nbits = 64 * l,
+        l1 = l - 1,
+        // The root has l/2 limbs, at least one (the 32-bit root of a 64-bit value).
+        lh1 = lh.max(1),
+        first = if l >= 2 {
+            FIRST_LEVEL.replace("{l2}", &(l - 2).to_string())
+        } else {
+            String::new()
+        },
     );
     (name, text)
 }
+
+/// The level of `k = 32`, from the top 64 bits' root `s[0]` and remainder `r[0]` to the top
+/// 128 bits' (64 bits, two limbs of remainder), on scalars: the limb levels start at `k = 64`.
+const FIRST_LEVEL: &str = r#"    // The next 64 bits, two 32-bit digits: (q, u) = divrem(r 2^32 + a1, 2 s).
+    const u64 a1 = x[{l2}] >> 32, a0 = x[{l2}] & 0xffffffffull;
+    const bf_u128 num = ((bf_u128)r[0] << 32) | a1;
+    const u64 den = 2ull * s[0];
+    const u64 q = (u64)(num / den);
+    const u64 u = (u64)(num - (bf_u128)q * den);
+    // s = s 2^32 + q (at most 2^64), r = u 2^32 + a0 - q^2, once corrected where negative.
+    bf_u128 sw = ((bf_u128)s[0] << 32) + q;
+    const bf_u128 t1 = ((bf_u128)u << 32) | a0, q2 = (bf_u128)q * q;
+    bf_u128 rw;
+    if (t1 < q2) {
+      sw -= 1;
+      rw = t1 + 2 * sw + 1 - q2;
+    } else {
+      rw = t1 - q2;
+    }
+    s[0] = (u64)sw;
+    r[0] = (u64)rw;
+    r[1] = (u64)(rw >> 64);
+"#;
 
 impl Emitter<'_> {
     /// The limbs of the root of `a`; with `into` (a buffer and its limbs an instance), the
@@ -388,15 +436,15 @@ mod tests {
     fn the_local_arrays_are_what_divide_counts() {
         for limbs in [1usize, 2, 7, 64, 4096] {
             let (_, text) = isqrt_function(limbs);
-            let w = (root_width(64 * limbs as u64) / 32) as usize;
-            let (wh, wq) = (w / 2, w / 4);
-            let declared = w + 3 * (wh + 1) + (wh + 2) + (wq + 2);
-            assert!(text.contains(&format!("u32 x[{w}];")));
+            let l = (root_width(64 * limbs as u64) / 64) as usize;
+            let (lh, lq) = (l / 2, l / 4);
+            let declared = l + 3 * (lh + 1) + (lh + 2) + (lq + 2);
+            assert!(text.contains(&format!("u64 x[{l}];")));
             assert!(text.contains(&format!(
-                "u32 s[{wh} + 1], r[{wh} + 1], u[{wh} + 2], q[{wq} + 2], p[{wh} + 1];"
+                "u64 s[{lh} + 1], r[{lh} + 1], u[{lh} + 2], q[{lq} + 2], p[{lh} + 1];"
             )));
             assert_eq!(
-                4 * declared as u64,
+                8 * declared as u64,
                 crate::divide::root_local_bytes(64 * limbs as u64)
             );
         }
