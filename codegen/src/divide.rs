@@ -1,8 +1,9 @@
 //! Division of big integers: `big.div`, `big.rem` and `big.isqrt`, computed one of two ways.
 //!
 //! **One thread, whole** ([`big.div_rem`](Op::BigDivRem), written by `emit/divide.rs`): Knuth's
-//! Algorithm D on 32-bit words in one device function per pair of widths, the divisor and a
-//! window of the dividend in registers, one quotient word per row of a loop. It needs a program
+//! Algorithm D in one device function per pair of widths, on 32-bit words with the divisor and a
+//! window of the dividend in registers (on 64-bit limbs in local memory for divisors wider than
+//! [`MAX_REGISTER_DIVISOR_BITS`]), one quotient word (limb) per row of a loop. It needs a program
 //! that runs one thread per instance (`per_thread`), or a closure over array elements, and
 //! the widths [`divides_whole`] accepts (every width where the dividend is no wider than the
 //! divisor, a quotient of one word); then it is the choice: a row costs
@@ -75,10 +76,10 @@ pub const WHOLE_MAX_LOCAL_BYTES: u64 = 448 << 10;
 
 /// Bytes of local memory one thread's division of an `n`-bit dividend by an `m`-bit divisor
 /// holds (`emit/divide.rs`: the normalized divisor, the shifted dividend and the quotient, in
-/// 32-bit words): 128 KB at 262144 bits of one width, 196 KB for a 524288-bit dividend.
+/// 64-bit limbs): 128 KB at 262144 bits of one width, 196 KB for a 524288-bit dividend.
 pub fn whole_local_bytes(n: u64, m: u64) -> u64 {
-    let (na, mb) = (width(n) / 32, width(m) / 32);
-    4 * (2 * na + 2 * mb + 1)
+    let (nl, ml) = (width(n) / 64, width(m) / 64);
+    8 * (2 * nl + 2 * ml + 1)
 }
 
 /// The widest divisor one thread divides by whole by default where the dividend is wider
@@ -133,7 +134,7 @@ pub const ROOT_FUNCTION_FROM_BITS: u64 = 8192;
 
 /// Bytes of local memory one thread's root of an `n`-bit value holds (`emit/isqrt.rs`: the
 /// normalized value, the root, the remainder, the division's window and quotient and the square,
-/// in 64-bit limbs of the value's [`root_width`]): 96 KB at 262144 bits.
+/// in 64-bit limbs of the value's width (a power of two, at least 64)): 104 KB at 262144 bits.
 pub fn root_local_bytes(n: u64) -> u64 {
     let l = root_width(n) / 64;
     8 * (l + 3 * (l / 2 + 1) + (l / 2 + 2) + (l / 4 + 2))
@@ -973,7 +974,7 @@ mod tests {
             }
         }
         // By default from ROOT_FUNCTION_FROM_BITS, where the program runs one thread per instance
-        // and the function's local arrays fit (2^20 bits: 426 KB; 2^21: 852 KB).
+        // and the function's local arrays fit (2^20 bits: 416 KB; 2^21: 832 KB).
         for (n, function) in [
             (4096u64, false),
             (ROOT_FUNCTION_FROM_BITS, true),
@@ -1094,7 +1095,7 @@ mod choice {
         let shorter = program(4096, 8192, false);
         assert_eq!(whole_divisions(&divide(&shorter, None, None).unwrap()), 1);
         // Never past a thread's local memory, whatever the hint.
-        assert_eq!(whole_local_bytes(262144, 262144), (128 << 10) + 4);
+        assert_eq!(whole_local_bytes(262144, 262144), (128 << 10) + 8);
         assert!(divides_whole(1 << 19, 1 << 18, None));
         assert!(!divides_whole(1 << 24, 1 << 24, None));
         assert!(!divides_whole(1 << 24, 64, Some(1 << 30)));

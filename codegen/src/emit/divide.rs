@@ -9,13 +9,16 @@
 //! digit or one above), the window minus the estimate times the divisor, and an addition of the
 //! divisor back in the rare case that made it negative. The window (one word more than the
 //! divisor) and the divisor stay in registers; the rows are a loop, and the window moves up a
-//! word per row. Rows above the dividend's top word are skipped, so the time depends on the
-//! operands' lengths: not constant-time. Where the dividend is no wider than the divisor, a
+//! word per row. Divisors too wide for registers divide in local memory on 64-bit limbs
+//! ([`limb_row`], shared with the square root), in place on the shifted dividend. Rows above the
+//! dividend's top word are skipped, so the time depends on the operands' lengths: not
+//! constant-time. Where the dividend is no wider than the divisor, a
 //! divisor of full width gives a quotient of one word, computed first by a path of its own
 //! straight from the operands ([`short_quotient`]).
 //!
-//! Plain C over `u32`/`u64` (CUDA's funnel shifts have host equivalents in the tests' prelude), so
-//! the tests below compile it for the host and check it against num-bigint without a GPU.
+//! Plain C over `u32`/`u64` and `unsigned __int128` (CUDA's funnel shifts have host equivalents
+//! in the tests' prelude), so the tests below compile it for the host and check it against
+//! num-bigint without a GPU.
 
 use super::chain::{both_targets, Step};
 use super::Emitter;
@@ -44,6 +47,79 @@ const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder 
       rh += d1;
       if ((rh >> 32) == 0ull && (u64)qh * (u64)d0 > ((rh << 32) | (u64)n0)) qh -= 1u;
     }
+"#;
+
+/// A row of Knuth's Algorithm D on 64-bit limbs in local memory, shared by the division in
+/// memory and the square root (`emit/isqrt.rs`): the quotient limb `qh` of the window
+/// `u[j..=j + m]` by the normalized divisor `d[0..m]` (`m` a C expression, at least 1), with `d1`,
+/// `d0` (zero where `m` is 1) its top limbs and `v = floor((2^128 - 1) / d1) - 2^64` their
+/// reciprocal, and `n0` the window's third limb from the top (zero where `m` is 1); then the
+/// window minus `qh d`, with `d` added back where that went negative. The estimate is Möller
+/// and Granlund's ("Improved division by invariant integers", 2011, Algorithm 4) with Knuth's
+/// test on the third limbs, after which it is the limb or one above. Each line is indented by
+/// `indent`; the caller declares `bf_u128`.
+pub(super) fn limb_row(d: &str, m: &str, n0: &str, indent: &str) -> String {
+    LIMB_ROW
+        .replace("{m}", m)
+        .replace("{d}", d)
+        .replace("{n0}", n0)
+        .lines()
+        .map(|l| format!("{indent}{l}\n"))
+        .collect()
+}
+
+const LIMB_ROW: &str = r#"const u64 n2 = u[j + {m}], n1 = u[j + {m} - 1], n0 = {n0};
+// The estimate of (n2 n1) / d1 and its remainder rh (above 2^64 where big; n2 <= d1:
+// the window's top is below {d}).
+u64 qh, rh;
+bool big = false;
+if (n2 >= d1) {
+  qh = ~0ull;
+  rh = n1 + d1;
+  big = rh < n1;
+} else {
+  const bf_u128 pr = (bf_u128)v * n2 + (((bf_u128)n2 << 64) | n1);
+  u64 q1 = (u64)(pr >> 64) + 1ull;
+  u64 rr = n1 - q1 * d1;
+  if (rr > (u64)pr) { q1 -= 1ull; rr += d1; }
+  if (rr >= d1) { q1 += 1ull; rr -= d1; }
+  qh = q1;
+  rh = rr;
+}
+// Knuth's test with the third limb: qh is then the quotient limb or one above.
+if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) {
+  qh -= 1ull;
+  rh += d1;
+  big = rh < d1;
+  if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) qh -= 1ull;
+}
+// u[j..j + {m}] -= qh {d}; negative when qh was one above.
+u64 c = 0ull, bo = 0ull;
+#pragma unroll 2
+for (int k = 0; k < {m}; ++k) {
+  const bf_u128 pr = (bf_u128)qh * {d}[k] + c;
+  c = (u64)(pr >> 64);
+  const u64 w = u[j + k], lo = (u64)pr;
+  const u64 y = w - lo;
+  const u64 b1 = w < lo;
+  u[j + k] = y - bo;
+  bo = b1 | (u64)(y < bo);
+}
+const u64 w = u[j + {m}];
+const u64 y = w - c;
+const bool negative = w < c || y < bo;
+u[j + {m}] = y - bo;
+if (negative) {
+  qh -= 1ull;
+  u64 cy = 0ull;
+  #pragma unroll 2
+  for (int k = 0; k < {m}; ++k) {
+    const bf_u128 z = (bf_u128)u[j + k] + {d}[k] + cy;
+    u[j + k] = (u64)z;
+    cy = (u64)(z >> 64);
+  }
+  u[j + {m}] += cy;
+}
 "#;
 
 /// The widest divisor (32-bit words) whose words and window the function holds in registers
@@ -230,8 +306,10 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 }
 
 /// The same division for divisors too wide for registers: Knuth's Algorithm D in place on the
-/// shifted dividend, every array in local memory, the rows' word loops rolled (a few unrolled
-/// steps each), so that the text stays small at any width.
+/// shifted dividend on 64-bit limbs ([`limb_row`]: half the rows and columns of 32-bit words, a
+/// quarter of the loads and stores, as the square root measured), every array in local memory,
+/// the rows' limb loops rolled (a few unrolled steps each), so that the text stays small at any
+/// width.
 fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String) {
     let name = if warp {
         format!("{}_w", parts.name(na, mb))
@@ -243,91 +321,77 @@ fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String)
     } else {
         ("void", "")
     };
+    let (nl, ml) = (na / 2, mb / 2);
     let rat = parts.remainder_at(na);
     let r_out = format!(
-        r#"  // The remainder u[0..{mb}] shifted back down by 32 ws + bs bits (the words above are zero).
+        r#"  // The remainder u[0..{ml}] shifted back down by 64 ws + bs bits (the limbs above are zero).
   #pragma unroll 1
-  for (int k = 0; k < {mbh}; ++k) {{
-    u32 w[3];
-    #pragma unroll
-    for (int e = 0; e < 3; ++e) {{
-      const int i = 2 * k + e + ws;
-      w[e] = i < {mb} ? u[i] : 0u;
-    }}
-    out[{rat} + k] = ((u64)__funnelshift_r(w[1], w[2], bs) << 32) | (u64)__funnelshift_r(w[0], w[1], bs);
+  for (int k = 0; k < {ml}; ++k) {{
+    const int i = k + ws;
+    const u64 lo = i < {ml} ? u[i] : 0ull;
+    const u64 hi = i + 1 < {ml} ? u[i + 1] : 0ull;
+    out[{rat} + k] = bs == 0 ? lo : (lo >> bs) | (hi << (64 - bs));
   }}
-"#,
-        mbh = mb / 2,
+"#
     );
+    let (q_words, q_out) = if parts.quotient {
+        (
+            format!("  u64 qa[{nl}];\n  #pragma unroll 1\n  for (int j = 0; j < {nl}; ++j) qa[j] = 0ull;\n"),
+            format!("  #pragma unroll 1\n  for (int j = 0; j < {nl}; ++j) out[j] = qa[j];\n"),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    let (d0, n0) = if ml >= 2 {
+        (format!("d[{}]", ml - 2), format!("u[j + {}]", ml - 2))
+    } else {
+        ("0ull".to_string(), "0ull".to_string())
+    };
     let text = format!(
-        r#"// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 32-bit
-// words in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
+        r#"typedef unsigned __int128 bf_u128;
+// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 64-bit
+// limbs in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
 // r = a mod 2^{m}.{warp_doc}
 static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u64* b64) {{
-{short}  u32 d[{mb}];
+{short}  u64 d[{ml}];
   int top = -1;
-  u32 bt = 0u;
+  u64 bt = 0ull;
   #pragma unroll 1
-  for (int j = 0; j < {mb}; ++j) {{
-    d[j] = (u32)(b64[j / 2] >> (32 * (j % 2)));
-    if (d[j] != 0u) {{ top = j; bt = d[j]; }}
+  for (int j = 0; j < {ml}; ++j) {{
+    d[j] = b64[j];
+    if (d[j] != 0ull) {{ top = j; bt = d[j]; }}
   }}
   if (top < 0) {{
 {by_zero}    return{done};
   }}
-  const int ws = {mb1} - top;
-  const u32 bs = (u32)__clz((int)bt);
-  // d = b << (32 ws + bs), in place from the top (each word reads words at or below it).
+  const int ws = {ml1} - top;
+  const int bs = __clzll((long long)bt);
+  // d = b << (64 ws + bs), in place from the top (each limb reads limbs at or below it).
   #pragma unroll 1
-  for (int j = {mb1}; j >= 0; --j) {{
-    const u32 hi = j - ws >= 0 ? d[j - ws] : 0u;
-    const u32 lo = j - ws - 1 >= 0 ? d[j - ws - 1] : 0u;
-    d[j] = __funnelshift_l(lo, hi, bs);
+  for (int j = {ml1}; j >= 0; --j) {{
+    const u64 hi = j - ws >= 0 ? d[j - ws] : 0ull;
+    const u64 lo = j - ws - 1 >= 0 ? d[j - ws - 1] : 0ull;
+    d[j] = bs == 0 ? hi : (hi << bs) | (lo >> (64 - bs));
   }}
-  // u = a << (32 ws + bs): {nu} words and a zero word above.
-  u32 u[{nu} + 1];
+  // u = a << (64 ws + bs): {nu} limbs and a zero limb above.
+  u64 u[{nu} + 1];
   int t = -1;
   #pragma unroll 1
   for (int i = 0; i <= {nu}; ++i) {{
     const int k = i - ws;
-    const u32 hi = k >= 0 && k < {na} ? (u32)(a64[k / 2] >> (32 * (k % 2))) : 0u;
-    const u32 lo = k - 1 >= 0 && k - 1 < {na} ? (u32)(a64[(k - 1) / 2] >> (32 * ((k - 1) % 2))) : 0u;
-    u[i] = __funnelshift_l(lo, hi, bs);
-    if (u[i] != 0u) t = i;
+    const u64 hi = k >= 0 && k < {nl} ? a64[k] : 0ull;
+    const u64 lo = k - 1 >= 0 && k - 1 < {nl} ? a64[k - 1] : 0ull;
+    u[i] = bs == 0 ? hi : (hi << bs) | (lo >> (64 - bs));
+    if (u[i] != 0ull) t = i;
   }}
-  int j0 = t - {mb1};
-  j0 = j0 < 0 ? 0 : (j0 > {na1} ? {na1} : j0);
-{qa}  const u32 d1 = d[{mb1}], d0 = d[{mb2m}];
-  // floor((2^64 - 1) / d1) - 2^32: the reciprocal of the divisor's top word.
-  const u32 v = (u32)(~0ull / (u64)d1);
+  int j0 = t - {ml1};
+  j0 = j0 < 0 ? 0 : (j0 > {nl1} ? {nl1} : j0);
+{q_words}  const u64 d1 = d[{ml1}], d0 = {d0};
+  // floor((2^128 - 1) / d1) - 2^64: the reciprocal of the divisor's top limb.
+  const u64 v = (u64)(~(bf_u128)0 / d1);
   #pragma unroll 1
   for (int j = j0; j >= 0; --j) {{
-    const u32 n2 = u[j + {mb}], n1 = u[j + {mb1}], n0 = u[j + {mb2m}];
-{estimate}    // u[j..j + {mb}] -= qh d; negative when qh was one above.
-    u64 c = 0ull;
-    u32 bo = 0u;
-    #pragma unroll 4
-    for (int k = 0; k < {mb}; ++k) {{
-      const u64 p = (u64)qh * (u64)d[k] + c;
-      c = p >> 32;
-      const u64 x = (u64)u[j + k] - (u64)(u32)p - (u64)bo;
-      u[j + k] = (u32)x;
-      bo = (u32)(x >> 63);
-    }}
-    const u64 x = (u64)u[j + {mb}] - c - (u64)bo;
-    u[j + {mb}] = (u32)x;
-    if ((x >> 63) != 0ull) {{
-      qh -= 1u;
-      u32 cy = 0u;
-      #pragma unroll 4
-      for (int k = 0; k < {mb}; ++k) {{
-        const u64 y = (u64)u[j + k] + (u64)d[k] + (u64)cy;
-        u[j + k] = (u32)y;
-        cy = (u32)(y >> 32);
-      }}
-      u[j + {mb}] += cy;
-    }}
-{qa_j}  }}
+{row}{qa_j}  }}
 {q_out}{r_out}{end}}}
 "#,
         warp_doc = if warp {
@@ -337,17 +401,14 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
         },
         end = if warp { "  return false;\n" } else { "" },
         n = 32 * na,
-        estimate = ESTIMATE,
         m = 32 * mb,
-        mb1 = mb - 1,
-        mb2m = mb - 2,
-        na1 = na - 1,
-        nu = na + mb,
+        ml1 = ml - 1,
+        nl1 = nl - 1,
+        nu = nl + ml,
         short = short_quotient(na, mb, parts, "#pragma unroll 4", true, warp),
         by_zero = by_zero(na, mb, parts, "#pragma unroll 1"),
-        qa = quotient_words(na, parts, "#pragma unroll 1"),
+        row = limb_row("d", &ml.to_string(), &n0, "    "),
         qa_j = parts.q("    qa[j] = qh;\n"),
-        q_out = parts.q(&quotient_out(na, "#pragma unroll 1")),
         r_out = parts.r(&r_out),
     );
     (name, text)
@@ -1118,8 +1179,8 @@ static u32 __ballot_sync(u32, bool p) {
     }
 
     /// `divide::whole_local_bytes`, which decides where one thread may divide whole, counts the
-    /// local arrays this module declares: the 32-bit words of every `u32 name[..]` of the function
-    /// but the few-word ones, which stay in registers.
+    /// local arrays this module declares: the 64-bit limbs of the divisor `d`, the shifted
+    /// dividend `u` and the quotient `qa`.
     #[test]
     fn the_local_arrays_are_what_divide_counts() {
         for (na, mb) in [
@@ -1129,27 +1190,18 @@ static u32 __ballot_sync(u32, bool p) {
             (16384, 8192),
         ] {
             let (_, text) = in_memory(na, mb, Parts::BOTH, false);
-            let mut words = 0u64;
-            for decl in text.split("u32 ").skip(1) {
-                let Some((name, rest)) = decl.split_once('[') else {
-                    continue;
-                };
-                if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    continue;
-                }
-                let Some((size, _)) = rest.split_once("];") else {
-                    continue;
-                };
-                let n: u64 = size
+            let mut limbs = 0u64;
+            for array in ["d", "u", "qa"] {
+                let decl = format!("u64 {array}[");
+                let (_, rest) = text.split_once(&decl).unwrap_or_else(|| panic!("{decl}"));
+                let (size, _) = rest.split_once("];").unwrap();
+                limbs += size
                     .split('+')
                     .map(|t| t.trim().parse::<u64>().unwrap_or_else(|_| panic!("{size}")))
-                    .sum();
-                if n >= 8 {
-                    words += n;
-                }
+                    .sum::<u64>();
             }
             assert_eq!(
-                4 * words,
+                8 * limbs,
                 crate::divide::whole_local_bytes(32 * na as u64, 32 * mb as u64),
                 "{na} by {mb} words"
             );

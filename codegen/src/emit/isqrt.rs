@@ -26,6 +26,7 @@
 //! Plain C over `u64` and `unsigned __int128`, so the tests below compile it for the host and
 //! check it against num-bigint without a GPU.
 
+use super::divide::limb_row;
 use super::Emitter;
 use crate::divide::root_width;
 
@@ -93,64 +94,11 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
     #pragma unroll 1
     for (int i = 0; i <= kw; ++i) u[kw + i] = r[i];
     const u64 d1 = s[kw - 1], d0 = kw >= 2 ? s[kw - 2] : 0ull;
-    // floor((2^128 - 1) / d1) - 2^64: the reciprocal of the root's top limb (Möller and
-    // Granlund, "Improved division by invariant integers", 2011).
+    // floor((2^128 - 1) / d1) - 2^64: the reciprocal of the root's top limb.
     const u64 v = (u64)(~(bf_u128)0 / d1);
     #pragma unroll 1
     for (int j = kw; j >= 0; --j) {{
-      const u64 n2 = u[j + kw], n1 = u[j + kw - 1], n0 = kw >= 2 ? u[j + kw - 2] : 0ull;
-      // The estimate of (n2 n1) / d1 and its remainder rh (above 2^64 where big; n2 <= d1:
-      // the window's top is below s).
-      u64 qh, rh;
-      bool big = false;
-      if (n2 >= d1) {{
-        qh = ~0ull;
-        rh = n1 + d1;
-        big = rh < n1;
-      }} else {{
-        const bf_u128 pr = (bf_u128)v * n2 + (((bf_u128)n2 << 64) | n1);
-        u64 q1 = (u64)(pr >> 64) + 1ull;
-        u64 rr = n1 - q1 * d1;
-        if (rr > (u64)pr) {{ q1 -= 1ull; rr += d1; }}
-        if (rr >= d1) {{ q1 += 1ull; rr -= d1; }}
-        qh = q1;
-        rh = rr;
-      }}
-      // Knuth's test with the third limb: qh is then the quotient limb or one above.
-      if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) {{
-        qh -= 1ull;
-        rh += d1;
-        big = rh < d1;
-        if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) qh -= 1ull;
-      }}
-      // u[j..j + kw] -= qh s; negative when qh was one above.
-      u64 c = 0ull, bo = 0ull;
-      #pragma unroll 2
-      for (int k = 0; k < kw; ++k) {{
-        const bf_u128 pr = (bf_u128)qh * s[k] + c;
-        c = (u64)(pr >> 64);
-        const u64 w = u[j + k], lo = (u64)pr;
-        const u64 y = w - lo;
-        const u64 b1 = w < lo;
-        u[j + k] = y - bo;
-        bo = b1 | (u64)(y < bo);
-      }}
-      const u64 w = u[j + kw];
-      const u64 y = w - c;
-      const bool negative = w < c || y < bo;
-      u[j + kw] = y - bo;
-      if (negative) {{
-        qh -= 1ull;
-        u64 cy = 0ull;
-        #pragma unroll 2
-        for (int k = 0; k < kw; ++k) {{
-          const bf_u128 z = (bf_u128)u[j + k] + s[k] + cy;
-          u[j + k] = (u64)z;
-          cy = (u64)(z >> 64);
-        }}
-        u[j + kw] += cy;
-      }}
-      q[j] = qh;
+{row}      q[j] = qh;
     }}
     // The division by 2 s: q = q1 / 2 (at most 2^k: kw limbs and a top limb of 0 or 1) and
     // u = u1 + (q1 mod 2) s (kw + 1 limbs).
@@ -254,6 +202,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
         l1 = l - 1,
         // The root has l/2 limbs, at least one (the 32-bit root of a 64-bit value).
         lh1 = lh.max(1),
+        row = limb_row("s", "kw", "kw >= 2 ? u[j + kw - 2] : 0ull", "      "),
         first = if l >= 2 {
             FIRST_LEVEL.replace("{l2}", &(l - 2).to_string())
         } else {
