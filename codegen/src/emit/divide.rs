@@ -941,20 +941,7 @@ mod tests {
     /// random ones, at every length: the shapes that reach the rare corrections.
     fn cases(na: usize, mb: usize, count: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
         let mut word = host::words(seed);
-        let mut num = |words: usize| {
-            let len = 1 + (word() as usize) % words;
-            let digits: Vec<u32> = (0..len)
-                .map(|_| match word() % 8 {
-                    0 => 0,
-                    1 => 1,
-                    2 => 0x7fff_ffff,
-                    3 => 0x8000_0000,
-                    4 | 5 => u32::MAX,
-                    _ => word() as u32,
-                })
-                .collect();
-            BigUint::from_slice(&digits)
-        };
+        let mut num = |words: usize| host::edge_number(&mut word, words);
         let mut out: Vec<(BigUint, BigUint)> = (0..count).map(|_| (num(na), num(mb))).collect();
         let b = |v: u64| BigUint::from(v);
         let one = BigUint::from(1u8);

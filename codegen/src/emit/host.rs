@@ -109,6 +109,24 @@ pub fn words(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
+/// A number of 1..=`words` 32-bit words (a length drawn from `word`) made of edge words (0, 1,
+/// 2^31 - 1, 2^31, all ones) and random ones: the shapes that reach a division's rare
+/// corrections.
+pub fn edge_number(word: &mut impl FnMut() -> u64, words: usize) -> BigUint {
+    let len = 1 + (word() as usize) % words;
+    let digits: Vec<u32> = (0..len)
+        .map(|_| match word() % 8 {
+            0 => 0,
+            1 => 1,
+            2 => 0x7fff_ffff,
+            3 => 0x8000_0000,
+            4 | 5 => u32::MAX,
+            _ => word() as u32,
+        })
+        .collect();
+    BigUint::from_slice(&digits)
+}
+
 /// CUDA's warp exchanges (`__shfl_sync`, `__shfl_up_sync`, `__shfl_down_sync`, `__ballot_sync`
 /// on 32-bit values) for a group of `g` host threads: each thread sets `bf_lane` (its index) and
 /// the program points `bf_bar` at a barrier of `g` threads; every exchange is a write, a barrier,

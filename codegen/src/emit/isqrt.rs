@@ -335,18 +335,7 @@ mod tests {
         }
         let words = (bits / 32) as usize;
         for _ in 0..count {
-            let len = 1 + (word() as usize) % words;
-            let digits: Vec<u32> = (0..len)
-                .map(|_| match word() % 8 {
-                    0 => 0,
-                    1 => 1,
-                    2 => 0x7fff_ffff,
-                    3 => 0x8000_0000,
-                    4 | 5 => u32::MAX,
-                    _ => word() as u32,
-                })
-                .collect();
-            let v = BigUint::from_slice(&digits);
+            let v = host::edge_number(&mut word, words);
             // Squares and their neighbours, from a root of half the value's length.
             let root = v.sqrt();
             let sq = &root * &root;
