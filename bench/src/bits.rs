@@ -38,13 +38,16 @@ pub enum BitOp {
     DivWide,
     /// CGBN's `sqrt_wide` shape: the square root of `a * 2^BITS + b`
     SqrtWide,
+    /// `a.isqrt()`: the square root of a parameter, as a user writes it (read where it lies,
+    /// the root written where it goes, from 8192 bits)
+    Sqrt,
     /// `gcd(a, b)` (issue 17; CGBN's `gcd` shape: random full-width operands)
     Gcd,
     /// `a^-1 mod (b | 1)`, all ones where there is none (CGBN's `modinv` shape)
     ModInv,
 }
 
-pub const ALL: [BitOp; 12] = [
+pub const ALL: [BitOp; 13] = [
     BitOp::Xor,
     BitOp::AndNot,
     BitOp::Shl,
@@ -55,6 +58,7 @@ pub const ALL: [BitOp; 12] = [
     BitOp::Div,
     BitOp::DivWide,
     BitOp::SqrtWide,
+    BitOp::Sqrt,
     BitOp::Gcd,
     BitOp::ModInv,
 ];
@@ -72,6 +76,7 @@ impl BitOp {
             BitOp::Div => "div",
             BitOp::DivWide => "divwide",
             BitOp::SqrtWide => "sqrtwide",
+            BitOp::Sqrt => "sqrt",
             BitOp::Gcd => "gcd",
             BitOp::ModInv => "modinv",
         }
@@ -89,6 +94,7 @@ impl BitOp {
             BitOp::Div => "a / b",
             BitOp::DivWide => "(a:b).div_rem(b | 2^(BITS-1))",
             BitOp::SqrtWide => "(a:b).isqrt()",
+            BitOp::Sqrt => "a.isqrt()",
             BitOp::Gcd => "a.gcd(b)",
             BitOp::ModInv => "a.inv_mod(b | 1) (all ones where none)",
         }
@@ -160,6 +166,7 @@ impl BitOp {
                 let r = b.isqrt(w)?;
                 b.cast(r, Type::Big(bits))
             }
+            BitOp::Sqrt => b.isqrt(x),
             BitOp::DivWide => {
                 let (w, bits, width) = wide_operand(b, x, y)?;
                 // d = y | 2^(BITS-1): the mask of the low BITS - 1 bits, inverted.
@@ -195,6 +202,7 @@ impl BitOp {
             BitOp::Div if b.bits() == 0 => &m - 1u8,
             BitOp::Div => a / b,
             BitOp::SqrtWide => ((a << bits) + b).sqrt() % m,
+            BitOp::Sqrt => a.sqrt(),
             BitOp::Gcd => a.gcd(b),
             BitOp::ModInv => a
                 .modinv(&(b | BigUint::from(1u8)))
@@ -486,6 +494,7 @@ mod gmp {
                     let w = Integer::from(a << bits) + b;
                     out.assign(w.sqrt());
                 }
+                BitOp::Sqrt => out.assign(a.sqrt_ref()),
                 BitOp::DivWide => {
                     let w = Integer::from(a << bits) + b;
                     let mut d = b.clone();
@@ -565,7 +574,12 @@ mod tests {
             // Division kernels are large (a reciprocal by Newton's iteration): fewer sizes.
             let sizes: &[u64] = if matches!(
                 op,
-                BitOp::Div | BitOp::DivWide | BitOp::SqrtWide | BitOp::Gcd | BitOp::ModInv
+                BitOp::Div
+                    | BitOp::DivWide
+                    | BitOp::SqrtWide
+                    | BitOp::Sqrt
+                    | BitOp::Gcd
+                    | BitOp::ModInv
             ) {
                 &[256, 1024]
             } else {

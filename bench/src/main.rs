@@ -158,8 +158,8 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         runs: usize,
         /// which operations (xor, andnot, shl, shr, rotl, normalize, extract, div, divwide,
-        /// sqrtwide, gcd, modinv) [default: all but the divisions, the square root, gcd and
-        /// modinv, whose kernels take seconds to compile or run at large sizes]
+        /// sqrtwide, sqrt, gcd, modinv) [default: all but the divisions, the square roots, gcd
+        /// and modinv, whose kernels take seconds to compile or run at large sizes]
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
         #[arg(long)]
@@ -475,6 +475,7 @@ fn run(cli: Cli) -> Result<(), String> {
                             bits::BitOp::Div
                                 | bits::BitOp::DivWide
                                 | bits::BitOp::SqrtWide
+                                | bits::BitOp::Sqrt
                                 | bits::BitOp::Gcd
                                 | bits::BitOp::ModInv
                         )
