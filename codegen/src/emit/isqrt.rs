@@ -14,7 +14,8 @@
 //!
 //! The level of `k = 32` runs on scalars; the others on 64-bit limbs, whose rows and columns are
 //! half as many as 32-bit words' (the function is bound by the latency of its local memory: a
-//! quarter of the loads and stores). The root before a level has its top bit set, so the
+//! quarter of the loads and stores made it 1.85x / 2.0x faster at 8192- / 16384-bit values on an
+//! H200, bench/RESULTS.md 2026-11-29). The root before a level has its top bit set, so the
 //! division by `2 s` divides by `s` itself, already normalized (Knuth's Algorithm D with no
 //! shifts, each quotient limb estimated from a precomputed reciprocal of the top limb as in
 //! `emit/divide.rs`), and halves: `q = q1 / 2`, `u = u1 + (q1 mod 2) s`. `q <= 2^k`, so `q^2` is
