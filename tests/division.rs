@@ -436,10 +436,10 @@ fn quotients_alone_and_remainders_alone() {
             (false, remainder_alone::kernel().unwrap()),
         ] {
             let words = 2 * bits / 64;
-            // Above 2048 bits the warp computes its lanes' one-word quotients together, and
-            // writes the zeros above them.
+            // Above 2048 bits a quotient's thread writes its first limbs, and the warp the zeros
+            // above one-word quotients.
             let function = match (quotients, bits > 2048) {
-                (true, true) => format!("bf_div_rows_{words}"),
+                (true, true) => format!("bf_div_{words}_{words}_w"),
                 (true, false) => format!("bf_div_{words}_{words}"),
                 (false, _) => format!("bf_rem_{words}_{words}"),
             };
@@ -456,7 +456,7 @@ fn quotients_alone_and_remainders_alone() {
                 "{bits} bits: operands copied"
             );
             let written = if quotients {
-                format!("if (bf_rows != 0u) {function}(out0, in0, in1, inst - lane")
+                format!("const bool bf_one_word = live && {function}(out0 + inst")
             } else {
                 format!("if (live) {function}(out0 + inst")
             };

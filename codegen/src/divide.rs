@@ -129,7 +129,11 @@ pub const ROOT_MAX_DIVISOR_BITS: u64 = 2048;
 /// where [`ROOT_MAX_DIVISOR_BITS`] allows). Written out, the root of an 8192-bit value was
 /// 2.3 MB of CUDA spread over 16 threads an instance (6.9 MB in one thread), of a 16384-bit
 /// one 2.7 MB and 74 s of NVRTC 13 (2 cores), and from a 524288-bit value it did not fit a
-/// kernel.
+/// kernel. At 4096-bit values (an H200, bench/RESULTS.md 2026-11-29, twenty-third session) the
+/// function (64-bit limbs) ran the wide shape's root 0.277 G roots/s against 0.247 written out,
+/// but a root alone 0.215 against 0.274: with 40 registers a thread, three times as many threads
+/// share each SM's L1 for their local arrays as with the wide shape's 136, and the function is
+/// bound by the latency of its local memory. At 2048-bit values it ran 0.753 against 1.211.
 pub const ROOT_FUNCTION_FROM_BITS: u64 = 8192;
 
 /// Bytes of local memory one thread's root of an `n`-bit value holds (`emit/isqrt.rs`: the

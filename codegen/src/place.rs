@@ -840,11 +840,11 @@ mod tests {
             assert_eq!(!s.contains("const u64 p0["), a_in_place, "{case}");
             assert_eq!(!s.contains("const u64 p1["), b_in_place, "{case}");
             assert_eq!(s.contains("written where computed"), written, "{case}");
-            // A remainder alone by its thread; a quotient alone by the warp's rows where it has
-            // one word (both operands in place), by its thread otherwise.
+            // A remainder alone by its thread; a quotient alone by its thread, the zeros above
+            // a one-word one by the warp.
             let by_thread = s.contains("if (live) bf_rem_");
-            let by_warp = s.contains("if (bf_rows != 0u) bf_div_rows_")
-                && s.contains("if (live && !bf_one_word) bf_div_");
+            let by_warp = s.contains("const bool bf_one_word = live && bf_div_")
+                && s.contains("__ballot_sync(0xffffffffu, bf_one_word)");
             assert_eq!(by_thread || by_warp, written, "{case}");
             assert_eq!(by_warp, written && which == 0, "{case}");
             let noted = |text: &str| c.placement.notes.iter().any(|n| n.contains(text));

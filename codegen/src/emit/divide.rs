@@ -14,7 +14,8 @@
 //! dividend's top word are skipped, so the time depends on the operands' lengths: not
 //! constant-time. Where the dividend is no wider than the divisor, a
 //! divisor of full width gives a quotient of one word, computed first by a path of its own
-//! straight from the operands ([`short_quotient`]).
+//! straight from the operands ([`short_quotient`]); read alone, that quotient reads only the
+//! operands' top limbs but for rare operands ([`sign_from_the_top`]).
 //!
 //! Plain C over `u32`/`u64` and `unsigned __int128` (CUDA's funnel shifts have host equivalents
 //! in the tests' prelude), so the tests below compile it for the host and check it against
@@ -451,74 +452,6 @@ static __device__ __forceinline__ void {name}(u64* out, const u32 lane, const u3
     (name, text)
 }
 
-/// Whether the warp computes the one-word quotients of its lanes together
-/// ([`warp_rows_function`]): a quotient alone written where it lies ([`warp_zeros`]) of
-/// operands of one width, in whole bursts (and, the caller checks, both read where they lie).
-fn warp_rows(na: usize, mb: usize, parts: Parts) -> bool {
-    warp_zeros(na, mb, parts) && na == mb && (mb / 2).is_multiple_of(BURST_WORDS)
-}
-
-/// `a / b` of `n`-word numbers for the warp's lanes set in `rows` (their quotients have one word),
-/// with `warps` warps a block: each lane's row `r = a - q b` as in the one-thread function, the
-/// operands through shared memory a burst of limbs at a time, which the warp loads 512
-/// contiguous bytes a load (a lane's own operands lie a whole operand from the next lane's).
-fn warp_rows_function(n: usize, warps: usize) -> (String, String) {
-    let name = format!("bf_div_rows_{n}");
-    let h = n / 2;
-    let bh = BURST_WORDS / 2;
-    let quotient = Parts {
-        quotient: true,
-        remainder: false,
-    };
-    let text = format!(
-        r#"// q = a / b of {bits}-bit numbers for the warp's lanes set in rows (b's top word not zero: q has
-// one word): lane j's operands at a0 / b0 + (inst0 + j) {h} limbs, (q, 0) to out + (inst0 + j) {h}.
-// One row r = a - q b a lane, its operands {burst} limbs at a time through shared memory, where the
-// warp loads them 512 contiguous bytes a load (slots of {bh1} 16-byte words: no bank conflicts).
-static __device__ __forceinline__ void {name}(u64* out, const u64* __restrict__ a0, const u64* __restrict__ b0, const u64 inst0, const u32 lane, const u32 rows) {{
-  __shared__ ulonglong2 bf_rows_stage[{warps}][2][32 * {bh1}];
-  ulonglong2* sa = bf_rows_stage[threadIdx.x >> 5][0];
-  ulonglong2* sb = bf_rows_stage[threadIdx.x >> 5][1];
-  const bool mine = ((rows >> lane) & 1u) != 0u;
-  // A lane without a row computes on a lane's that has one, and stores nothing.
-  const u64 at = inst0 + (u64)(mine ? lane : (u32)(__ffs(rows) - 1));
-  const u64* a64 = a0 + at * {h}ull;
-  const u64* b64 = b0 + at * {h}ull;
-  {{
-{estimate}      u64 c = 0ull, bo = 0ull;
-      #pragma unroll 1
-      for (int k0 = 0; k0 < {h}; k0 += {burst}) {{
-        __syncwarp();
-        #pragma unroll
-        for (int i = 0; i < {bh}; ++i) {{
-          const u32 x = (u32)i * 32u + lane, j = x / {bh}u, e = x % {bh}u;
-          if (((rows >> j) & 1u) != 0u) {{
-            sa[j * {bh1} + e] = reinterpret_cast<const ulonglong2*>(a0 + (inst0 + j) * {h}ull)[k0 / 2 + e];
-            sb[j * {bh1} + e] = reinterpret_cast<const ulonglong2*>(b0 + (inst0 + j) * {h}ull)[k0 / 2 + e];
-          }}
-        }}
-        __syncwarp();
-        #pragma unroll
-        for (int e = 0; e < {burst}; ++e) {{
-          const ulonglong2 a2 = sa[lane * {bh1} + e / 2], b2 = sb[lane * {bh1} + e / 2];
-          const u64 bk = e % 2 == 0 ? b2.x : b2.y;
-          const u64 ak = e % 2 == 0 ? a2.x : a2.y;
-{step}        }}
-      }}
-      if ((c | bo) != 0ull) qh -= 1u;
-      if (mine) reinterpret_cast<ulonglong2*>(out + (inst0 + lane) * {h}ull)[0] = make_ulonglong2((u64)qh, 0ull);
-  }}
-}}
-"#,
-        bits = 32 * n,
-        burst = BURST_WORDS,
-        bh1 = bh + 1,
-        estimate = one_word_estimate(n, n),
-        step = row_step(quotient, "          ", ""),
-    );
-    (name, text)
-}
-
 /// The words of division by zero, all ones and `a mod 2^(32 mb)`, where `parts` reads them.
 fn by_zero(na: usize, mb: usize, parts: Parts, unroll: &str) -> String {
     let (nah, mbh, rat) = (na / 2, mb / 2, parts.remainder_at(na));
@@ -556,7 +489,9 @@ const BURST_WORDS: usize = 16;
 /// `a / b < 2^(32 m) / 2^(32 (m - 1))`. One row: the estimate from the window `u[0..=m]` of the
 /// shifted dividend (its top word what the shift lifts out of `a`; `u[1..=m] < d` since the
 /// quotient has one word) and the normalized divisor's top words, then `r = a - qh b` on the
-/// operands as they are, 64 bits a step, and `b` added back once where that went negative. No
+/// operands as they are, 64 bits a step, and `b` added back once where that went negative (a
+/// quotient read alone needs only the sign of `r`, read from the top limbs down:
+/// [`sign_from_the_top`]). No
 /// shifted copy of the dividend, no normalized divisor, no window, no shift of the remainder back
 /// down: where the general path moves every word through local memory several times, this reads
 /// each operand once. Every instance with a divisor of full width takes it, so a warp of such
@@ -610,7 +545,9 @@ fn short_quotient(
         )
     };
     let step = |indent: &str, r_to: &str| row_step(parts, indent, r_to);
-    let row = if vectors {
+    let row = if !parts.remainder {
+        sign_from_the_top(na, mb, unroll)
+    } else if vectors {
         // A burst of BURST_WORDS limbs of each operand loaded back to back (a 128-byte line of
         // each), then their steps: a warp's 16-byte loads lie a whole operand apart, and loaded
         // in pieces across the steps, the lines left L1 before the next piece came (issue 17).
@@ -621,7 +558,9 @@ fn short_quotient(
             .unwrap_or(2);
         let bh = burst / 2;
         format!(
-            r#"      #pragma unroll 1
+            r#"      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
+      u64 c = 0ull, bo = 0ull;
+      #pragma unroll 1
       for (int k0 = 0; k0 < {mbh}; k0 += {burst}) {{
         ulonglong2 b2[{bh}], a2[{bh}];
         #pragma unroll
@@ -644,7 +583,9 @@ fn short_quotient(
         )
     } else {
         format!(
-            r#"      {unroll}
+            r#"      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
+      u64 c = 0ull, bo = 0ull;
+      {unroll}
       for (int k = 0; k < {mbh}; ++k) {{
         const u64 bk = b64[k];
         const u64 ak = k < {nah} ? a64[k] : 0ull;
@@ -657,10 +598,8 @@ fn short_quotient(
         r#"  // A quotient of one word (the common case for operands of one width; see short_quotient).
   if ((u32)(b64[{mbh1}] >> 32) != 0u) {{
     {{
-{estimate}      // r = a - qh b (a has no words at or above b's length here), 64 bits a step.
-      u64 c = 0ull, bo = 0ull;
-{row}      // Negative (qh one above): {back}.
-      if ((c | bo) != 0ull) {{
+{estimate}{row}      // Negative (qh one above): {back}.
+      if ({negative}) {{
         qh -= 1u;
 {add_back}      }}
 {q_out}      return{ret};
@@ -668,6 +607,11 @@ fn short_quotient(
   }}
 "#,
         ret = if warp { " true" } else { "" },
+        negative = if parts.remainder {
+            "(c | bo) != 0ull"
+        } else {
+            "negative"
+        },
         back = if parts.remainder {
             "b goes back in"
         } else {
@@ -677,6 +621,38 @@ fn short_quotient(
         q_out = parts.q(&q_out),
         mbh1 = mb / 2 - 1,
         estimate = one_word_estimate(na, mb),
+    )
+}
+
+/// Whether `a - qh b` is negative (`negative`), for a quotient read alone: from the top limbs
+/// down, stopping where the limbs below cannot change the sign. The limbs below limb `k` add less
+/// than `2^(64 k)` and take less than `qh 2^(64 k)` (`qh < 2^32`), so a difference `s` of the
+/// limbs from `k` up at or above `qh` leaves the whole positive, and one below zero leaves it
+/// negative. Operands of random words decide at the top limb, so a quotient alone reads a few
+/// bytes of each operand where the whole row read both (and `a / b` of one width moved three
+/// numbers for one); only operands that agree with `qh b` in their top 64 bits and more read on.
+/// `s` stays below `2^97` in magnitude: 128-bit words, the sign their top bit.
+fn sign_from_the_top(na: usize, mb: usize, unroll: &str) -> String {
+    format!(
+        r#"      // The sign of r = a - qh b from the top limb down, as far as the limbs below could change it.
+      bool negative = false;
+      {{
+        unsigned __int128 s = 0;
+        {unroll}
+        for (int k = {mbh1}; k >= 0; --k) {{
+          const u64 ak = {ak};
+          s = (s << 64) + ak - (unsigned __int128)qh * b64[k];
+          negative = (u64)(s >> 64) >> 63 != 0ull;
+          if (negative || s >= (unsigned __int128)qh) break;
+        }}
+      }}
+"#,
+        mbh1 = mb / 2 - 1,
+        ak = if na < mb {
+            format!("k < {} ? a64[k] : 0ull", na / 2)
+        } else {
+            "a64[k]".to_string()
+        },
     )
 }
 
@@ -785,35 +761,11 @@ impl Emitter<'_> {
                 let arrays = self.operand_arrays(&[a, b]);
                 let args = arrays.join(", ");
                 let at = format!("{buffer} + inst * {units}ull");
-                let in_place: Vec<u32> = arrays
-                    .iter()
-                    .filter_map(|x| self.in_place.iter().find(|(w, _)| w == x).map(|p| p.1))
-                    .collect();
                 let write = |em: &mut Self, (f, text): (String, String)| {
                     em.device_function(&f, |em| em.src.out.push_str(&text));
                     f
                 };
-                if let (&[pa, pb], true) = (&in_place[..], warp_rows(na, mb, parts)) {
-                    // The warp's one-word quotients together, the others each by its own thread.
-                    let warps = self.sched.block_threads as usize / 32;
-                    let rows = write(self, warp_rows_function(na, warps));
-                    let general = write(self, in_memory(na, mb, parts, false));
-                    let fill = write(self, warp_zeros_function(na / 2));
-                    let top = format!("{}[{}]", arrays[1], mb / 2 - 1);
-                    self.line(format!(
-                        "const bool bf_one_word = live && (u32)({top} >> 32) != 0u;"
-                    ));
-                    self.line("const u32 bf_rows = __ballot_sync(0xffffffffu, bf_one_word);");
-                    self.line(format!(
-                        "if (bf_rows != 0u) {rows}({buffer}, in{pa}, in{pb}, inst - lane, lane, bf_rows);"
-                    ));
-                    self.line(format!(
-                        "if (live && !bf_one_word) {general}({at}, {args});"
-                    ));
-                    self.line(format!(
-                        "{fill}({buffer} + (inst - lane) * {units}ull, lane, bf_rows);"
-                    ));
-                } else if warp_zeros(na, mb, parts) {
+                if warp_zeros(na, mb, parts) {
                     assert_eq!(units as usize, na / 2, "the result is the quotient");
                     let name = write(self, in_memory(na, mb, parts, true));
                     let fill = write(self, warp_zeros_function(na / 2));
@@ -1033,7 +985,10 @@ mod tests {
             (130, 130),
             (128, 128),
         ] {
-            let cases = cases(na, mb, 300, (na * 7 + mb) as u64);
+            let mut cases = cases(na, mb, 300, (na * 7 + mb) as u64);
+            if na == mb {
+                cases.extend(agreeing_at_the_top(na, na as u64));
+            }
             check_parts(na, mb, quotient, &cases);
             check_parts(na, mb, remainder, &cases);
         }
@@ -1051,11 +1006,12 @@ mod tests {
         assert!(!warp_zeros(256, 128, quotient) && !warp_zeros(128, 128, Parts::BOTH));
     }
 
-    /// The warp's one-word quotients together (`warp_rows_function`), the others by their own
-    /// threads, the zeros by the warp (`warp_zeros_function`), as the kernel calls them: a warp of
-    /// 32 host threads (its `__syncwarp` a barrier, its shared memory static), every case's
-    /// quotient against num-bigint. The cases mix one-word quotients, longer ones, division by
-    /// zero and lanes past the batch's end in one warp; results start as all ones.
+    /// The quotient alone as the kernel calls it for a warp: each lane's function, which writes
+    /// `(q, 0)` and returns true where the quotient has one word (its sign read from the top
+    /// limbs down), then the warp's zeros above those (`warp_zeros_function`): a warp of 32 host
+    /// threads (the ballot a barrier), every case's quotient against num-bigint. The cases mix
+    /// one-word quotients, longer ones, division by zero, operands equal to `qh b` in their top
+    /// limbs, and lanes past the batch's end in one warp; results start as all ones.
     #[test]
     fn warps_of_one_word_quotients_equal_num_bigint_on_the_host() {
         let quotient = Parts {
@@ -1063,39 +1019,31 @@ mod tests {
             remainder: false,
         };
         for n in [128, 256] {
-            assert!(warp_rows(n, n, quotient));
+            assert!(warp_zeros(n, n, quotient));
             let h = n / 2;
             let mut src = String::from(host::PRELUDE);
             src.push_str(
                 r#"#include <thread>
 #include <barrier>
 #include <vector>
-#define __shared__ static
 static std::barrier<>* bf_bar;
 static u32 bf_x[32];
-static thread_local struct { u32 x; } threadIdx;
-static void __syncwarp() { bf_bar->arrive_and_wait(); }
-static int __ffs(u32 x) { return __builtin_ffs(x); }
-static u32 __ballot_sync(u32, bool p) {
-  bf_x[threadIdx.x] = p ? 1u : 0u;
+"#,
+            );
+            for (_, text) in [in_memory(n, n, quotient, true), warp_zeros_function(h)] {
+                src.push_str(&text);
+            }
+            let _ = write!(
+                src,
+                r#"static u32 ballot(u32 lane, bool p) {{
+  bf_x[lane] = p ? 1u : 0u;
   bf_bar->arrive_and_wait();
   u32 r = 0u;
   for (int i = 0; i < 32; ++i) r |= bf_x[i] << i;
   bf_bar->arrive_and_wait();
   return r;
-}
-"#,
-            );
-            for (_, text) in [
-                warp_rows_function(n, 1),
-                in_memory(n, n, quotient, false),
-                warp_zeros_function(h),
-            ] {
-                src.push_str(&text);
-            }
-            let _ = write!(
-                src,
-                r#"int main() {{
+}}
+int main() {{
   __align__(16) static u64 a[32 * {h}], b[32 * {h}], out[32 * {h}];
   std::barrier<> bar(32);
   bf_bar = &bar;
@@ -1111,14 +1059,10 @@ static u32 __ballot_sync(u32, bool p) {
     std::vector<std::thread> warp;
     for (u32 lane = 0; lane < 32; ++lane)
       warp.emplace_back([&, lane] {{
-        threadIdx.x = lane;
         const bool alive = (int)lane < live;
         const u64 inst = alive ? lane : 0u;
-        const bool one_word = alive && (u32)(b[inst * {h} + {top}] >> 32) != 0u;
-        const u32 rows = __ballot_sync(0xffffffffu, one_word);
-        if (rows != 0u) bf_div_rows_{n}(out, a, b, 0ull, lane, rows);
-        if (alive && !one_word) {general}(out + inst * {h}, a + inst * {h}, b + inst * {h});
-        bf_warp_zeros_{h}(out, lane, rows);
+        const bool one_word = alive && {name}(out + inst * {h}, a + inst * {h}, b + inst * {h});
+        bf_warp_zeros_{h}(out, lane, ballot(lane, one_word));
       }});
     for (auto& t : warp) t.join();
     for (int k = 0; k < live; ++k) {{
@@ -1128,12 +1072,17 @@ static u32 __ballot_sync(u32, bool p) {
   }}
 }}
 "#,
-                top = h - 1,
-                general = quotient.name(n, n),
+                name = in_memory(n, n, quotient, true).0,
             );
-            // 300 cases: the last warp has lanes past the batch's end.
-            let cases = cases(n, n, 300, n as u64 + 5);
-            let out = host::run(&format!("warp-rows-{n}"), &src, &host::pairs(&cases, h, h));
+            // 300 cases and the ones that agree with qh b at the top: the last warp has lanes
+            // past the batch's end.
+            let mut cases = cases(n, n, 300, n as u64 + 5);
+            cases.extend(agreeing_at_the_top(n, n as u64));
+            let out = host::run(
+                &format!("warp-quotients-{n}"),
+                &src,
+                &host::pairs(&cases, h, h),
+            );
             let lines: Vec<&str> = out.lines().collect();
             assert_eq!(lines.len(), cases.len());
             let all = (BigUint::from(1u8) << (32 * n)) - 1u8;
@@ -1146,6 +1095,42 @@ static u32 __ballot_sync(u32, bool p) {
                 assert_eq!(host::number(line), want, "{n}: {x:#x} / {y:#x}");
             }
         }
+    }
+
+    /// Dividends `m b + e` of `n` words by divisors `b` of full width, `e` small or just below
+    /// `b` or a multiple of `b` minus one, and `b` with runs of zero and all-ones limbs: `a - qh b`
+    /// then agrees with zero or with `-b` in its top limbs, so the quotient's sign reads far
+    /// down (to the last limb where `e` is 0, 1, `b - 1`).
+    fn agreeing_at_the_top(n: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
+        let one = BigUint::from(1u8);
+        let mut word = host::words(seed);
+        let mut out = Vec::new();
+        for k in 0..40usize {
+            let top = &one << (32 * n - 1 - (k * 7) % 32);
+            let b = (host::edge_number(&mut word, n) % &top) | &top;
+            for m in [1u32, 2, 3, 0xffff, 0xffff_fffe] {
+                let mb = &b * m;
+                if mb.bits() > 32 * n as u64 {
+                    continue;
+                }
+                for e in [
+                    BigUint::from(0u8),
+                    one.clone(),
+                    BigUint::from(k as u64),
+                    &b - 1u8,
+                    (&one << (64 * (k % (n / 2)))) - 1u8,
+                ] {
+                    let x = &mb + &e;
+                    if x.bits() <= 32 * n as u64 {
+                        out.push((x, b.clone()));
+                    }
+                    if mb > e {
+                        out.push((&mb - &e - 1u8, b.clone()));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Many more cases at the bench's widths.
