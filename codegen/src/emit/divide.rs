@@ -10,7 +10,7 @@
 //! divisor back in the rare case that made it negative. The window (one word more than the
 //! divisor) and the divisor stay in registers; the rows are a loop, and the window moves up a
 //! word per row. Divisors too wide for registers divide in local memory on 64-bit limbs
-//! ([`limb_row`], shared with the square root), in place on the shifted dividend. Rows above the
+//! ([`limb_rows`], shared with the square root, two rows a pass), in place on the shifted dividend. Rows above the
 //! dividend's top word are skipped, so the time depends on the operands' lengths: not
 //! constant-time. Where the dividend is no wider than the divisor, a
 //! divisor of full width gives a quotient of one word, computed first by a path of its own
@@ -50,18 +50,44 @@ const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder 
     }
 "#;
 
-/// A row of Knuth's Algorithm D on 64-bit limbs in local memory, shared by the division in
-/// memory and the square root (`emit/isqrt.rs`): the quotient limb `qh` of the window
-/// `u[j..=j + m]` by the normalized divisor `d[0..m]` (`m` a C expression, at least 1), with `d1`,
-/// `d0` (zero where `m` is 1) its top limbs and `v = floor((2^128 - 1) / d1) - 2^64` their
-/// reciprocal, and `n0` the window's third limb from the top (zero where `m` is 1); then the
-/// window minus `qh d`, with `d` added back where that went negative. The estimate is Möller
-/// and Granlund's ("Improved division by invariant integers", 2011, Algorithm 4) with Knuth's
-/// test on the third limbs, after which it is the limb or one above. Each line is indented by
-/// `indent`; the caller declares `bf_u128`.
-pub(super) fn limb_row(d: &str, m: &str, n0: &str, indent: &str) -> String {
-    LIMB_ROW
-        .replace("{m}", m)
+/// The rows of Knuth's Algorithm D on 64-bit limbs in local memory, shared by the division in
+/// memory and the square root (`emit/isqrt.rs`): the quotient limbs `j0` down to 0 of the
+/// window `u[j..=j + m]` by the normalized divisor `d[0..m]` (`m` a C expression, at least 1),
+/// each stored to `q[j]` where `q` is given, the remainder left in `u[0..m]`. The caller
+/// declares `bf_u128`, `d1`, `d0` (zero where `m` is 1), the divisor's top limbs, and `v`, their
+/// reciprocal `floor((2^128 - 1) / d1) - 2^64`, and puts [`LIMB_ESTIMATE`] before its function.
+/// `n0` is the window's third limb from the top (zero where `m` is 1). With `pairs` (for
+/// divisors that may have three limbs or more) rows `j` and `j - 1` go at once
+/// ([`LIMB_PAIR`]: half the loads and stores of the window and the divisor a quotient limb;
+/// the function is bound by the latency of its local memory), else one at a time
+/// ([`LIMB_ROW`]). Each line is indented by `indent`.
+pub(super) fn limb_rows(
+    d: &str,
+    m: &str,
+    n0: &str,
+    j0: &str,
+    q: Option<&str>,
+    pairs: bool,
+    indent: &str,
+) -> String {
+    let store = |text: &str| q.map_or(String::new(), |q| text.replace("{q}", q));
+    let pair = if pairs {
+        LIMB_PAIR.replace(
+            "{store}",
+            &store("      {q}[j] = qq1;\n      {q}[j - 1] = qq0;\n"),
+        )
+    } else {
+        String::new()
+    };
+    let text = format!(
+        "#pragma unroll 1\nfor (int j = {j0}; j >= 0;) {{\n{pair}  {{\n{row}{q_j}  }}\n  --j;\n}}\n",
+        row = LIMB_ROW
+            .lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>(),
+        q_j = store("    {q}[j] = qh;\n"),
+    );
+    text.replace("{m}", m)
         .replace("{d}", d)
         .replace("{n0}", n0)
         .lines()
@@ -69,31 +95,47 @@ pub(super) fn limb_row(d: &str, m: &str, n0: &str, indent: &str) -> String {
         .collect()
 }
 
+/// `bf_estimate64`: the quotient limb of a window `(n2 n1 n0 ..)` by a normalized divisor
+/// `(d1 d0 ..)` with `n2 <= d1` (the window's top is below the divisor), `v` the reciprocal of
+/// `d1`: Möller and Granlund's 2-by-1 division ("Improved division by invariant integers", 2011,
+/// Algorithm 4), then Knuth's test on the third limbs, after which it is the limb or one above.
+/// Guarded, so that the division and the root may both carry it into one kernel.
+pub(super) const LIMB_ESTIMATE: &str = r#"#ifndef BF_ESTIMATE64
+#define BF_ESTIMATE64
+// The quotient limb of (n2 n1 n0 ..) by a normalized (d1 d0 ..), n2 <= d1, v the reciprocal of d1:
+// a 2-by-1 division by the reciprocal, then Knuth's test with the third limbs (the limb or one above).
+static __device__ __forceinline__ u64 bf_estimate64(const u64 n2, const u64 n1, const u64 n0, const u64 d1, const u64 d0, const u64 v) {
+  // The estimate of (n2 n1) / d1 and its remainder rh (above 2^64 where big).
+  u64 qh, rh;
+  bool big = false;
+  if (n2 >= d1) {
+    qh = ~0ull;
+    rh = n1 + d1;
+    big = rh < n1;
+  } else {
+    const bf_u128 pr = (bf_u128)v * n2 + (((bf_u128)n2 << 64) | n1);
+    u64 q1 = (u64)(pr >> 64) + 1ull;
+    u64 rr = n1 - q1 * d1;
+    if (rr > (u64)pr) { q1 -= 1ull; rr += d1; }
+    if (rr >= d1) { q1 += 1ull; rr -= d1; }
+    qh = q1;
+    rh = rr;
+  }
+  if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) {
+    qh -= 1ull;
+    rh += d1;
+    big = rh < d1;
+    if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) qh -= 1ull;
+  }
+  return qh;
+}
+#endif
+"#;
+
+/// One row: the quotient limb `qh` of the window `u[j..=j + m]`, then the window minus `qh d`,
+/// with `d` added back where that went negative.
 const LIMB_ROW: &str = r#"const u64 n2 = u[j + {m}], n1 = u[j + {m} - 1], n0 = {n0};
-// The estimate of (n2 n1) / d1 and its remainder rh (above 2^64 where big; n2 <= d1:
-// the window's top is below {d}).
-u64 qh, rh;
-bool big = false;
-if (n2 >= d1) {
-  qh = ~0ull;
-  rh = n1 + d1;
-  big = rh < n1;
-} else {
-  const bf_u128 pr = (bf_u128)v * n2 + (((bf_u128)n2 << 64) | n1);
-  u64 q1 = (u64)(pr >> 64) + 1ull;
-  u64 rr = n1 - q1 * d1;
-  if (rr > (u64)pr) { q1 -= 1ull; rr += d1; }
-  if (rr >= d1) { q1 += 1ull; rr -= d1; }
-  qh = q1;
-  rh = rr;
-}
-// Knuth's test with the third limb: qh is then the quotient limb or one above.
-if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) {
-  qh -= 1ull;
-  rh += d1;
-  big = rh < d1;
-  if (!big && (bf_u128)qh * d0 > (((bf_u128)rh << 64) | n0)) qh -= 1ull;
-}
+u64 qh = bf_estimate64(n2, n1, n0, d1, d0, v);
 // u[j..j + {m}] -= qh {d}; negative when qh was one above.
 u64 c = 0ull, bo = 0ull;
 #pragma unroll 2
@@ -121,6 +163,120 @@ if (negative) {
   }
   u[j + {m}] += cy;
 }
+"#;
+
+/// Rows `j` and `j - 1` at once, inside the rows' loop ([`limb_rows`]): row `j`'s limb `qh1`;
+/// the top four limbs of `u - qh1 d 2^(64 j)` from the top limbs alone (what the limbs below
+/// take is less than one unit of the lowest of them); where the top one is zero (`qh1` was the
+/// limb) and the lowest is not (nothing below reaches the three above), row `j - 1`'s estimate
+/// `qh0` from them, else the rows one at a time. Then the window `u[j - 1..=j + m]` minus
+/// `(qh1 2^64 + qh0) d` in one pass, two products a divisor limb (`x` one limb down, `y` the
+/// other's column; each sum fits 128 bits), and corrections until what is left lies in
+/// `[0, d)`: `d` added back while negative, subtracted while not below it (`qh0` may be one or
+/// two above or one below: each correction is rare).
+const LIMB_PAIR: &str = r#"  if (j >= 1 && {m} >= 3) {
+    const u64 qh1 = bf_estimate64(u[j + {m}], u[j + {m} - 1], u[j + {m} - 2], d1, d0, v);
+    const bf_u128 e0 = (bf_u128)qh1 * {d}[{m} - 3];
+    const bf_u128 e1 = (bf_u128)qh1 * d0 + (u64)(e0 >> 64);
+    const bf_u128 e2 = (bf_u128)qh1 * d1 + (u64)(e1 >> 64);
+    const u64 w0 = u[j + {m} - 3], w1 = u[j + {m} - 2], w2 = u[j + {m} - 1], w3 = u[j + {m}];
+    const u64 s0 = (u64)e0, s1 = (u64)e1, s2 = (u64)e2, s3 = (u64)(e2 >> 64);
+    const u64 a0 = w0 - s0;
+    u64 br = (u64)(w0 < s0);
+    const u64 x1 = w1 - s1, a1 = x1 - br;
+    br = (u64)(w1 < s1) | (u64)(x1 < br);
+    const u64 x2 = w2 - s2, a2 = x2 - br;
+    br = (u64)(w2 < s2) | (u64)(x2 < br);
+    const u64 x3 = w3 - s3, a3 = x3 - br;
+    br = (u64)(w3 < s3) | (u64)(x3 < br);
+    if (a3 == 0ull && br == 0ull && a0 != 0ull) {
+      const u64 qh0 = bf_estimate64(a2, a1, a0, d1, d0, v);
+      // u[j - 1..=j + {m}] -= (qh1 2^64 + qh0) {d}.
+      u64 c0 = 0ull, c1 = 0ull, bo = 0ull, dp = 0ull;
+      #pragma unroll 2
+      for (int k = 0; k < {m}; ++k) {
+        const u64 dk = {d}[k];
+        const bf_u128 x = (bf_u128)qh0 * dk + c0;
+        const bf_u128 y = (bf_u128)qh1 * dp + c1 + (u64)x;
+        c0 = (u64)(x >> 64);
+        c1 = (u64)(y >> 64);
+        dp = dk;
+        const u64 w = u[j - 1 + k], lo = (u64)y;
+        const u64 z = w - lo;
+        const u64 b1 = (u64)(w < lo);
+        u[j - 1 + k] = z - bo;
+        bo = b1 | (u64)(z < bo);
+      }
+      {
+        const bf_u128 y = (bf_u128)qh1 * dp + c1 + c0;
+        const u64 w = u[j - 1 + {m}], lo = (u64)y;
+        const u64 z = w - lo;
+        const u64 b1 = (u64)(w < lo);
+        u[j - 1 + {m}] = z - bo;
+        bo = b1 | (u64)(z < bo);
+        const u64 wt = u[j + {m}], hi = (u64)(y >> 64);
+        const u64 zt = wt - hi;
+        const u64 bt = (u64)(wt < hi);
+        u[j + {m}] = zt - bo;
+        bo = bt | (u64)(zt < bo);
+      }
+      u64 qq1 = qh1, qq0 = qh0;
+      #pragma unroll 1
+      while (bo != 0ull) {
+        // Negative: {d} back in, the quotient one less, until the carry out of the top limb.
+        qq1 -= (u64)(qq0 == 0ull);
+        qq0 -= 1ull;
+        u64 cy = 0ull;
+        #pragma unroll 2
+        for (int k = 0; k < {m}; ++k) {
+          const bf_u128 z = (bf_u128)u[j - 1 + k] + {d}[k] + cy;
+          u[j - 1 + k] = (u64)z;
+          cy = (u64)(z >> 64);
+        }
+        const u64 z1 = u[j - 1 + {m}] + cy;
+        cy = (u64)(z1 < cy);
+        u[j - 1 + {m}] = z1;
+        const u64 z2 = u[j + {m}] + cy;
+        cy = (u64)(z2 < cy);
+        u[j + {m}] = z2;
+        bo = cy ^ 1ull;
+      }
+      #pragma unroll 1
+      for (;;) {
+        // At or above {d}: {d} out again, the quotient one more (compared from the top limb down).
+        // qh0 is not below the limb (the estimate grows with the window, and the limbs read are
+        // at or above the true ones), so this only keeps the pass exact for any estimate.
+        bool above = u[j + {m}] != 0ull || u[j - 1 + {m}] != 0ull;
+        if (!above) {
+          above = true;
+          #pragma unroll 1
+          for (int k = {m} - 1; k >= 0; --k) {
+            if (u[j - 1 + k] != {d}[k]) {
+              above = u[j - 1 + k] > {d}[k];
+              break;
+            }
+          }
+        }
+        if (!above) break;
+        qq0 += 1ull;
+        qq1 += (u64)(qq0 == 0ull);
+        u64 b = 0ull;
+        #pragma unroll 2
+        for (int k = 0; k < {m}; ++k) {
+          const u64 w = u[j - 1 + k], dk = {d}[k];
+          const u64 z = w - dk;
+          const u64 b1 = (u64)(w < dk);
+          u[j - 1 + k] = z - b;
+          b = b1 | (u64)(z < b);
+        }
+        const u64 wm = u[j - 1 + {m}];
+        u[j - 1 + {m}] = wm - b;
+        u[j + {m}] -= (u64)(wm < b);
+      }
+{store}      j -= 2;
+      continue;
+    }
+  }
 "#;
 
 /// The widest divisor (32-bit words) whose words and window the function holds in registers
@@ -307,7 +463,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 }
 
 /// The same division for divisors too wide for registers: Knuth's Algorithm D in place on the
-/// shifted dividend on 64-bit limbs ([`limb_row`]: half the rows and columns of 32-bit words, a
+/// shifted dividend on 64-bit limbs ([`limb_rows`]: half the rows and columns of 32-bit words, a
 /// quarter of the loads and stores, as the square root measured), every array in local memory,
 /// the rows' limb loops rolled (a few unrolled steps each), so that the text stays small at any
 /// width.
@@ -350,7 +506,7 @@ fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String)
     };
     let text = format!(
         r#"typedef unsigned __int128 bf_u128;
-// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 64-bit
+{estimate}// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 64-bit
 // limbs in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
 // r = a mod 2^{m}.{warp_doc}
 static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u64* b64) {{
@@ -390,10 +546,7 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
 {q_words}  const u64 d1 = d[{ml1}], d0 = {d0};
   // floor((2^128 - 1) / d1) - 2^64: the reciprocal of the divisor's top limb.
   const u64 v = (u64)(~(bf_u128)0 / d1);
-  #pragma unroll 1
-  for (int j = j0; j >= 0; --j) {{
-{row}{qa_j}  }}
-{q_out}{r_out}{end}}}
+{rows}{q_out}{r_out}{end}}}
 "#,
         warp_doc = if warp {
             format!("\n// True where the quotient has one word: out[0..2] hold it, and the zeros above are left to\n// the warp (bf_warp_zeros_{}).", na / 2)
@@ -408,8 +561,16 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
         nu = nl + ml,
         short = short_quotient(na, mb, parts, "#pragma unroll 4", true, warp),
         by_zero = by_zero(na, mb, parts, "#pragma unroll 1"),
-        row = limb_row("d", &ml.to_string(), &n0, "    "),
-        qa_j = parts.q("    qa[j] = qh;\n"),
+        estimate = LIMB_ESTIMATE,
+        rows = limb_rows(
+            "d",
+            &ml.to_string(),
+            &n0,
+            "j0",
+            parts.quotient.then_some("qa"),
+            ml >= 3,
+            "  "
+        ),
         r_out = parts.r(&r_out),
     );
     (name, text)

@@ -27,7 +27,7 @@
 //! Plain C over `u64` and `unsigned __int128`, so the tests below compile it for the host and
 //! check it against num-bigint without a GPU.
 
-use super::divide::limb_row;
+use super::divide::{limb_rows, LIMB_ESTIMATE};
 use super::Emitter;
 use crate::divide::root_width;
 
@@ -45,7 +45,7 @@ pub(crate) fn isqrt_function(limbs: usize) -> (String, String) {
     let (lh, lq) = (l / 2, l / 4);
     let text = format!(
         r#"typedef unsigned __int128 bf_u128;
-// s = floor(sqrt(a)) of a {bits}-bit a, one thread: Zimmermann's Karatsuba square root bottom-up
+{estimate}// s = floor(sqrt(a)) of a {bits}-bit a, one thread: Zimmermann's Karatsuba square root bottom-up
 // on 64-bit limbs in local memory (a zero-extended to {nbits} bits and normalized), one level per
 // doubling of the root's width, each a division by the root so far and a square.
 static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
@@ -97,11 +97,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
     const u64 d1 = s[kw - 1], d0 = kw >= 2 ? s[kw - 2] : 0ull;
     // floor((2^128 - 1) / d1) - 2^64: the reciprocal of the root's top limb.
     const u64 v = (u64)(~(bf_u128)0 / d1);
-    #pragma unroll 1
-    for (int j = kw; j >= 0; --j) {{
-{row}      q[j] = qh;
-    }}
-    // The division by 2 s: q = q1 / 2 (at most 2^k: kw limbs and a top limb of 0 or 1) and
+{rows}    // The division by 2 s: q = q1 / 2 (at most 2^k: kw limbs and a top limb of 0 or 1) and
     // u = u1 + (q1 mod 2) s (kw + 1 limbs).
     const bool odd = (q[0] & 1ull) != 0ull;
     #pragma unroll 1
@@ -203,7 +199,16 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
         l1 = l - 1,
         // The root has l/2 limbs, at least one (the 32-bit root of a 64-bit value).
         lh1 = lh.max(1),
-        row = limb_row("s", "kw", "kw >= 2 ? u[j + kw - 2] : 0ull", "      "),
+        estimate = LIMB_ESTIMATE,
+        rows = limb_rows(
+            "s",
+            "kw",
+            "kw >= 2 ? u[j + kw - 2] : 0ull",
+            "kw",
+            Some("q"),
+            true,
+            "    "
+        ),
         first = if l >= 2 {
             FIRST_LEVEL.replace("{l2}", &(l - 2).to_string())
         } else {
