@@ -127,8 +127,34 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
     // p = q^2 (2kw + 1 limbs): the low kw limbs' square, each cross product once, or 2^2k.
     #pragma unroll 1
     for (int i = 0; i <= 2 * kw; ++i) p[i] = 0ull;
+    // Rows i and i + 1 of the cross products in one pass (half the loads and stores of p a
+    // product): into each limb of p, row i's product xa and row i + 1's yb (by the limb of q
+    // below), each sum within 128 bits; then a last row alone.
+    int i = 0;
     #pragma unroll 1
-    for (int i = 0; i + 1 < kw; ++i) {{
+    for (; i + 2 < kw; i += 2) {{
+      const u64 qa = q[i], qb = q[i + 1];
+      bf_u128 x = (bf_u128)qa * qb + p[2 * i + 1];
+      p[2 * i + 1] = (u64)x;
+      x = (bf_u128)qa * q[i + 2] + p[2 * i + 2] + (u64)(x >> 64);
+      p[2 * i + 2] = (u64)x;
+      u64 c0 = (u64)(x >> 64), c1 = 0ull, prev = q[i + 2];
+      #pragma unroll 2
+      for (int k = i + 3; k < kw; ++k) {{
+        const u64 qk = q[k];
+        const bf_u128 xa = (bf_u128)qa * qk + p[i + k] + c0;
+        const bf_u128 yb = (bf_u128)qb * prev + c1 + (u64)xa;
+        p[i + k] = (u64)yb;
+        c0 = (u64)(xa >> 64);
+        c1 = (u64)(yb >> 64);
+        prev = qk;
+      }}
+      const bf_u128 top = (bf_u128)qb * prev + c1 + c0;
+      p[i + kw] = (u64)top;
+      p[i + kw + 1] = (u64)(top >> 64);
+    }}
+    #pragma unroll 1
+    for (; i + 1 < kw; ++i) {{
       u64 c = 0ull;
       const u64 qi = q[i];
       #pragma unroll 2
