@@ -265,9 +265,10 @@ pub struct Written {
 ///
 /// - in a kernel of one thread per instance, one part of a division wider than
 ///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone), the
-///   map being the result: 1 KB of local memory traffic a 4096-bit quotient (`emit::divide`; the warp
-///   writes the zeros above one-word quotients side by side); a square root there, the map being the result (`emit::isqrt`: the kernel's
-///   copy out of the function's array was as long as the number, 488 KB of CUDA at 262144 bits);
+///   map being the result: 1 KB of local memory traffic a 4096-bit quotient (`emit::divide`;
+///   the warp writes the zeros above one-word quotients side by side); a square root there, the
+///   map being the result (`emit::isqrt`: the kernel's copy out of the function's array was as
+///   long as the number, 488 KB of CUDA at 262144 bits);
 /// - a gcd computed by a group of threads per instance, the map being the result, or an
 ///   inverse's number, a field of the map's tuples that a map of its own takes out as the
 ///   result: each thread writes its own words (`emit::gcd_group`), where the group's first
