@@ -56,29 +56,23 @@ const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder 
 /// each stored to `q[j]` where `q` is given, the remainder left in `u[0..m]`. The caller
 /// declares `bf_u128`, `d1`, `d0` (zero where `m` is 1), the divisor's top limbs, and `v`, their
 /// reciprocal `floor((2^128 - 1) / d1) - 2^64`, and puts [`LIMB_ESTIMATE`] before its function.
-/// `n0` is the window's third limb from the top (zero where `m` is 1). With `pairs` (for
-/// divisors that may have three limbs or more) rows `j` and `j - 1` go at once
-/// ([`LIMB_PAIR`]: half the loads and stores of the window and the divisor a quotient limb;
-/// the function is bound by the latency of its local memory), else one at a time
-/// ([`LIMB_ROW`]). Each line is indented by `indent`.
+/// `n0` is the window's third limb from the top (zero where `m` is 1). Where the divisor has
+/// three limbs or more, rows `j` and `j - 1` go at once ([`LIMB_PAIR`]: half the loads and
+/// stores of the window and the divisor a quotient limb; the function is bound by the latency
+/// of its local memory), else one at a time ([`LIMB_ROW`]). Each line is indented by `indent`.
 pub(super) fn limb_rows(
     d: &str,
     m: &str,
     n0: &str,
     j0: &str,
     q: Option<&str>,
-    pairs: bool,
     indent: &str,
 ) -> String {
     let store = |text: &str| q.map_or(String::new(), |q| text.replace("{q}", q));
-    let pair = if pairs {
-        LIMB_PAIR.replace(
-            "{store}",
-            &store("      {q}[j] = qq1;\n      {q}[j - 1] = qq0;\n"),
-        )
-    } else {
-        String::new()
-    };
+    let pair = LIMB_PAIR.replace(
+        "{store}",
+        &store("      {q}[j] = qq1;\n      {q}[j - 1] = qq0;\n"),
+    );
     let text = format!(
         "#pragma unroll 1\nfor (int j = {j0}; j >= 0;) {{\n{pair}  {{\n{row}{q_j}  }}\n  --j;\n}}\n",
         row = LIMB_ROW
@@ -568,7 +562,6 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
             &n0,
             "j0",
             parts.quotient.then_some("qa"),
-            ml >= 3,
             "  "
         ),
         r_out = parts.r(&r_out),

@@ -232,7 +232,6 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
             "kw >= 2 ? u[j + kw - 2] : 0ull",
             "kw",
             Some("q"),
-            true,
             "    "
         ),
         first = if l >= 2 {
