@@ -10,9 +10,9 @@
 //! divisor back in the rare case that made it negative. The window (one word more than the
 //! divisor) and the divisor stay in registers; the rows are a loop, and the window moves up a
 //! word per row. Divisors too wide for registers divide in local memory on 64-bit limbs
-//! ([`limb_rows`], shared with the square root, two rows a pass), in place on the shifted dividend. Rows above the
-//! dividend's top word are skipped, so the time depends on the operands' lengths: not
-//! constant-time. Where the dividend is no wider than the divisor, a
+//! ([`limb_rows`], shared with the square root, two rows a pass), in place on the shifted
+//! dividend. Rows above the dividend's top word are skipped, so the time depends on the
+//! operands' lengths: not constant-time. Where the dividend is no wider than the divisor, a
 //! divisor of full width gives a quotient of one word, computed first by a path of its own
 //! straight from the operands ([`short_quotient`]); read alone, that quotient reads only the
 //! operands' top limbs but for rare operands ([`sign_from_the_top`]).
@@ -166,8 +166,9 @@ if (negative) {
 /// `qh0` from them, else the rows one at a time. Then the window `u[j - 1..=j + m]` minus
 /// `(qh1 2^64 + qh0) d` in one pass, two products a divisor limb (`x` one limb down, `y` the
 /// other's column; each sum fits 128 bits), and corrections until what is left lies in
-/// `[0, d)`: `d` added back while negative, subtracted while not below it (`qh0` may be one or
-/// two above or one below: each correction is rare).
+/// `[0, d)`: `d` added back while negative (`qh0` is the limb or up to two above it: the
+/// estimate grows with the window, and the limbs read are at or above the true ones), and
+/// subtracted while not below it, which no estimate here needs but keeps the pass exact.
 const LIMB_PAIR: &str = r#"  if (j >= 1 && {m} >= 3) {
     const u64 qh1 = bf_estimate64(u[j + {m}], u[j + {m} - 1], u[j + {m} - 2], d1, d0, v);
     const bf_u128 e0 = (bf_u128)qh1 * {d}[{m} - 3];
