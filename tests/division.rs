@@ -337,6 +337,14 @@ fn wide_divisors_divided_whole_in_local_memory() {
                 .all(|p| p.compiled.source.contains(function)),
             "{bits} bits: {function}"
         );
+        // These divisions want their registers: the room for more blocks that roots get
+        // (`schedule::ROOT_FUNCTION_MIN_BLOCKS`) made the wide shape 18% slower at 4096 bits.
+        assert!(
+            plan.parts
+                .iter()
+                .all(|p| p.compiled.source.contains("__launch_bounds__(128, 1)")),
+            "{bits} bits"
+        );
         if bigfuse::runtime::nvrtc::library().is_ok() {
             for part in &plan.parts {
                 let c = &part.compiled;
@@ -436,8 +444,7 @@ fn quotients_alone_and_remainders_alone() {
             (false, remainder_alone::kernel().unwrap()),
         ] {
             let words = 2 * bits / 64;
-            // Above 2048 bits a quotient's thread writes its first limbs, and the warp the zeros
-            // above one-word quotients.
+            // Above 2048 bits the warp writes one-word quotients, each thread a longer one.
             let function = match (quotients, bits > 2048) {
                 (true, true) => format!("bf_div_{words}_{words}_w"),
                 (true, false) => format!("bf_div_{words}_{words}"),
@@ -466,9 +473,9 @@ fn quotients_alone_and_remainders_alone() {
                 "{bits} bits: result written where computed"
             );
             assert_eq!(
-                source.contains("__ballot_sync(0xffffffffu, bf_one_word)"),
+                source.contains("__ballot_sync(0xffffffffu, bf_one_word), bf_q)"),
                 quotients && bits > 2048,
-                "{bits} bits: the warp writes the zeros above one-word quotients"
+                "{bits} bits: the warp writes one-word quotients"
             );
             if bigfuse::runtime::nvrtc::library().is_ok() {
                 common::nvrtc_compiles(k, &[bits]);
@@ -655,6 +662,12 @@ fn square_roots_at_the_widest_test_sizes() {
             let k = k.unwrap();
             let source = k.cuda_source(&[at], &bigfuse::Target::h100()).unwrap();
             assert!(source.contains("bf_isqrt_"), "{bits} bits");
+            // The function waits on local memory: room for more resident threads.
+            let bounds = format!(
+                "__launch_bounds__(128, {})",
+                bigfuse::codegen::schedule::ROOT_FUNCTION_MIN_BLOCKS
+            );
+            assert!(source.contains(&bounds), "{bits} bits: {bounds}");
             // The function writes the root where it goes: the kernel does not grow with the
             // width but for the comment that lists its tuple's limbs.
             assert!(

@@ -114,6 +114,31 @@ pub const EXPANDED_MAX_DIVIDEND_BITS: u64 = 131072;
 /// (2.2x with the result written where computed, `place::written_in_place`).
 pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 
+/// True when every one-thread operation of `func` (a program after `scalarize`, lambdas and loop
+/// bodies included) is a square root through the root's device function (`emit/isqrt.rs`), and
+/// there is one. That function keeps its numbers in local memory and waits on its latency, not
+/// on registers: `schedule` leaves room for more resident threads
+/// ([`crate::schedule::ROOT_FUNCTION_MIN_BLOCKS`]). Divisions by divisors wider than
+/// [`MAX_REGISTER_DIVISOR_BITS`], in local memory too, are left out: with that room the wide
+/// shape's division at 4096 bits ran 0.0569 G/s against 0.0695 (H200, bench/RESULTS.md
+/// 2026-11-29, twenty-fourth session), and `a / b` keeps 48 registers either way.
+pub fn roots_in_local_memory_only(func: &Func) -> bool {
+    fn walk(f: &Func, roots: &mut bool) -> bool {
+        f.ids().all(|id| {
+            let op = &f.node(id).op;
+            *roots |= matches!(op, Op::LimbIsqrt(_));
+            (matches!(op, Op::LimbIsqrt(_)) || !op.is_one_thread_op())
+                && op.lambdas().iter().all(|l| walk(l, roots))
+                && match op {
+                    Op::Loop { body, .. } => walk(body, roots),
+                    _ => true,
+                }
+        })
+    }
+    let mut roots = false;
+    walk(func, &mut roots) && roots
+}
+
 /// The widest division a square root may compute whole (at its top level): the rest of a
 /// root's one-thread program (the levels' squares and sums, scalarized over 64-bit limbs) grows
 /// with the square of the width: the root of a 4096-bit value (its top division by 1088 bits)

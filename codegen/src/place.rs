@@ -266,7 +266,7 @@ pub struct Written {
 /// - in a kernel of one thread per instance, one part of a division wider than
 ///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone), the
 ///   map being the result: 1 KB of local memory traffic a 4096-bit quotient (`emit::divide`;
-///   the warp writes the zeros above one-word quotients side by side); a square root there, the
+///   the warp writes one-word quotients, word and zeros, side by side); a square root there, the
 ///   map being the result (`emit::isqrt`: the kernel's copy out of the function's array was as
 ///   long as the number, 488 KB of CUDA at 262144 bits);
 /// - a gcd computed by a group of threads per instance, the map being the result, or an
@@ -840,11 +840,11 @@ mod tests {
             assert_eq!(!s.contains("const u64 p0["), a_in_place, "{case}");
             assert_eq!(!s.contains("const u64 p1["), b_in_place, "{case}");
             assert_eq!(s.contains("written where computed"), written, "{case}");
-            // A remainder alone by its thread; a quotient alone by its thread, the zeros above
-            // a one-word one by the warp.
+            // A remainder alone by its thread; a quotient alone by its thread, or by the warp
+            // where it has one word.
             let by_thread = s.contains("if (live) bf_rem_");
             let by_warp = s.contains("const bool bf_one_word = live && bf_div_")
-                && s.contains("__ballot_sync(0xffffffffu, bf_one_word)");
+                && s.contains("__ballot_sync(0xffffffffu, bf_one_word), bf_q)");
             assert_eq!(by_thread || by_warp, written, "{case}");
             assert_eq!(by_warp, written && which == 0, "{case}");
             let noted = |text: &str| c.placement.notes.iter().any(|n| n.contains(text));

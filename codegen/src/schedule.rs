@@ -416,6 +416,19 @@ pub const WIDE_PRODUCT_LIMBS: usize = 16;
 pub const WIDE_PRODUCT_BLOCK: u32 = 128;
 /// See [`WIDE_PRODUCT_LIMBS`].
 pub const WIDE_PRODUCT_MIN_BLOCKS: u32 = 3;
+
+/// Blocks per SM in the launch bounds of a program of one thread per instance whose one-thread
+/// operations are all square roots through the root's device function
+/// ([`crate::divide::roots_in_local_memory_only`]: roots of values from 8192 bits). That
+/// function is bound by the latency of local memory, and more resident threads hide more of it;
+/// with one block per SM the CUDA compiler spread the rest of the program over 254 registers.
+/// The root of the 2·BITS-bit concatenation of two parameters (`bench bits --ops sqrtwide`,
+/// H200, bench/RESULTS.md 2026-11-29 twenty-fourth session), G roots/s at BITS = 16384 / 32768:
+/// 0.00530 / 0.00121 with 1 or 2 blocks (254 registers), 0.00661 / 0.00175 with 4 (128),
+/// 0.00771 / 0.00213 with 8 (64), 0.00750 / 0.00197 with 16 (32); at 4096 / 8192, 0.0884 /
+/// 0.0262 with 8 against 0.0900 / 0.0262 with 1. A root alone (`a.isqrt()`) keeps 54
+/// registers either way.
+pub const ROOT_FUNCTION_MIN_BLOCKS: u32 = 8;
 /// Blocks per SM where the products have twice [`WIDE_PRODUCT_LIMBS`] limbs or more (255
 /// registers): Poly at 2^11 bits 384 K Gu32ops/s against 179 K with 168 registers (2.5 KB
 /// spilled), H200, bench/RESULTS.md 2026-11-26 sixth session.
@@ -1057,6 +1070,12 @@ pub fn schedule(
             .max()
             .unwrap_or(255);
         (target.regs_per_sm / (block * regs)).max(1)
+    } else if t == 1 && crate::divide::roots_in_local_memory_only(func) {
+        decisions.push(format!(
+            "room for {ROOT_FUNCTION_MIN_BLOCKS} blocks per SM: the program's square roots keep \
+             their numbers in local memory and wait on its latency"
+        ));
+        ROOT_FUNCTION_MIN_BLOCKS
     } else {
         1
     };

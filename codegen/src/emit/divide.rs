@@ -504,7 +504,7 @@ fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String)
 {estimate}// q = a / b, r = a % b of a {n}-bit a by a {m}-bit b, one thread: Knuth's Algorithm D on 64-bit
 // limbs in place on the shifted dividend, in local memory. b = 0 gives q = 2^{n} - 1 and
 // r = a mod 2^{m}.{warp_doc}
-static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u64* b64) {{
+static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u64* b64{qw}) {{
 {short}  u64 d[{ml}];
   int top = -1;
   u64 bt = 0ull;
@@ -544,10 +544,11 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
 {rows}{q_out}{r_out}{end}}}
 "#,
         warp_doc = if warp {
-            format!("\n// True where the quotient has one word: out[0..2] hold it, and the zeros above are left to\n// the warp (bf_warp_zeros_{}).", na / 2)
+            format!("\n// True where the quotient has one word: *qw holds it, and the warp writes it with the zeros\n// above (bf_warp_quotients_{}); otherwise the quotient is in out.", na / 2)
         } else {
             String::new()
         },
+        qw = if warp { ", u32* qw" } else { "" },
         end = if warp { "  return false;\n" } else { "" },
         n = 32 * na,
         m = 32 * mb,
@@ -571,12 +572,16 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
 }
 
 /// Whether a division that writes its quotient alone into the kernel's result (one thread an
-/// instance, consecutive instances in a warp's lanes) leaves the words above a one-word quotient
-/// (its short path, operands of one width) to the warp: each thread writes its first 16 bytes,
-/// and the warp the zeros above them side by side ([`warp_zeros_function`]). Each thread's
-/// quotient lies a whole quotient from its neighbour's, so the thread's own 16-byte stores of
-/// them took a sector of 32 lines each.
-fn warp_zeros(na: usize, mb: usize, parts: Parts) -> bool {
+/// instance, consecutive instances in a warp's lanes) leaves the writing of a one-word quotient
+/// (its short path, operands of one width) to the warp: the warp writes its lanes' quotients,
+/// word and zeros, side by side ([`warp_quotients_function`]). Each thread's quotient lies a
+/// whole quotient from its neighbour's, so the thread's own 16-byte stores of them took a sector
+/// of 32 lines each. Whole sectors matter too: where each thread wrote its word and the warp the
+/// zeros above it, the first 32-byte sector of each quotient was written in two halves at
+/// different times, and `a / b` at 32768 bits ran 0.642 G/s against 0.895 with whole sectors
+/// (H200, the generated kernel timed alone; a pure write of the same bytes 3,994 GB/s,
+/// bench/RESULTS.md 2026-11-29, twenty-fourth session).
+fn warp_quotients(na: usize, mb: usize, parts: Parts) -> bool {
     parts.quotient
         && !parts.remainder
         && mb > MAX_REGISTER_WORDS
@@ -585,20 +590,22 @@ fn warp_zeros(na: usize, mb: usize, parts: Parts) -> bool {
         && (mb / 2).is_multiple_of(2)
 }
 
-/// The zeros of the warp's one-word quotients of `nah` limbs (those whose lane's bit `mask`
-/// sets, from the warp's first instance's quotient at `out`) above their first two limbs, 512
-/// contiguous bytes a store.
-fn warp_zeros_function(nah: usize) -> (String, String) {
-    let name = format!("bf_warp_zeros_{nah}");
+/// The warp's one-word quotients of `nah` limbs (those whose lane's bit `mask` sets, from the
+/// warp's first instance's quotient at `out`; each lane's word `q`), 512 contiguous bytes a
+/// store: every lane takes part in each shuffle.
+fn warp_quotients_function(nah: usize) -> (String, String) {
+    let name = format!("bf_warp_quotients_{nah}");
     let h = nah / 2;
     let text = format!(
-        r#"// Limbs 2..{nah} of the one-word quotients of the warp's lanes set in mask, zero: the warp's 16-byte
-// stores side by side.
-static __device__ __forceinline__ void {name}(u64* out, const u32 lane, const u32 mask) {{
+        r#"// The one-word quotients of the warp's lanes set in mask (lane k's word q at limb 0 of quotient k,
+// zeros above): the warp's 16-byte stores side by side, whole sectors.
+static __device__ __forceinline__ void {name}(u64* out, const u32 lane, const u32 mask, const u32 q) {{
   ulonglong2* q2 = reinterpret_cast<ulonglong2*>(out);
   #pragma unroll 4
   for (u32 x = lane; x < {total}u; x += 32u) {{
-    if (x % {h}u != 0u && ((mask >> (x / {h}u)) & 1u) != 0u) q2[x] = make_ulonglong2(0ull, 0ull);
+    const u32 k = x / {h}u;
+    const u32 qk = __shfl_sync(0xffffffffu, q, k, 32);
+    if (((mask >> k) & 1u) != 0u) q2[x] = make_ulonglong2(x % {h}u == 0u ? (u64)qk : 0ull, 0ull);
   }}
 }}
 "#,
@@ -654,8 +661,8 @@ const BURST_WORDS: usize = 16;
 /// operands are read in 16-byte loads (their arrays are 16-byte aligned: parameters in global
 /// memory, [`Emitter::device_call`]'s copies), half the loads of a division bound by its memory
 /// accesses, in bursts of up to [`BURST_WORDS`] limbs of each. With `warp` (the function that
-/// leaves the zeros above a one-word quotient to the warp, [`warp_zeros`]) it writes only `(q, 0)`
-/// and returns true.
+/// leaves the writing of a one-word quotient to the warp, [`warp_quotients`]) it writes nothing,
+/// sets `*qw` to the word and returns true.
 fn short_quotient(
     na: usize,
     mb: usize,
@@ -683,8 +690,7 @@ fn short_quotient(
     // global memory, the kernel's results, [`Emitter::device_call`]'s arrays).
     let vectors = vectors && nah % 2 == 0 && mbh % 2 == 0;
     let q_out = if warp {
-        "      reinterpret_cast<ulonglong2*>(out)[0] = make_ulonglong2((u64)qh, 0ull);\n"
-            .to_string()
+        "      *qw = qh;\n".to_string()
     } else if vectors {
         format!(
             r#"      ulonglong2* q2 = reinterpret_cast<ulonglong2*>(out);
@@ -900,7 +906,7 @@ impl Emitter<'_> {
     /// that computes the `parts` read (the others read as zero: nothing reads them). With `into`
     /// (a buffer and its words per instance: the kernel's result), the function writes its one
     /// part there (a live thread only), and nothing reads the limbs returned; a quotient of one
-    /// word leaves the zeros above it to the warp ([`warp_zeros`]).
+    /// word is written by the warp ([`warp_quotients`]).
     pub(super) fn div_rem_call(
         &mut self,
         a: &[String],
@@ -920,15 +926,16 @@ impl Emitter<'_> {
                     em.device_function(&f, |em| em.src.out.push_str(&text));
                     f
                 };
-                if warp_zeros(na, mb, parts) {
+                if warp_quotients(na, mb, parts) {
                     assert_eq!(units as usize, na / 2, "the result is the quotient");
                     let name = write(self, in_memory(na, mb, parts, true));
-                    let fill = write(self, warp_zeros_function(na / 2));
+                    let fill = write(self, warp_quotients_function(na / 2));
+                    self.line("u32 bf_q = 0u;");
                     self.line(format!(
-                        "const bool bf_one_word = live && {name}({at}, {args});"
+                        "const bool bf_one_word = live && {name}({at}, {args}, &bf_q);"
                     ));
                     self.line(format!(
-                        "{fill}({buffer} + (inst - lane) * {units}ull, lane, __ballot_sync(0xffffffffu, bf_one_word));"
+                        "{fill}({buffer} + (inst - lane) * {units}ull, lane, __ballot_sync(0xffffffffu, bf_one_word), bf_q);"
                     ));
                 } else {
                     let functions = div_rem_functions(na, mb, parts);
@@ -985,9 +992,9 @@ mod tests {
         check_form(na, mb, parts, false, cases)
     }
 
-    /// With `warp`, the form that leaves the zeros above a one-word quotient to the warp
-    /// ([`warp_zeros`]): the harness writes them where the function says so. The result's words
-    /// start as all ones, so that a word neither writes shows.
+    /// With `warp`, the form that leaves the writing of a one-word quotient to the warp
+    /// ([`warp_quotients`]): the harness writes it where the function says so. The result's
+    /// words start as all ones, so that a word neither writes shows.
     fn check_form(na: usize, mb: usize, parts: Parts, warp: bool, cases: &[(BigUint, BigUint)]) {
         let mut src = String::from(host::PRELUDE);
         let functions = if warp {
@@ -1001,7 +1008,7 @@ mod tests {
         }
         let (ha, hb) = (na / 2, mb / 2);
         let call = if warp {
-            format!("if ({name}(r, a, b)) for (int j = 2; j < {ha}; ++j) r[j] = 0ull;")
+            format!("u32 q = 0u;\n    if ({name}(r, a, b, &q)) for (int j = 0; j < {ha}; ++j) r[j] = j == 0 ? (u64)q : 0ull;")
         } else {
             format!("{name}(r, a, b);")
         };
@@ -1147,9 +1154,9 @@ mod tests {
             check_parts(na, mb, quotient, &cases);
             check_parts(na, mb, remainder, &cases);
         }
-        // The quotient written where it lies, the zeros above a one-word one left to the warp.
+        // The quotient written where it lies, a one-word one left to the warp.
         for (na, mb) in [(132, 132), (128, 128), (68, 132)] {
-            assert!(warp_zeros(na, mb, quotient));
+            assert!(warp_quotients(na, mb, quotient));
             check_form(
                 na,
                 mb,
@@ -1158,47 +1165,34 @@ mod tests {
                 &cases(na, mb, 300, (na * 11 + mb) as u64),
             );
         }
-        assert!(!warp_zeros(256, 128, quotient) && !warp_zeros(128, 128, Parts::BOTH));
+        assert!(!warp_quotients(256, 128, quotient) && !warp_quotients(128, 128, Parts::BOTH));
     }
 
-    /// The quotient alone as the kernel calls it for a warp: each lane's function, which writes
-    /// `(q, 0)` and returns true where the quotient has one word (its sign read from the top
-    /// limbs down), then the warp's zeros above those (`warp_zeros_function`): a warp of 32 host
-    /// threads (the ballot a barrier), every case's quotient against num-bigint. The cases mix
-    /// one-word quotients, longer ones, division by zero, operands equal to `qh b` in their top
-    /// limbs, and lanes past the batch's end in one warp; results start as all ones.
+    /// The quotient alone as the kernel calls it for a warp: each lane's function, which returns
+    /// true and its word where the quotient has one word (its sign read from the top limbs down),
+    /// then the warp's writing of those (`warp_quotients_function`, its shuffles and the ballot
+    /// between host threads): a warp of 32 host threads, every case's quotient against
+    /// num-bigint. The cases mix one-word quotients, longer ones, division by zero, operands
+    /// equal to `qh b` in their top limbs, and lanes past the batch's end in one warp; results
+    /// start as all ones. Widths 68 and 132 words: quotients of 17 and 33 16-byte words, so a
+    /// store covers parts of several quotients.
     #[test]
     fn warps_of_one_word_quotients_equal_num_bigint_on_the_host() {
         let quotient = Parts {
             quotient: true,
             remainder: false,
         };
-        for n in [128, 256] {
-            assert!(warp_zeros(n, n, quotient));
+        for n in [68, 128, 132, 256] {
+            assert!(warp_quotients(n, n, quotient));
             let h = n / 2;
             let mut src = String::from(host::PRELUDE);
-            src.push_str(
-                r#"#include <thread>
-#include <barrier>
-#include <vector>
-static std::barrier<>* bf_bar;
-static u32 bf_x[32];
-"#,
-            );
-            for (_, text) in [in_memory(n, n, quotient, true), warp_zeros_function(h)] {
+            src.push_str(&host::group_prelude(32));
+            for (_, text) in [in_memory(n, n, quotient, true), warp_quotients_function(h)] {
                 src.push_str(&text);
             }
             let _ = write!(
                 src,
-                r#"static u32 ballot(u32 lane, bool p) {{
-  bf_x[lane] = p ? 1u : 0u;
-  bf_bar->arrive_and_wait();
-  u32 r = 0u;
-  for (int i = 0; i < 32; ++i) r |= bf_x[i] << i;
-  bf_bar->arrive_and_wait();
-  return r;
-}}
-int main() {{
+                r#"int main() {{
   __align__(16) static u64 a[32 * {h}], b[32 * {h}], out[32 * {h}];
   std::barrier<> bar(32);
   bf_bar = &bar;
@@ -1214,10 +1208,12 @@ int main() {{
     std::vector<std::thread> warp;
     for (u32 lane = 0; lane < 32; ++lane)
       warp.emplace_back([&, lane] {{
+        bf_lane = (int)lane;
         const bool alive = (int)lane < live;
         const u64 inst = alive ? lane : 0u;
-        const bool one_word = alive && {name}(out + inst * {h}, a + inst * {h}, b + inst * {h});
-        bf_warp_zeros_{h}(out, lane, ballot(lane, one_word));
+        u32 q = 0u;
+        const bool one_word = alive && {name}(out + inst * {h}, a + inst * {h}, b + inst * {h}, &q);
+        bf_warp_quotients_{h}(out, lane, __ballot_sync(0xffffffffu, one_word), q);
       }});
     for (auto& t : warp) t.join();
     for (int k = 0; k < live; ++k) {{
