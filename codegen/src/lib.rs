@@ -1,7 +1,7 @@
 //! bigfuse-codegen: the compiler passes, each a pure function of its input IR and a [`Target`].
 //!
 //! ```text
-//! specialize -> unroll (loops.rs) -> divide -> per_thread -> scalarize -> lower_zp -> lower -> dead_code
+//! specialize -> unroll (loops.rs) -> fold -> divide -> per_thread -> scalarize -> lower_zp -> lower -> dead_code
 //!            -> unzip -> recognise -> merge_maps -> isel -> schedule -> place -> emit
 //! ```
 //! [`passes::PASSES`] lists them with their files; [`compile`] runs them in that order and records
@@ -15,6 +15,7 @@ pub mod chunk;
 pub mod divide;
 pub mod emit;
 pub mod error;
+pub mod fold;
 pub mod fuse;
 pub mod gcd;
 pub mod group;

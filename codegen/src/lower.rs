@@ -149,7 +149,9 @@ pub(crate) fn lower_passes(
     }
     let unrolled = crate::loops::unroll(func, per_thread)?;
     record("unroll", &unrolled);
-    let montgomery = crate::residue::residues(&unrolled)?;
+    let folded = crate::fold::fold(&unrolled)?;
+    record("fold", &folded);
+    let montgomery = crate::residue::residues(&folded)?;
     record("residues", &montgomery);
     let divided = crate::divide::divide(&montgomery, per_thread, divide_whole_bits)?;
     record("divide", &divided);

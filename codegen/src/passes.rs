@@ -26,6 +26,11 @@ pub const PASSES: &[Pass] = &[
         what: "loops become their rounds, the round's index a constant; long loops of one-thread programs stay loops",
     },
     Pass {
+        name: "fold",
+        file: "codegen/src/fold.rs",
+        what: "operations on constants with scalar results become constants (the width as a value, shift amounts)",
+    },
+    Pass {
         name: "residues",
         file: "codegen/src/residue.rs",
         what: "arithmetic modulo a big odd integer becomes Montgomery products, chains kept in Montgomery form",
