@@ -123,20 +123,8 @@ pub const MAX_REGISTER_DIVISOR_BITS: u64 = 2048;
 /// shape's division at 4096 bits ran 0.0569 G/s against 0.0695 (H200, bench/RESULTS.md
 /// 2026-11-29, twenty-fourth session), and `a / b` keeps 48 registers either way.
 pub fn roots_in_local_memory_only(func: &Func) -> bool {
-    fn walk(f: &Func, roots: &mut bool) -> bool {
-        f.ids().all(|id| {
-            let op = &f.node(id).op;
-            *roots |= matches!(op, Op::LimbIsqrt(_));
-            (matches!(op, Op::LimbIsqrt(_)) || !op.is_one_thread_op())
-                && op.lambdas().iter().all(|l| walk(l, roots))
-                && match op {
-                    Op::Loop { body, .. } => walk(body, roots),
-                    _ => true,
-                }
-        })
-    }
-    let mut roots = false;
-    walk(func, &mut roots) && roots
+    let root = |op: &Op| matches!(op, Op::LimbIsqrt(_));
+    func.any_op(&root) && !func.any_op(&|op| op.is_one_thread_op() && !root(op))
 }
 
 /// The widest division a square root may compute whole (at its top level): the rest of a

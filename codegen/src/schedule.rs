@@ -416,6 +416,10 @@ pub const WIDE_PRODUCT_LIMBS: usize = 16;
 pub const WIDE_PRODUCT_BLOCK: u32 = 128;
 /// See [`WIDE_PRODUCT_LIMBS`].
 pub const WIDE_PRODUCT_MIN_BLOCKS: u32 = 3;
+/// Blocks per SM where the products have twice [`WIDE_PRODUCT_LIMBS`] limbs or more (255
+/// registers): Poly at 2^11 bits 384 K Gu32ops/s against 179 K with 168 registers (2.5 KB
+/// spilled), H200, bench/RESULTS.md 2026-11-26 sixth session.
+pub const WIDER_PRODUCT_MIN_BLOCKS: u32 = 2;
 
 /// Blocks per SM in the launch bounds of a program of one thread per instance whose one-thread
 /// operations are all square roots through the root's device function
@@ -429,10 +433,6 @@ pub const WIDE_PRODUCT_MIN_BLOCKS: u32 = 3;
 /// 0.0262 with 8 against 0.0900 / 0.0262 with 1. A root alone (`a.isqrt()`) keeps 54
 /// registers either way.
 pub const ROOT_FUNCTION_MIN_BLOCKS: u32 = 8;
-/// Blocks per SM where the products have twice [`WIDE_PRODUCT_LIMBS`] limbs or more (255
-/// registers): Poly at 2^11 bits 384 K Gu32ops/s against 179 K with 168 registers (2.5 KB
-/// spilled), H200, bench/RESULTS.md 2026-11-26 sixth session.
-pub const WIDER_PRODUCT_MIN_BLOCKS: u32 = 2;
 
 /// Threads per block of a program with a classical product: half the shared staging per block
 /// and the same threads per SM. Measured on an H100 (bench/RESULTS.md, 2026-11-25, same run):
@@ -1071,10 +1071,12 @@ pub fn schedule(
             .unwrap_or(255);
         (target.regs_per_sm / (block * regs)).max(1)
     } else if t == 1 && crate::divide::roots_in_local_memory_only(func) {
-        decisions.push(format!(
-            "room for {ROOT_FUNCTION_MIN_BLOCKS} blocks per SM: the program's square roots keep \
-             their numbers in local memory and wait on its latency"
-        ));
+        if hints.min_blocks.is_none() {
+            decisions.push(format!(
+                "room for {ROOT_FUNCTION_MIN_BLOCKS} blocks per SM: the program's square roots \
+                 keep their numbers in local memory and wait on its latency"
+            ));
+        }
         ROOT_FUNCTION_MIN_BLOCKS
     } else {
         1
