@@ -10,28 +10,31 @@
 //! are left alone: a big constant is written into the kernel limb by limb, where the operation
 //! that makes it (a mask, a shift of one) is computed in a few instructions.
 //!
-//! Top-level nodes only (lambdas and loop bodies are copied as they are); the nodes it leaves
-//! unread go in `dead_code`.
+//! It folds lambdas (a map's, a scan's or reduce's operator) and loop bodies the same way; the
+//! nodes it leaves unread go in `dead_code`.
 
 use crate::error::{CgResult, CodegenError};
 use bigfuse_core::rewrite::{rewrite, same_output, Rewritten};
 use bigfuse_core::{eval, Builder, Func, Literal, Op, Type, Value, ValueId};
 
-/// `func` (concrete) with every foldable node replaced by its constant.
+/// `func` (concrete) with every foldable node replaced by its constant, in its lambdas and loop
+/// bodies too.
 pub fn fold(func: &Func) -> CgResult<Func> {
     rewrite(
         func,
         Builder::like(func),
         Type::clone,
         |b, mapped, _, node| {
+            if let Some(op) = with_folded_bodies(&node.op)? {
+                return Ok(Rewritten::Value(b.copy(&op, &node.ty, |v| mapped.get(v))?));
+            }
             let constant = |v: ValueId| match &b.func().node(mapped.get(v)).op {
                 Op::Const(l) => Some(l.clone()),
                 _ => None,
             };
             let args = node.op.args();
             let foldable = matches!(node.ty, Type::Bool | Type::U32 | Type::U64)
-                && !matches!(node.op, Op::Param(_) | Op::Const(_) | Op::Loop { .. })
-                && node.op.lambdas().is_empty()
+                && !matches!(node.op, Op::Param(_) | Op::Const(_))
                 && !args.is_empty();
             let literals: Option<Vec<(ValueId, Literal)>> = if foldable {
                 args.iter().map(|&a| constant(a).map(|l| (a, l))).collect()
@@ -47,6 +50,19 @@ pub fn fold(func: &Func) -> CgResult<Func> {
         },
         same_output,
     )
+}
+
+/// `op` with its lambdas or loop body folded, where it has any.
+fn with_folded_bodies(op: &Op) -> CgResult<Option<Op>> {
+    let mut op = op.clone();
+    match &mut op {
+        Op::Map { f: body, .. }
+        | Op::Scan { op: body, .. }
+        | Op::Reduce { op: body, .. }
+        | Op::Loop { body, .. } => **body = fold(body)?,
+        _ => return Ok(None),
+    }
+    Ok(Some(op))
 }
 
 /// The value of `op` (result type `ty`, a scalar) on its operands' constants `args` (each
@@ -124,6 +140,46 @@ mod tests {
             let args = [Value::Big(v.into()), Value::U32(k)];
             assert_eq!(eval(&f, &args).unwrap(), eval(&g, &args).unwrap());
         }
+    }
+
+    /// Inside a map's lambda the same: the shift's amount becomes a constant.
+    #[test]
+    fn lambdas_fold_too() {
+        let mut l = Builder::lambda();
+        let x = l.param("x", big(256));
+        let zero = l.constant(Literal::Big(vec![], Size::lit(256)));
+        let width = l.count(UnOp::LeadingZeros, zero).unwrap();
+        let three = l.u32(3);
+        let k = l.sub(width, three).unwrap();
+        let y = l.shr(x, k).unwrap();
+        let f = l.finish(&[y]).unwrap();
+        let mut b = Builder::new("f", &[]);
+        let xs = b.param("xs", Type::array(big(256), Size::lit(3)));
+        let ys = b.map(f, &[xs]).unwrap();
+        let prog = b.finish(&[ys]).unwrap();
+        let g = fold(&prog).unwrap();
+        let Op::Map { f: body, .. } = &g.node(g.outputs[0]).op else {
+            panic!("{}", bigfuse_core::print(&g))
+        };
+        let Op::BigShift(_, _, amount) = body.node(body.outputs[0]).op else {
+            panic!("{}", bigfuse_core::print(&g))
+        };
+        assert_eq!(body.node(amount).op, Op::Const(Literal::U32(253)));
+        let top = Value::Big(num_bigint::BigUint::from(7u8) << 253);
+        let args = [Value::Array(vec![
+            top,
+            Value::Big(1u8.into()),
+            Value::Big(0u8.into()),
+        ])];
+        assert_eq!(eval(&prog, &args).unwrap(), eval(&g, &args).unwrap());
+        assert_eq!(
+            eval(&g, &args).unwrap()[0],
+            Value::Array(vec![
+                Value::Big(7u8.into()),
+                Value::Big(0u8.into()),
+                Value::Big(0u8.into())
+            ])
+        );
     }
 
     /// Division by a constant zero is what the IR defines; folding keeps the evaluator's value.
