@@ -54,15 +54,7 @@ pub fn fold(func: &Func) -> CgResult<Func> {
 
 /// `op` with its lambdas or loop body folded, where it has any.
 fn with_folded_bodies(op: &Op) -> CgResult<Option<Op>> {
-    let mut op = op.clone();
-    match &mut op {
-        Op::Map { f: body, .. }
-        | Op::Scan { op: body, .. }
-        | Op::Reduce { op: body, .. }
-        | Op::Loop { body, .. } => **body = fold(body)?,
-        _ => return Ok(None),
-    }
-    Ok(Some(op))
+    crate::fuse::with_bodies(op, fold)
 }
 
 /// The value of `op` (result type `ty`, a scalar) on its operands' constants `args` (each

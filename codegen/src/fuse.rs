@@ -80,7 +80,23 @@ pub fn fuse_recorded(func: &Func, stages: &mut Stages) -> CgResult<Fused> {
     })
 }
 
-/// Drops nodes that no output depends on (parameters always stay: they are the signature).
+/// `op` with `pass` applied to the lambda or loop body it carries, where it carries one.
+pub(crate) fn with_bodies(op: &Op, pass: fn(&Func) -> CgResult<Func>) -> CgResult<Option<Op>> {
+    let mut op = op.clone();
+    let bodies = op.bodies_mut();
+    if bodies.is_empty() {
+        return Ok(None);
+    }
+    for body in bodies {
+        *body = pass(body)?;
+    }
+    Ok(Some(op))
+}
+
+/// Drops nodes that no output depends on (parameters always stay: they are the signature), in
+/// lambdas and loop bodies too: scalarize leaves there the limbs no one reads (a root's above a
+/// cast narrower), which would otherwise hide that a value has one reader
+/// (`crate::place::written_in_place`).
 pub fn dead_code(func: &Func) -> CgResult<Func> {
     let mut live = vec![false; func.nodes.len()];
     for o in &func.outputs {
@@ -100,11 +116,22 @@ pub fn dead_code(func: &Func) -> CgResult<Func> {
         func,
         Builder::like(func),
         Type::clone,
-        |_, _, id, _| {
-            Ok::<_, CodegenError>(if live[id.index()] {
-                Rewritten::Copy
-            } else {
-                Rewritten::Drop
+        |b, mapped, id, node| {
+            if !live[id.index()] {
+                return Ok::<_, CodegenError>(Rewritten::Drop);
+            }
+            // A built-in lambda is known by its exact text (isel selects carry chains by it).
+            if node
+                .op
+                .lambdas()
+                .into_iter()
+                .any(|l| Intrinsic::of(l).is_some())
+            {
+                return Ok(Rewritten::Copy);
+            }
+            Ok(match with_bodies(&node.op, dead_code)? {
+                Some(op) => Rewritten::Value(b.copy(&op, &node.ty, |v| mapped.get(v))?),
+                None => Rewritten::Copy,
             })
         },
         same_output,

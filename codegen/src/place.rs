@@ -207,7 +207,10 @@ fn parkable_args(func: &Func, sched: &Schedule, args: &[ValueId]) -> Vec<bool> {
 ///   per instance (`emit::divide`): a thread holds a 4096-bit operand in 128 of its 255
 ///   registers, so the kernel of `a / b` spilled both operands to local memory, then copied them
 ///   into the function's arrays there (4,144 bytes of local memory a thread); and square roots
-///   there (`emit::isqrt`), whose function copies the value into its own array anyway;
+///   there (`emit::isqrt`), whose function copies the value into its own array anyway. There
+///   the parameter may also be part of the operand, its words gathered with others (`(a << BITS)
+///   | b`, the wide root's operand: a loop copies each run of words into the function's array;
+///   held in registers, the 2,048 words at 65536 bits took NVRTC 143 s);
 /// - gcds and inverses computed by a group of threads per instance (`emit::gcd_group`): each
 ///   thread reads its own words, where the group's first thread held the whole number (in local
 ///   memory: 8 KB of each operand at 65536 bits) and passed the others theirs by shuffles, and
@@ -242,7 +245,7 @@ pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
                 .iter()
                 .enumerate()
                 .filter(|(_, &a)| a == id)
-                .all(|(i, _)| only_operand_of(f, i as u32, by)),
+                .all(|(i, _)| only_operand_of(f, i as u32, by, divided)),
             _ => false,
         })
 }
@@ -267,8 +270,9 @@ pub struct Written {
 ///   [`crate::divide::MAX_REGISTER_DIVISOR_BITS`] (a quotient alone, or a remainder alone), the
 ///   map being the result: 1 KB of local memory traffic a 4096-bit quotient (`emit::divide`;
 ///   the warp writes one-word quotients, word and zeros, side by side); a square root there, the
-///   map being the result (`emit::isqrt`: the kernel's copy out of the function's array was as
-///   long as the number, 488 KB of CUDA at 262144 bits);
+///   map being the result, or its low words the result (the root of a `2 BITS`-bit number cast
+///   back to `BITS`; the function writes as many) (`emit::isqrt`: the kernel's copy out of the
+///   function's array was as long as the number, 488 KB of CUDA at 262144 bits);
 /// - a gcd computed by a group of threads per instance, the map being the result, or an
 ///   inverse's number, a field of the map's tuples that a map of its own takes out as the
 ///   result: each thread writes its own words (`emit::gcd_group`), where the group's first
@@ -284,7 +288,16 @@ pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<Wr
     if !shaped {
         return None;
     }
+    let wide =
+        |a: ValueId| 64 * f.ty(a).leaf_count() as u64 > crate::divide::MAX_REGISTER_DIVISOR_BITS;
     let written = |node: ValueId| -> Option<ValueId> {
+        if let Some(d) = root_cast_narrower(f, node) {
+            let Op::LimbIsqrt(a) = f.node(d).op else {
+                unreachable!("root_cast_narrower finds roots")
+            };
+            return (sched.threads_per_instance == 1 && users(f, node).is_empty() && wide(a))
+                .then_some(d);
+        }
         match f.node(node).op {
             Op::Extract(d, part) if sched.threads_per_instance == 1 => {
                 let Op::LimbDivRem(_, b) = f.node(d).op else {
@@ -301,10 +314,7 @@ pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<Wr
             }
             Op::LimbGcd(..) if grouped && users(f, node).is_empty() => Some(node),
             Op::LimbIsqrt(a)
-                if sched.threads_per_instance == 1
-                    && users(f, node).is_empty()
-                    && 64 * f.ty(a).leaf_count() as u64
-                        > crate::divide::MAX_REGISTER_DIVISOR_BITS =>
+                if sched.threads_per_instance == 1 && users(f, node).is_empty() && wide(a) =>
             {
                 Some(node)
             }
@@ -354,6 +364,24 @@ pub fn written_in_place(func: &Func, sched: &Schedule, id: ValueId) -> Option<Wr
     })
 }
 
+/// Where `node` is a root's low words in order, each taken once and the root read by nothing
+/// else (the wide root `(a:b).isqrt()` cast back to `BITS`): the root, whose function writes
+/// those words alone.
+fn root_cast_narrower(f: &Func, node: ValueId) -> Option<ValueId> {
+    let Op::Tuple(fields) = &f.node(node).op else {
+        return None;
+    };
+    let Op::Extract(d, 0) = f.node(*fields.first()?).op else {
+        return None;
+    };
+    let low = fields
+        .iter()
+        .enumerate()
+        .all(|(j, &x)| f.node(x).op == Op::Extract(d, j as u32) && users(f, x) == [node]);
+    (matches!(f.node(d).op, Op::LimbIsqrt(_)) && low && users(f, d).len() == fields.len())
+        .then_some(d)
+}
+
 /// Whether map `id` only takes out a field of its argument's tuples that the argument's map
 /// writes where the kernel's result goes ([`written_in_place`]): then it computes nothing.
 pub fn extracted_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
@@ -399,16 +427,27 @@ fn taken_field(func: &Func, id: ValueId) -> Option<usize> {
     }
 }
 
-/// Whether body `f`'s parameter `i` is used, and only as an operand of operations `by` accepts.
-fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool) -> bool {
+/// Whether body `f`'s parameter `i` is used, and only as an operand of operations `by` accepts:
+/// whole, or, where `gathered`, as words gathered into one (tuples of its words, as scalarize
+/// writes `(a << BITS) | b`: `b`'s words, then `a`'s), which the operand's array reads where
+/// they lie (`emit::scalar`'s `operand_arrays`).
+fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool, gathered: bool) -> bool {
     let Some(p) = f.ids().find(|&x| f.node(x).op == Op::Param(i)) else {
         return false;
     };
-    let mut users = f
-        .ids()
-        .filter(|&u| f.node(u).op.args().contains(&p))
-        .peekable();
-    !f.outputs.contains(&p) && users.peek().is_some() && users.all(|u| by(&f.node(u).op))
+    // Used, by none of the body's results, and each use accepted.
+    let only = |x: ValueId, ok: &dyn Fn(ValueId) -> bool| {
+        let used = users(f, x);
+        !f.outputs.contains(&x) && !used.is_empty() && used.into_iter().all(ok)
+    };
+    let operand = |u: ValueId| by(&f.node(u).op);
+    let gathered_into = |t: ValueId| matches!(f.node(t).op, Op::Tuple(_)) && only(t, &operand);
+    only(p, &|u| {
+        operand(u)
+            || (gathered
+                && matches!(f.node(u).op, Op::Extract(x, _) if x == p)
+                && only(u, &gathered_into))
+    })
 }
 
 /// Where the warps' transposition buffers lie: one per warp of the block, each of `32 * vectors`

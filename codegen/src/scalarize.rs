@@ -176,7 +176,7 @@ fn lambda(f: &Func) -> CgResult<Func> {
                     let out = xs
                         .iter()
                         .zip(&ys)
-                        .map(|(p, q)| b.binary(*op, *p, *q))
+                        .map(|(p, q)| bitwise_word(b, *op, *p, *q))
                         .collect::<IrResult<Vec<_>>>()?;
                     b.tuple(&out)?
                 }
@@ -241,6 +241,21 @@ fn lambda(f: &Func) -> CgResult<Func> {
     )
 }
 
+/// One word of a bitwise operation of big integers. A word that is a constant zero (the limbs
+/// a cast or a constant shift puts below or above a number) decides it without an operation:
+/// `(a << BITS) | b` is then the words of `b` and `a` themselves, which a device function's
+/// operand can read where they lie (`crate::place::read_in_place`).
+fn bitwise_word(b: &mut Builder, op: BinOp, x: ValueId, y: ValueId) -> IrResult<ValueId> {
+    let zero = |v: ValueId| b.func().node(v).op == Op::Const(Literal::U64(0));
+    match (op, zero(x), zero(y)) {
+        (BinOp::Or | BinOp::Xor, true, _) => Ok(y),
+        (BinOp::Or | BinOp::Xor, _, true) => Ok(x),
+        (BinOp::And, true, _) => Ok(x),
+        (BinOp::And, _, true) => Ok(y),
+        _ => b.binary(op, x, y),
+    }
+}
+
 /// A sum whose one operand is a product that one thread computes whole as `limb.mul_words` (not
 /// a square: the square's doubling would count an addend twice), and that sum is the product's
 /// only use: it becomes one `limb.mul_add_words`.
@@ -300,7 +315,14 @@ fn known(f: &Func, v: ValueId) -> Vec<Option<u64>> {
     }
 }
 
+/// The `n` limbs of `t`: a tuple's own fields where scalarize built it (a cast's or a constant
+/// shift's limbs, zeros among them, which [`bitwise_word`] then sees), extracts otherwise.
 fn limbs(b: &mut Builder, t: ValueId, n: usize) -> CgResult<Vec<ValueId>> {
+    if let Op::Tuple(fields) = &b.func().node(t).op {
+        if fields.len() == n {
+            return Ok(fields.clone());
+        }
+    }
     (0..n as u32).map(|k| Ok(b.extract(t, k)?)).collect()
 }
 

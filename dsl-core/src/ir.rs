@@ -647,6 +647,18 @@ impl Op {
             _ => vec![],
         }
     }
+
+    /// The programs this operation carries, to rewrite in place: its lambda (a map's, a scan's
+    /// or a reduce's operator) or its loop body.
+    pub fn bodies_mut(&mut self) -> Vec<&mut Func> {
+        match self {
+            Op::Map { f: body, .. }
+            | Op::Scan { op: body, .. }
+            | Op::Reduce { op: body, .. }
+            | Op::Loop { body, .. } => vec![&mut **body],
+            _ => vec![],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

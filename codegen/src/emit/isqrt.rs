@@ -36,8 +36,10 @@ fn isqrt_name(limbs: usize) -> String {
     format!("bf_isqrt_{}", 64 * limbs)
 }
 
-/// The root function of a value of `limbs` u64 limbs: `bf_isqrt_<bits>(u64* out, const u64* a)`
-/// writes `floor(sqrt(a))` as `limbs` limbs (zeros above the root's).
+/// The root function of a value of `limbs` u64 limbs: `bf_isqrt_<bits>(u64* out, const u64* a,
+/// int n)` writes the low `n` limbs of `floor(sqrt(a))` (zeros above the root's): `n` is
+/// `limbs`, or fewer where the kernel's result is the root cast narrower (the wide root of two
+/// `BITS`-bit numbers, written where it goes).
 pub(crate) fn isqrt_function(limbs: usize) -> (String, String) {
     let name = isqrt_name(limbs);
     let bits = 64 * limbs as u64;
@@ -48,7 +50,7 @@ pub(crate) fn isqrt_function(limbs: usize) -> (String, String) {
 {estimate}// s = floor(sqrt(a)) of a {bits}-bit a, one thread: Zimmermann's Karatsuba square root bottom-up
 // on 64-bit limbs in local memory (a zero-extended to {nbits} bits and normalized), one level per
 // doubling of the root's width, each a division by the root so far and a square.
-static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
+static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const int n) {{
   u64 x[{l}];
   int top = -1;
   #pragma unroll 1
@@ -58,7 +60,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
   }}
   if (top < 0) {{
     #pragma unroll 1
-    for (int j = 0; j < {limbs}; ++j) out[j] = 0ull;
+    for (int j = 0; j < n; ++j) out[j] = 0ull;
     return;
   }}
   // x <<= 2t, the even shift that sets one of its top two bits; the root is shifted back by t.
@@ -213,7 +215,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64) {{
   // The root of x shifted back by t: limbs j + ts of s, t % 64 bits down.
   const int ts = t / 64, tb = t % 64;
   #pragma unroll 1
-  for (int j = 0; j < {limbs}; ++j) {{
+  for (int j = 0; j < n; ++j) {{
     const int i = j + ts;
     const u64 lo = i < {lh1} ? s[i] : 0ull;
     const u64 hi = i + 1 < {lh1} ? s[i + 1] : 0ull;
@@ -273,13 +275,14 @@ impl Emitter<'_> {
         let limbs = a.len();
         let (name, text) = isqrt_function(limbs);
         let Some((buffer, units)) = into else {
-            return self.device_call(vec![(name.clone(), text)], &name, limbs, &[a], &[], false);
+            let n = limbs.to_string();
+            return self.device_call(vec![(name.clone(), text)], &name, limbs, &[a], &[&n], false);
         };
         self.device_function(&name, |em| em.src.out.push_str(&text));
         self.open("{");
         let arrays = self.operand_arrays(&[a]);
         self.line(format!(
-            "if (live) {name}({buffer} + inst * {units}ull, {});",
+            "if (live) {name}({buffer} + inst * {units}ull, {}, {units});",
             arrays[0]
         ));
         self.close("}");
@@ -295,9 +298,12 @@ mod tests {
     use std::fmt::Write;
 
     /// Runs the root function of `limbs` limbs on the host over `values` and checks every root
-    /// against num-bigint.
+    /// against num-bigint: whole, and its low `(limbs + 1) / 2` limbs (a root's whole length)
+    /// and low limb alone, as a kernel whose result is the root cast narrower has them written,
+    /// with nothing written above them.
     fn check(limbs: usize, values: &[BigUint]) {
         let (name, text) = isqrt_function(limbs);
+        let half = limbs.div_ceil(2);
         let mut src = String::from(host::PRELUDE);
         src.push_str(&text);
         let _ = write!(
@@ -306,10 +312,12 @@ mod tests {
   __align__(16) u64 a[{limbs}], r[{limbs}];
   for (;;) {{
     for (int j = 0; j < {limbs}; ++j) if (scanf("%llu", &a[j]) != 1) return 0;
-    for (int j = 0; j < {limbs}; ++j) r[j] = ~0ull;
-    {name}(r, a);
-    for (int j = 0; j < {limbs}; ++j) printf("%llu ", r[j]);
-    printf("\n");
+    for (int n = {limbs}; n > 0; n = n == 1 ? 0 : n == {half} ? 1 : {half}) {{
+      for (int j = 0; j < {limbs}; ++j) r[j] = ~0ull;
+      {name}(r, a, n);
+      for (int j = 0; j < {limbs}; ++j) printf("%llu ", r[j]);
+      printf("\n");
+    }}
   }}
 }}
 "#
@@ -319,10 +327,25 @@ mod tests {
             .map(|v| host::limbs(v, limbs) + "\n")
             .collect();
         let out = host::run(&format!("{name}-{limbs}"), &src, &input);
+        let lengths: Vec<usize> = if limbs == 1 {
+            vec![1]
+        } else if half == limbs || half == 1 {
+            vec![limbs, 1]
+        } else {
+            vec![limbs, half, 1]
+        };
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), values.len());
-        for (x, line) in values.iter().zip(lines) {
-            assert_eq!(host::number(line), x.sqrt(), "{name}: isqrt({x:#x})");
+        assert_eq!(lines.len(), values.len() * lengths.len());
+        for (x, rows) in values.iter().zip(lines.chunks(lengths.len())) {
+            for (&n, line) in lengths.iter().zip(rows) {
+                let low = x.sqrt() % (BigUint::from(1u8) << (64 * n));
+                let untouched = ((BigUint::from(1u8) << (64 * (limbs - n))) - 1u8) << (64 * n);
+                assert_eq!(
+                    host::number(line),
+                    low + untouched,
+                    "{name}: isqrt({x:#x}), {n} limbs"
+                );
+            }
         }
     }
 

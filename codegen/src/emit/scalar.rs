@@ -45,6 +45,59 @@ pub(super) fn words_in_order(leaves: &[String]) -> Option<&str> {
     (in_order && !w.is_empty()).then_some(w)
 }
 
+/// A word `w[k]` of words that lie in memory ([`Emitter::instance_words`]): `(w, k)`.
+fn word_at(leaf: &str) -> Option<(&str, u64)> {
+    let (w, k) = leaf.strip_suffix(']')?.split_once('[')?;
+    Some((w, k.parse().ok()?)).filter(|_| !w.is_empty())
+}
+
+/// Where a device function's operand repeats a pattern over [`COPIED_RUN`] words or more: words
+/// that lie in order in memory (a parameter's, read where they lie) or zeros. Such a run is
+/// copied into the operand's array by a loop: the wide root's operand `(a << BITS) | b` at 65536
+/// bits is 2,048 words of two parameters, which as an array's initializer held them all in
+/// registers and took NVRTC 143 s (bench/RESULTS.md, twenty-fifth session).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Run<'a> {
+    /// `n` words from `w[k]` on.
+    Words { w: &'a str, k: u64, n: usize },
+    /// `n` zeros.
+    Zeros(usize),
+    /// One word as it is.
+    Leaf(&'a str),
+}
+
+/// The shortest run that a loop copies.
+const COPIED_RUN: usize = 8;
+
+/// `leaves` as runs: those of [`COPIED_RUN`] words or more, and single leaves between them.
+fn runs(leaves: &[String]) -> Vec<Run<'_>> {
+    let mut out: Vec<Run> = Vec::new();
+    let mut i = 0;
+    while i < leaves.len() {
+        let from = &leaves[i..];
+        let n = match word_at(&from[0]) {
+            Some((w, k)) => from
+                .iter()
+                .zip(k..)
+                .take_while(|(l, j)| word_at(l) == Some((w, *j)))
+                .count(),
+            None => from.iter().take_while(|l| **l == from[0]).count(),
+        };
+        let run = match word_at(&from[0]) {
+            _ if n < COPIED_RUN => Run::Leaf(&from[0]),
+            Some((w, k)) => Run::Words { w, k, n },
+            None if from[0] == "0ull" => Run::Zeros(n),
+            None => Run::Leaf(&from[0]),
+        };
+        i += match run {
+            Run::Words { n, .. } | Run::Zeros(n) => n,
+            Run::Leaf(_) => 1,
+        };
+        out.push(run);
+    }
+    out
+}
+
 /// `op` on `a`, an operand of type `t`. Counts of zeros give the width for 0, as `__clz` does
 /// (trailing zeros count the leading zeros of the bit-reversed word for that reason).
 pub(super) fn unary_expr(op: UnOp, t: &Type, a: &str) -> String {
@@ -261,6 +314,12 @@ impl Emitter<'_> {
                 args.push(w.to_string());
                 continue;
             }
+            let runs = runs(leaves);
+            if runs.iter().any(|r| !matches!(r, Run::Leaf(_))) {
+                self.copied_operand(&format!("p{k}"), &runs, leaves.len());
+                args.push(format!("p{k}"));
+                continue;
+            }
             self.line(format!(
                 "__align__(16) const u64 p{k}[{}] = {{{}}};",
                 leaves.len(),
@@ -269,6 +328,34 @@ impl Emitter<'_> {
             args.push(format!("p{k}"));
         }
         args
+    }
+
+    /// Array `p` of `len` words filled from `runs`: a loop per run of words or zeros.
+    fn copied_operand(&mut self, p: &str, runs: &[Run], len: usize) {
+        self.line(format!("__align__(16) u64 {p}[{len}];"));
+        let mut at = 0;
+        for run in runs {
+            match *run {
+                Run::Leaf(x) => {
+                    self.line(format!("{p}[{at}] = {x};"));
+                    at += 1;
+                }
+                Run::Words { w, k, n } => {
+                    self.line("#pragma unroll 1");
+                    self.line(format!(
+                        "for (int i = 0; i < {n}; ++i) {p}[{at} + i] = {w}[{k} + i];"
+                    ));
+                    at += n;
+                }
+                Run::Zeros(n) => {
+                    self.line("#pragma unroll 1");
+                    self.line(format!(
+                        "for (int i = 0; i < {n}; ++i) {p}[{at} + i] = 0ull;"
+                    ));
+                    at += n;
+                }
+            }
+        }
     }
 
     /// A call of a device function `name(u64* out, const u64* operand.., scalar..)` (one that
@@ -396,5 +483,57 @@ impl Emitter<'_> {
             Some(w) if w.field.is_none() => Val::Written,
             _ => Val::Array { leaves, q, len },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{runs, Run, COPIED_RUN};
+
+    fn leaves(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    /// Words in order from one pointer and zeros become runs from [`COPIED_RUN`] on; a run
+    /// breaks where the pointer or the next index changes; anything else stays a leaf.
+    #[test]
+    fn runs_of_words_and_zeros() {
+        let n = COPIED_RUN;
+        let mut xs: Vec<String> = (0..n + 2).map(|k| format!("x2[{k}]")).collect();
+        xs.push("x7".into());
+        xs.extend(leaves(&["0ull"; 9]));
+        xs.extend((3..3 + n).map(|k| format!("x1[{k}]")));
+        xs.extend((0..n - 1).map(|k| format!("x9[{k}]")));
+        xs.push("x4[q]".into());
+        let got = runs(&xs);
+        let mut want = vec![
+            Run::Words {
+                w: "x2",
+                k: 0,
+                n: n + 2,
+            },
+            Run::Leaf("x7"),
+            Run::Zeros(9),
+            Run::Words { w: "x1", k: 3, n },
+        ];
+        want.extend(xs[xs.len() - n..].iter().map(|x| Run::Leaf(x)));
+        assert_eq!(got, want);
+        // Too short to copy: the array's initializer as before.
+        let short = leaves(&["x2[0]", "x2[1]", "0ull", "0ull", "x5"]);
+        assert!(runs(&short).iter().all(|r| matches!(r, Run::Leaf(_))));
+        // Indices that skip one are two runs.
+        let mut gap: Vec<String> = (0..n).map(|k| format!("w[{k}]")).collect();
+        gap.extend((n + 1..2 * n + 1).map(|k| format!("w[{k}]")));
+        assert_eq!(
+            runs(&gap),
+            vec![
+                Run::Words { w: "w", k: 0, n },
+                Run::Words {
+                    w: "w",
+                    k: n as u64 + 1,
+                    n
+                }
+            ]
+        );
     }
 }
