@@ -207,10 +207,10 @@ fn parkable_args(func: &Func, sched: &Schedule, args: &[ValueId]) -> Vec<bool> {
 ///   per instance (`emit::divide`): a thread holds a 4096-bit operand in 128 of its 255
 ///   registers, so the kernel of `a / b` spilled both operands to local memory, then copied them
 ///   into the function's arrays there (4,144 bytes of local memory a thread); and square roots
-///   there (`emit::isqrt`), whose function copies the value into its own array anyway. There
-///   the parameter may also be part of the operand, its words gathered with others (`(a << BITS)
-///   | b`, the wide root's operand: a loop copies each run of words into the function's array;
-///   held in registers, the 2,048 words at 65536 bits took NVRTC 143 s);
+///   there (`emit::isqrt`), whose function copies the value into its own array anyway. A
+///   root's parameter may also be part of its operand, its words gathered with others (`(a <<
+///   BITS) | b`, the wide root's operand: a loop copies each run of words into the function's
+///   array; held in registers, the 2,048 words at 65536 bits took NVRTC 143 s);
 /// - gcds and inverses computed by a group of threads per instance (`emit::gcd_group`): each
 ///   thread reads its own words, where the group's first thread held the whole number (in local
 ///   memory: 8 KB of each operand at 65536 bits) and passed the others theirs by shuffles, and
@@ -224,6 +224,11 @@ pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
     let divided =
         sched.threads_per_instance == 1 && 64 * words > crate::divide::MAX_REGISTER_DIVISOR_BITS;
     let grouped = sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads;
+    // Gathered words only into roots: a division's operands are its time's smaller part, and
+    // the wide shape at 4096 bits (`(a:b) / d`) ran 4% slower with `a`'s words copied by a loop
+    // than loaded in 16-byte words (0.0663 against 0.0692 G/s on an H200, bench/RESULTS.md
+    // twenty-fifth session).
+    let gathered: fn(&Op) -> bool = |op| matches!(op, Op::LimbIsqrt(..));
     let by: fn(&Op) -> bool = if divided {
         |op| matches!(op, Op::LimbDivRem(..) | Op::LimbIsqrt(..))
     } else if grouped {
@@ -245,7 +250,7 @@ pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
                 .iter()
                 .enumerate()
                 .filter(|(_, &a)| a == id)
-                .all(|(i, _)| only_operand_of(f, i as u32, by, divided)),
+                .all(|(i, _)| only_operand_of(f, i as u32, by, gathered)),
             _ => false,
         })
 }
@@ -428,10 +433,10 @@ fn taken_field(func: &Func, id: ValueId) -> Option<usize> {
 }
 
 /// Whether body `f`'s parameter `i` is used, and only as an operand of operations `by` accepts:
-/// whole, or, where `gathered`, as words gathered into one (tuples of its words, as scalarize
+/// whole, or, into those `gathered` accepts too, as words gathered into one (tuples of its words, as scalarize
 /// writes `(a << BITS) | b`: `b`'s words, then `a`'s), which the operand's array reads where
 /// they lie (`emit::scalar`'s `operand_arrays`).
-fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool, gathered: bool) -> bool {
+fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool, gathered: fn(&Op) -> bool) -> bool {
     let Some(p) = f.ids().find(|&x| f.node(x).op == Op::Param(i)) else {
         return false;
     };
@@ -441,12 +446,11 @@ fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool, gathered: bool) -> boo
         !f.outputs.contains(&x) && !used.is_empty() && used.into_iter().all(ok)
     };
     let operand = |u: ValueId| by(&f.node(u).op);
-    let gathered_into = |t: ValueId| matches!(f.node(t).op, Op::Tuple(_)) && only(t, &operand);
+    let into = |u: ValueId| by(&f.node(u).op) && gathered(&f.node(u).op);
+    let gathered_into = |t: ValueId| matches!(f.node(t).op, Op::Tuple(_)) && only(t, &into);
     only(p, &|u| {
         operand(u)
-            || (gathered
-                && matches!(f.node(u).op, Op::Extract(x, _) if x == p)
-                && only(u, &gathered_into))
+            || (matches!(f.node(u).op, Op::Extract(x, _) if x == p) && only(u, &gathered_into))
     })
 }
 
