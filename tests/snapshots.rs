@@ -123,11 +123,22 @@ fn root(a: U<BITS>) -> U<BITS> {
     a.isqrt()
 }
 
+/// CGBN's `sqrt_wide` as a user writes it: the root function's operand copied by two loops from
+/// where `b`'s and `a`'s words lie, and its low `BITS` bits written where they go
+/// (codegen/src/place.rs, `read_in_place` and `written_in_place`).
+#[bigfuse::kernel]
+fn wide_root(a: U<BITS>, b: U<BITS>) -> U<BITS> {
+    let zero: U<BITS> = U::ZERO;
+    let w = ((a as U<{ 2 * BITS }>) << zero.leading_zeros()) | (b as U<{ 2 * BITS }>);
+    w.isqrt() as U<BITS>
+}
+
 #[test]
 fn division_kernels() {
     snap("divide_whole", divide_whole::kernel().unwrap(), 64);
     snap("quotient", quotient::kernel().unwrap(), 4096);
     snap("root", root::kernel().unwrap(), 8192);
+    snap("wide_root", wide_root::kernel().unwrap(), 8192);
 }
 
 #[test]

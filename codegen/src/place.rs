@@ -224,8 +224,8 @@ pub fn read_in_place(func: &Func, sched: &Schedule, id: ValueId) -> bool {
     let divided =
         sched.threads_per_instance == 1 && 64 * words > crate::divide::MAX_REGISTER_DIVISOR_BITS;
     let grouped = sched.group_threads > 1 && sched.threads_per_instance == sched.group_threads;
-    // Gathered words only into roots: a division's operands are its time's smaller part, and
-    // the wide shape at 4096 bits (`(a:b) / d`) ran 4% slower with `a`'s words copied by a loop
+    // Gathered words only into roots: a root's time dwarfs the copy of its operand, and the
+    // division of the wide shape at 4096 bits (`(a:b) / d`) ran 4% slower with `a`'s words copied by a loop
     // than loaded in 16-byte words (0.0663 against 0.0692 G/s on an H200, bench/RESULTS.md
     // twenty-fifth session).
     let gathered: fn(&Op) -> bool = |op| matches!(op, Op::LimbIsqrt(..));
@@ -433,9 +433,9 @@ fn taken_field(func: &Func, id: ValueId) -> Option<usize> {
 }
 
 /// Whether body `f`'s parameter `i` is used, and only as an operand of operations `by` accepts:
-/// whole, or, into those `gathered` accepts too, as words gathered into one (tuples of its words, as scalarize
-/// writes `(a << BITS) | b`: `b`'s words, then `a`'s), which the operand's array reads where
-/// they lie (`emit::scalar`'s `operand_arrays`).
+/// whole, or, into those `gathered` accepts too, as words gathered into one (tuples of its
+/// words, as scalarize writes `(a << BITS) | b`: `b`'s words, then `a`'s), which the operand's
+/// array reads where they lie (`emit::scalar`'s `operand_arrays`).
 fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool, gathered: fn(&Op) -> bool) -> bool {
     let Some(p) = f.ids().find(|&x| f.node(x).op == Op::Param(i)) else {
         return false;
@@ -446,7 +446,7 @@ fn only_operand_of(f: &Func, i: u32, by: fn(&Op) -> bool, gathered: fn(&Op) -> b
         !f.outputs.contains(&x) && !used.is_empty() && used.into_iter().all(ok)
     };
     let operand = |u: ValueId| by(&f.node(u).op);
-    let into = |u: ValueId| by(&f.node(u).op) && gathered(&f.node(u).op);
+    let into = |u: ValueId| operand(u) && gathered(&f.node(u).op);
     let gathered_into = |t: ValueId| matches!(f.node(t).op, Op::Tuple(_)) && only(t, &into);
     only(p, &|u| {
         operand(u)

@@ -75,7 +75,8 @@ fn runs(leaves: &[String]) -> Vec<Run<'_>> {
     let mut i = 0;
     while i < leaves.len() {
         let from = &leaves[i..];
-        let n = match word_at(&from[0]) {
+        let first = word_at(&from[0]);
+        let n = match first {
             Some((w, k)) => from
                 .iter()
                 .zip(k..)
@@ -83,7 +84,7 @@ fn runs(leaves: &[String]) -> Vec<Run<'_>> {
                 .count(),
             None => from.iter().take_while(|l| **l == from[0]).count(),
         };
-        let run = match word_at(&from[0]) {
+        let run = match first {
             _ if n < COPIED_RUN => Run::Leaf(&from[0]),
             Some((w, k)) => Run::Words { w, k, n },
             None if from[0] == "0ull" => Run::Zeros(n),
@@ -335,26 +336,20 @@ impl Emitter<'_> {
         self.line(format!("__align__(16) u64 {p}[{len}];"));
         let mut at = 0;
         for run in runs {
-            match *run {
+            let (n, word) = match *run {
                 Run::Leaf(x) => {
                     self.line(format!("{p}[{at}] = {x};"));
                     at += 1;
+                    continue;
                 }
-                Run::Words { w, k, n } => {
-                    self.line("#pragma unroll 1");
-                    self.line(format!(
-                        "for (int i = 0; i < {n}; ++i) {p}[{at} + i] = {w}[{k} + i];"
-                    ));
-                    at += n;
-                }
-                Run::Zeros(n) => {
-                    self.line("#pragma unroll 1");
-                    self.line(format!(
-                        "for (int i = 0; i < {n}; ++i) {p}[{at} + i] = 0ull;"
-                    ));
-                    at += n;
-                }
-            }
+                Run::Words { w, k, n } => (n, format!("{w}[{k} + i]")),
+                Run::Zeros(n) => (n, "0ull".to_string()),
+            };
+            self.line("#pragma unroll 1");
+            self.line(format!(
+                "for (int i = 0; i < {n}; ++i) {p}[{at} + i] = {word};"
+            ));
+            at += n;
         }
     }
 
