@@ -25,7 +25,7 @@ pub fn fold(func: &Func) -> CgResult<Func> {
         Builder::like(func),
         Type::clone,
         |b, mapped, _, node| {
-            if let Some(op) = with_folded_bodies(&node.op)? {
+            if let Some(op) = crate::fuse::with_bodies(&node.op, fold)? {
                 return Ok(Rewritten::Value(b.copy(&op, &node.ty, |v| mapped.get(v))?));
             }
             let constant = |v: ValueId| match &b.func().node(mapped.get(v)).op {
@@ -50,11 +50,6 @@ pub fn fold(func: &Func) -> CgResult<Func> {
         },
         same_output,
     )
-}
-
-/// `op` with its lambdas or loop body folded, where it has any.
-fn with_folded_bodies(op: &Op) -> CgResult<Option<Op>> {
-    crate::fuse::with_bodies(op, fold)
 }
 
 /// The value of `op` (result type `ty`, a scalar) on its operands' constants `args` (each

@@ -35,14 +35,12 @@ pub(super) fn literal(l: &Literal) -> Vec<String> {
 /// `w` where `leaves` are `w[0]`, `w[1]`, .. in order: words that lie in memory as a device
 /// function reads its operands ([`Emitter::instance_words`]).
 pub(super) fn words_in_order(leaves: &[String]) -> Option<&str> {
-    let w = leaves.first()?.strip_suffix("[0]")?;
-    let in_order = leaves.iter().enumerate().all(|(k, l)| {
-        l.strip_prefix(w)
-            .and_then(|r| r.strip_prefix('['))
-            .and_then(|r| r.strip_suffix(']'))
-            == Some(&k.to_string())
-    });
-    (in_order && !w.is_empty()).then_some(w)
+    let (w, _) = word_at(leaves.first()?).filter(|&(_, k)| k == 0)?;
+    let in_order = leaves
+        .iter()
+        .zip(0u64..)
+        .all(|(l, k)| word_at(l) == Some((w, k)));
+    in_order.then_some(w)
 }
 
 /// A word `w[k]` of words that lie in memory ([`Emitter::instance_words`]): `(w, k)`.
