@@ -56,25 +56,38 @@ const ESTIMATE: &str = r#"    // The estimate of (n2 n1) / d1 and its remainder 
 /// each stored to `q[j]` where `q` is given, the remainder left in `u[0..m]`. The caller
 /// declares `bf_u128`, `d1`, `d0` (zero where `m` is 1), the divisor's top limbs, and `v`, their
 /// reciprocal `floor((2^128 - 1) / d1) - 2^64`, and puts [`LIMB_ESTIMATE`] before its function.
-/// `n0` is the window's third limb from the top (zero where `m` is 1). Where the divisor has
-/// three limbs or more, rows `j` and `j - 1` go at once ([`LIMB_PAIR`]: half the loads and
-/// stores of the window and the divisor a quotient limb; the function is bound by the latency
-/// of its local memory), else one at a time ([`LIMB_ROW`]). Each line is indented by `indent`.
+/// `n0` is the window's third limb from the top (zero where `m` is 1). With `block` (at least
+/// 2), rows go `block` at once where the divisor has more than `block` limbs
+/// ([`LIMB_BLOCK_ROWS`]: a `block`-th of the loads and stores of the window and the divisor a
+/// quotient limb); then, where the divisor has three limbs or more, rows `j` and `j - 1` at once
+/// ([`LIMB_PAIR`]), else one at a time ([`LIMB_ROW`]). Each line is indented by `indent`.
 pub(super) fn limb_rows(
     d: &str,
     m: &str,
     n0: &str,
     j0: &str,
     q: Option<&str>,
+    block: Option<usize>,
     indent: &str,
 ) -> String {
     let store = |text: &str| q.map_or(String::new(), |q| text.replace("{q}", q));
+    let block = block.map_or(String::new(), |b| {
+        assert!(b >= 2, "a block of rows is two or more");
+        LIMB_BLOCK_ROWS
+            .replace(
+                "{store}",
+                &store("      #pragma unroll\n      for (int i = 0; i < {B}; ++i) {q}[b + i] = qb[i];\n"),
+            )
+            .replace("{B}", &b.to_string())
+            .replace("{B1}", &(b - 1).to_string())
+            .replace("{B2}", &(2 * b).to_string())
+    });
     let pair = LIMB_PAIR.replace(
         "{store}",
         &store("      {q}[j] = qq1;\n      {q}[j - 1] = qq0;\n"),
     );
     let text = format!(
-        "#pragma unroll 1\nfor (int j = {j0}; j >= 0;) {{\n{pair}  {{\n{row}{q_j}  }}\n  --j;\n}}\n",
+        "#pragma unroll 1\nfor (int j = {j0}; j >= 0;) {{\n{block}{pair}  {{\n{row}{q_j}  }}\n  --j;\n}}\n",
         row = LIMB_ROW
             .lines()
             .map(|l| format!("    {l}\n"))
@@ -157,6 +170,142 @@ if (negative) {
   }
   u[j + {m}] += cy;
 }
+"#;
+
+/// Rows `j` down to `j - B + 1` at once (`B` the block given to [`limb_rows`]), inside the
+/// rows' loop, where the divisor has more than `B` limbs. The block's quotient `Q = floor(W /
+/// d)` of the window `W = u[j - B + 1..=j + m]` (`B` limbs, as `W < d 2^(64 B)`) is first
+/// estimated from the top limbs: `W_t`, the window's top `2B + 1` limbs, divided by `d_t`, the
+/// divisor's top `B + 1` (`s` limbs cut off; Knuth's rows on registers). `Q <= floor(W_t / d_t)
+/// <= Q + 1`: `W_t >= Q d_t` (as `W >= Q d >= Q d_t 2^(64 s)`), and `W_t / d_t - W / d < (W /
+/// d) / d_t < 2^-63` (as `d - d_t 2^(64 s) < 2^(64 s)` and `d_t >= 2^(64 B + 63)`). Then the
+/// window minus that estimate times `d` in one pass, `B` products a divisor limb chained through
+/// their low limbs (each sum fits 128 bits), `d` added back while negative (once at most) and
+/// subtracted while not below it (never, by the bound; it keeps the pass exact for any
+/// estimate). Where the window's top `B + 1` limbs are not below the divisor's (the estimate
+/// would need `B + 1` limbs: all-ones operands reach it), the rows go two or one at a time. A
+/// pass loads and stores each window limb, and loads each divisor limb, once for `B` products:
+/// the root function is bound by its local memory's traffic (at 65536 bits it streams 61.5 KB a
+/// thread through DRAM, bench/RESULTS.md 2026-11-29).
+const LIMB_BLOCK_ROWS: &str = r#"  if (j >= {B1} && {m} >= {B} + 1) {
+    const int b = j - {B1};
+    // The window's top {B2} + 1 limbs and the divisor's top {B} + 1, in registers.
+    u64 w[{B2} + 1], dt[{B} + 1];
+    #pragma unroll
+    for (int i = 0; i <= {B2}; ++i) w[i] = u[j + {m} - {B2} + i];
+    #pragma unroll
+    for (int i = 0; i <= {B}; ++i) dt[i] = {d}[{m} - {B} - 1 + i];
+    int cmp = 0;
+    #pragma unroll
+    for (int i = 0; i <= {B}; ++i) cmp = w[{B} + i] != dt[i] ? (w[{B} + i] < dt[i] ? -1 : 1) : cmp;
+    if (cmp < 0) {
+      // Q = floor(w / dt): Knuth's rows, each limb the estimate or one above it.
+      u64 qb[{B}];
+      #pragma unroll
+      for (int i = {B1}; i >= 0; --i) {
+        u64 qh = bf_estimate64(w[i + {B} + 1], w[i + {B}], w[i + {B} - 1], d1, d0, v);
+        u64 c = 0ull, bo = 0ull;
+        #pragma unroll
+        for (int k = 0; k <= {B}; ++k) {
+          const bf_u128 pr = (bf_u128)qh * dt[k] + c;
+          c = (u64)(pr >> 64);
+          const u64 x = w[i + k], lo = (u64)pr;
+          const u64 y = x - lo;
+          const u64 b1 = (u64)(x < lo);
+          w[i + k] = y - bo;
+          bo = b1 | (u64)(y < bo);
+        }
+        const u64 x = w[i + {B} + 1];
+        const u64 y = x - c;
+        const bool negative = x < c || y < bo;
+        w[i + {B} + 1] = y - bo;
+        if (negative) {
+          qh -= 1ull;
+          u64 cy = 0ull;
+          #pragma unroll
+          for (int k = 0; k <= {B}; ++k) {
+            const bf_u128 z = (bf_u128)w[i + k] + dt[k] + cy;
+            w[i + k] = (u64)z;
+            cy = (u64)(z >> 64);
+          }
+          w[i + {B} + 1] += cy;
+        }
+        qb[i] = qh;
+      }
+      // u[b..=j + {m}] -= Q {d}: column b + k takes qb[i] {d}[k - i] (dp[i]).
+      u64 c[{B}], dp[{B}], bo = 0ull;
+      #pragma unroll
+      for (int i = 0; i < {B}; ++i) c[i] = dp[i] = 0ull;
+      #pragma unroll 2
+      for (int k = 0; k < {m} + {B}; ++k) {
+        #pragma unroll
+        for (int i = {B1}; i > 0; --i) dp[i] = dp[i - 1];
+        dp[0] = k < {m} ? {d}[k] : 0ull;
+        u64 lo = 0ull;
+        #pragma unroll
+        for (int i = 0; i < {B}; ++i) {
+          const bf_u128 x = (bf_u128)qb[i] * dp[i] + c[i] + lo;
+          c[i] = (u64)(x >> 64);
+          lo = (u64)x;
+        }
+        const u64 x = u[b + k];
+        const u64 z = x - lo;
+        const u64 b1 = (u64)(x < lo);
+        u[b + k] = z - bo;
+        bo = b1 | (u64)(z < bo);
+      }
+      #pragma unroll 1
+      while (bo != 0ull) {
+        // Negative: {d} back in, Q one less, until the carry out of the top limb.
+        u64 br = 1ull;
+        #pragma unroll
+        for (int i = 0; i < {B}; ++i) {
+          const u64 was = qb[i];
+          qb[i] = was - br;
+          br = (u64)(was < br);
+        }
+        u64 cy = 0ull;
+        #pragma unroll 2
+        for (int k = 0; k < {m} + {B}; ++k) {
+          const bf_u128 z = (bf_u128)u[b + k] + (k < {m} ? {d}[k] : 0ull) + cy;
+          u[b + k] = (u64)z;
+          cy = (u64)(z >> 64);
+        }
+        bo = cy ^ 1ull;
+      }
+      #pragma unroll 1
+      for (;;) {
+        // At or above {d}: {d} out again, Q one more (compared from the top limb down).
+        bool above = false, decided = false;
+        #pragma unroll 1
+        for (int k = {m} + {B1}; k >= 0 && !decided; --k) {
+          const u64 dk = k < {m} ? {d}[k] : 0ull;
+          if (u[b + k] != dk) {
+            above = u[b + k] > dk;
+            decided = true;
+          }
+        }
+        if (decided && !above) break;
+        u64 cy = 1ull;
+        #pragma unroll
+        for (int i = 0; i < {B}; ++i) {
+          qb[i] += cy;
+          cy = (u64)(qb[i] < cy);
+        }
+        u64 br = 0ull;
+        #pragma unroll 2
+        for (int k = 0; k < {m} + {B}; ++k) {
+          const u64 x = u[b + k], dk = k < {m} ? {d}[k] : 0ull;
+          const u64 z = x - dk;
+          const u64 b1 = (u64)(x < dk);
+          u[b + k] = z - br;
+          br = b1 | (u64)(z < br);
+        }
+      }
+{store}      j -= {B};
+      continue;
+    }
+  }
 "#;
 
 /// Rows `j` and `j - 1` at once, inside the rows' loop ([`limb_rows`]): row `j`'s limb `qh1`;
@@ -463,6 +612,24 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const u6
 /// the rows' limb loops rolled (a few unrolled steps each), so that the text stays small at any
 /// width.
 fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String) {
+    in_memory_rows(na, mb, parts, warp, DIVISION_ROWS_A_PASS)
+}
+
+/// Rows a pass of the division in local memory ([`limb_rows`]'s `block`): none, so two.
+/// Blocks of 4 and 8 rows (the root's) made the whole division of a 2 BITS-bit dividend at 4096
+/// bits slower, 0.0594 and 0.0640 G/s against 0.0696 (NVIDIA H200, bench/RESULTS.md
+/// 2026-11-29, twenty-sixth session): that kernel holds the dividend in 255 registers, and the
+/// block's registers spill.
+const DIVISION_ROWS_A_PASS: Option<usize> = None;
+
+/// [`in_memory`] with `block` rows a pass.
+fn in_memory_rows(
+    na: usize,
+    mb: usize,
+    parts: Parts,
+    warp: bool,
+    block: Option<usize>,
+) -> (String, String) {
     let name = if warp {
         format!("{}_w", parts.name(na, mb))
     } else {
@@ -564,6 +731,7 @@ static __device__ __forceinline__ {ret} {name}(u64* out, const u64* a64, const u
             &n0,
             "j0",
             parts.quotient.then_some("qa"),
+            block,
             "  "
         ),
         r_out = parts.r(&r_out),
@@ -996,12 +1164,24 @@ mod tests {
     /// ([`warp_quotients`]): the harness writes it where the function says so. The result's
     /// words start as all ones, so that a word neither writes shows.
     fn check_form(na: usize, mb: usize, parts: Parts, warp: bool, cases: &[(BigUint, BigUint)]) {
-        let mut src = String::from(host::PRELUDE);
         let functions = if warp {
             vec![in_memory(na, mb, parts, true)]
         } else {
             div_rem_functions(na, mb, parts)
         };
+        check_functions(na, mb, parts, warp, functions, cases);
+    }
+
+    /// The same for the given `functions` (the first the division).
+    fn check_functions(
+        na: usize,
+        mb: usize,
+        parts: Parts,
+        warp: bool,
+        functions: Vec<(String, String)>,
+        cases: &[(BigUint, BigUint)],
+    ) {
+        let mut src = String::from(host::PRELUDE);
         let name = functions[0].0.clone();
         for (_, text) in functions {
             src.push_str(&text);
@@ -1127,6 +1307,30 @@ mod tests {
         }
     }
 
+    /// The rows in blocks ([`LIMB_BLOCK_ROWS`], the root's form) in the division in local
+    /// memory: blocks of 2 to 16 rows, divisors of one limb more than the block (nothing cut
+    /// off) and wider, quotients of fewer rows than a block (the pairs alone), the edge cases
+    /// and the block's add-backs.
+    #[test]
+    fn rows_in_blocks_equal_num_bigint_on_the_host() {
+        for block in [2usize, 3, 4, 8, 16] {
+            for (na, mb) in [
+                (4 * block + 4, 2 * block + 2),
+                (8 * block + 8, 2 * block + 2),
+                (132, 66),
+                (256, 128),
+                (72, 66),
+            ] {
+                let mut cases = cases(na, mb, 150, (block * 1000 + na) as u64);
+                cases.extend(block_add_backs(na, mb, block, (block + na) as u64));
+                let functions = vec![in_memory_rows(na, mb, Parts::BOTH, false, Some(block))];
+                let text = &functions[0].1;
+                assert!(text.contains(&format!("u64 qb[{block}]")), "{block}");
+                check_functions(na, mb, Parts::BOTH, false, functions, &cases);
+            }
+        }
+    }
+
     /// The functions that compute only the quotient or only the remainder: the register form,
     /// the form in local memory, each with its short path (operands of one width) and without.
     #[test]
@@ -1246,6 +1450,35 @@ mod tests {
                 assert_eq!(host::number(line), want, "{n}: {x:#x} / {y:#x}");
             }
         }
+    }
+
+    /// Dividends `Q d + d - 1` of `na` words by divisors `d` of `mb` words whose low limbs are all
+    /// ones, `Q` random above its lowest `t` limbs and all ones below (every `t`): a block of
+    /// `block` rows that ends at limb `t` sees a window `Q_blk d + d - 1`, whose estimate from
+    /// the top limbs is one above (its add-back).
+    fn block_add_backs(na: usize, mb: usize, block: usize, seed: u64) -> Vec<(BigUint, BigUint)> {
+        let one = BigUint::from(1u8);
+        let mut word = host::words(seed);
+        let mut random = |limbs: usize| -> BigUint {
+            (0..limbs).fold(BigUint::from(0u8), |n, _| (n << 64) + word())
+        };
+        let (ml, limit) = (mb / 2, &one << (32 * na));
+        let mut out = Vec::new();
+        for k in 0..4usize {
+            let top = random(block + 1) | (&one << (64 * (block + 1) - 1));
+            let low = ml - block - 1;
+            // Shifted by k bits, so that the normalization moves it back.
+            let d = ((top << (64 * low)) + (&one << (64 * low)) - 1u8) >> k;
+            let ql = (na / 2).saturating_sub(ml);
+            for t in 0..ql {
+                let q = (random(ql - t) << (64 * t)) + (&one << (64 * t)) - 1u8;
+                let a = &q * &d + &d - 1u8;
+                if a < limit {
+                    out.push((a, d.clone()));
+                }
+            }
+        }
+        out
     }
 
     /// Dividends `m b + e` of `n` words by divisors `b` of full width, `e` small or just below

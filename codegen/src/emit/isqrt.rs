@@ -31,6 +31,12 @@ use super::divide::{limb_rows, LIMB_ESTIMATE};
 use super::Emitter;
 use crate::divide::root_width;
 
+/// Rows a pass of the levels' divisions ([`limb_rows`]'s `block`). Against two a pass, on an
+/// NVIDIA H200 (bench/RESULTS.md 2026-11-29, twenty-sixth session), the wide root of 2 BITS-bit
+/// values at 4096 / 16384 / 65536 bits: 4 rows 1.09x / 1.18x / 1.00x, 8 rows 1.07x / 1.30x /
+/// 1.28x.
+const ROOT_ROWS_A_PASS: usize = 8;
+
 /// The name of the root function of a value of `limbs` u64 limbs.
 fn isqrt_name(limbs: usize) -> String {
     format!("bf_isqrt_{}", 64 * limbs)
@@ -234,6 +240,7 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const in
             "kw >= 2 ? u[j + kw - 2] : 0ull",
             "kw",
             Some("q"),
+            Some(ROOT_ROWS_A_PASS),
             "    "
         ),
         first = if l >= 2 {
