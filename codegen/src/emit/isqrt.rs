@@ -19,8 +19,10 @@
 //! division by `2 s` divides by `s` itself, already normalized (Knuth's Algorithm D with no
 //! shifts, each quotient limb estimated from a precomputed reciprocal of the top limb as in
 //! `emit/divide.rs`), and halves: `q = q1 / 2`, `u = u1 + (q1 mod 2) s`. `q <= 2^k`, so `q^2` is
-//! the square of its low `k` bits (each cross product once) or exactly `2^2k`. At the end the
-//! root is shifted back by half the normalizing amount. Every array lives in local memory; the
+//! the square of its low `k` bits (each cross product once) or exactly `2^2k`. The division's
+//! rows and the square's go [`ROOT_ROWS_A_PASS`] at a time, so that each limb of the arrays
+//! is loaded and stored once for that many products. At the end the root is shifted back by
+//! half the normalizing amount. Every array lives in local memory; the
 //! time depends on the value's length (rows above the top are skipped by the normalization), so
 //! it is not constant-time.
 //!
@@ -31,10 +33,13 @@ use super::divide::{limb_rows, LIMB_ESTIMATE};
 use super::Emitter;
 use crate::divide::root_width;
 
-/// Rows a pass of the levels' divisions ([`limb_rows`]'s `block`). Against two a pass, on an
-/// NVIDIA H200 (bench/RESULTS.md 2026-11-29, twenty-sixth session), the wide root of 2 BITS-bit
-/// values at 4096 / 16384 / 65536 bits: 4 rows 1.09x / 1.18x / 1.00x, 8 rows 1.07x / 1.30x /
-/// 1.28x.
+/// Rows a pass of the levels' divisions ([`limb_rows`]'s `block`) and squares
+/// ([`SQUARE_ROWS`]). The function is bound by its local memory's traffic, which rows in blocks
+/// divide. The wide root of 2 BITS-bit values at 4096 / 16384 / 65536 bits on an NVIDIA H200
+/// (bench/RESULTS.md 2026-11-29, twenty-sixth session), the divisions alone in blocks, against
+/// two rows a pass: 4 rows 1.09x / 1.18x / 1.00x, 8 rows 1.07x / 1.30x / 1.28x, 12 rows - /
+/// 1.01x / 1.11x, 16 rows - / 0.79x / 0.99x (64 registers a thread: bigger blocks spill). The
+/// squares in blocks of 8 too: 1.25x / 1.40x more at 16384 / 65536 bits.
 const ROOT_ROWS_A_PASS: usize = 8;
 
 /// The name of the root function of a value of `limbs` u64 limbs.
@@ -135,10 +140,10 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const in
     // p = q^2 (2kw + 1 limbs): the low kw limbs' square, each cross product once, or 2^2k.
     #pragma unroll 1
     for (int i = 0; i <= 2 * kw; ++i) p[i] = 0ull;
-    // Rows i and i + 1 of the cross products in one pass (half the loads and stores of p a
+    int i = 0;
+{square_rows}    // Rows i and i + 1 of the cross products in one pass (half the loads and stores of p a
     // product): into each limb of p, row i's product xa and row i + 1's yb (by the limb of q
     // below), each sum within 128 bits; then a last row alone.
-    int i = 0;
     #pragma unroll 1
     for (; i + 2 < kw; i += 2) {{
       const u64 qa = q[i], qb = q[i + 1];
@@ -234,6 +239,9 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const in
         // The root has l/2 limbs, at least one (the 32-bit root of a 64-bit value).
         lh1 = lh.max(1),
         estimate = LIMB_ESTIMATE,
+        square_rows = SQUARE_ROWS
+            .replace("{B}", &ROOT_ROWS_A_PASS.to_string())
+            .replace("{B1}", &(ROOT_ROWS_A_PASS - 1).to_string()),
         rows = limb_rows(
             "s",
             "kw",
@@ -251,6 +259,40 @@ static __device__ __forceinline__ void {name}(u64* out, const u64* a64, const in
     );
     (name, text)
 }
+
+/// Rows `i` to `i + B - 1` of the square's cross products in one pass (`B` =
+/// [`ROOT_ROWS_A_PASS`]), while rows above them remain: column `c` of `p` (from `2 i + 1`) takes
+/// `q[i + t] q[c - i - t]` of each row `t` whose other limb lies above its own (`c - i - t > i +
+/// t`), the limbs of `q` sliding through `dp`, the products chained through their low limbs
+/// from `p[c]` (each sum fits 128 bits). Nothing carries out of the last column: the cross
+/// products of rows below `i + B` are less than `2^(64 (i + B + kw))`. Each limb of `q` and of
+/// `p` is loaded (and `p` stored) once for `B` products, where rows two at a time took one for
+/// two.
+const SQUARE_ROWS: &str = r#"    #pragma unroll 1
+    for (; i + {B} < kw; i += {B}) {
+      u64 qa[{B}], c[{B}], dp[{B}];
+      #pragma unroll
+      for (int t = 0; t < {B}; ++t) {
+        qa[t] = q[i + t];
+        c[t] = dp[t] = 0ull;
+      }
+      #pragma unroll 2
+      for (int x = 0; x < kw + {B1} - i; ++x) {
+        const int col = 2 * i + 1 + x;
+        #pragma unroll
+        for (int t = {B1}; t > 0; --t) dp[t] = dp[t - 1];
+        dp[0] = col - i < kw ? q[col - i] : 0ull;
+        u64 lo = p[col];
+        #pragma unroll
+        for (int t = 0; t < {B}; ++t) {
+          const bf_u128 y = (bf_u128)qa[t] * (x >= 2 * t ? dp[t] : 0ull) + c[t] + lo;
+          c[t] = (u64)(y >> 64);
+          lo = (u64)y;
+        }
+        p[col] = lo;
+      }
+    }
+"#;
 
 /// The level of `k = 32`, from the top 64 bits' root `s[0]` and remainder `r[0]` to the top
 /// 128 bits' (64 bits, two limbs of remainder), on scalars: the limb levels start at `k = 64`.
