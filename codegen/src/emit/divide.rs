@@ -1534,6 +1534,18 @@ mod tests {
         }
     }
 
+    /// Many more cases of the root's blocks of rows.
+    #[test]
+    #[ignore = "a stress run: cargo test -p bigfuse-codegen --lib stress -- --ignored"]
+    fn stress_rows_in_blocks_on_the_host() {
+        for (na, mb) in [(256, 128), (134, 66), (40, 18)] {
+            let mut cases = cases(na, mb, 100_000, 11 + na as u64);
+            cases.extend(block_add_backs(na, mb, 8, na as u64));
+            let functions = vec![in_memory_rows(na, mb, Parts::BOTH, false, Some(8))];
+            check_functions(na, mb, Parts::BOTH, false, functions, &cases);
+        }
+    }
+
     /// `divide::whole_local_bytes`, which decides where one thread may divide whole, counts the
     /// local arrays this module declares: the 64-bit limbs of the divisor `d`, the shifted
     /// dividend `u` and the quotient `qa`.

@@ -473,6 +473,15 @@ mod tests {
         }
     }
 
+    /// Many more values, up to the bench's widest root (a 131072-bit value).
+    #[test]
+    #[ignore = "a stress run: cargo test -p bigfuse-codegen --lib stress -- --ignored"]
+    fn stress_roots_on_the_host() {
+        for (limbs, count) in [(16usize, 5000), (64, 3000), (136, 1000), (2048, 40)] {
+            check(limbs, &values(64 * limbs as u64, count, 7 + limbs as u64));
+        }
+    }
+
     #[test]
     fn the_local_arrays_are_what_divide_counts() {
         for limbs in [1usize, 2, 7, 64, 4096] {
