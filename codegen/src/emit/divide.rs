@@ -10,7 +10,8 @@
 //! divisor back in the rare case that made it negative. The window (one word more than the
 //! divisor) and the divisor stay in registers; the rows are a loop, and the window moves up a
 //! word per row. Divisors too wide for registers divide in local memory on 64-bit limbs
-//! ([`limb_rows`], shared with the square root, two rows a pass), in place on the shifted
+//! ([`limb_rows`], shared with the square root; two rows a pass here, blocks of them in the
+//! root), in place on the shifted
 //! dividend. Rows above the dividend's top word are skipped, so the time depends on the
 //! operands' lengths: not constant-time. Where the dividend is no wider than the divisor, a
 //! divisor of full width gives a quotient of one word, computed first by a path of its own
@@ -1309,8 +1310,8 @@ mod tests {
 
     /// The rows in blocks ([`LIMB_BLOCK_ROWS`], the root's form) in the division in local
     /// memory: blocks of 2 to 16 rows, divisors of one limb more than the block (nothing cut
-    /// off) and wider, quotients of fewer rows than a block (the pairs alone), the edge cases
-    /// and the block's add-backs.
+    /// off) and wider, a quotient of 4 rows (fewer than the wider blocks: pairs alone), the edge
+    /// cases and the block's add-backs.
     #[test]
     fn rows_in_blocks_equal_num_bigint_on_the_host() {
         for block in [2usize, 3, 4, 8, 16] {

@@ -20,11 +20,10 @@
 //! shifts, each quotient limb estimated from a precomputed reciprocal of the top limb as in
 //! `emit/divide.rs`), and halves: `q = q1 / 2`, `u = u1 + (q1 mod 2) s`. `q <= 2^k`, so `q^2` is
 //! the square of its low `k` bits (each cross product once) or exactly `2^2k`. The division's
-//! rows and the square's go [`ROOT_ROWS_A_PASS`] at a time, so that each limb of the arrays
-//! is loaded and stored once for that many products. At the end the root is shifted back by
-//! half the normalizing amount. Every array lives in local memory; the
-//! time depends on the value's length (rows above the top are skipped by the normalization), so
-//! it is not constant-time.
+//! rows and the square's go [`ROOT_ROWS_A_PASS`] at a time, so that each limb of the arrays is
+//! loaded and stored once for that many products. At the end the root is shifted back by half
+//! the normalizing amount. Every array lives in local memory; the time depends on the value's
+//! length (rows above the top are skipped by the normalization), so it is not constant-time.
 //!
 //! Plain C over `u64` and `unsigned __int128`, so the tests below compile it for the host and
 //! check it against num-bigint without a GPU.
@@ -37,7 +36,7 @@ use crate::divide::root_width;
 /// ([`SQUARE_ROWS`]). The function is bound by its local memory's traffic, which rows in blocks
 /// divide. The wide root of 2 BITS-bit values at 4096 / 16384 / 65536 bits on an NVIDIA H200
 /// (bench/RESULTS.md 2026-11-29, twenty-sixth session), the divisions alone in blocks, against
-/// two rows a pass: 4 rows 1.09x / 1.18x / 1.00x, 8 rows 1.07x / 1.30x / 1.28x, 12 rows - /
+/// two rows a pass (the twenty-fifth session's figures): 4 rows 1.09x / 1.18x / 1.00x, 8 rows 1.07x / 1.30x / 1.28x, 12 rows - /
 /// 1.01x / 1.11x, 16 rows - / 0.79x / 0.99x (64 registers a thread: bigger blocks spill). The
 /// squares in blocks of 8 too: 1.25x / 1.40x more at 16384 / 65536 bits.
 const ROOT_ROWS_A_PASS: usize = 8;
