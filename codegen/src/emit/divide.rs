@@ -186,8 +186,8 @@ if (negative) {
 /// estimate). Where the window's top `B + 1` limbs are not below the divisor's (the estimate
 /// would need `B + 1` limbs: all-ones operands reach it), the rows go two or one at a time. A
 /// pass loads and stores each window limb, and loads each divisor limb, once for `B` products:
-/// the root function is bound by its local memory's traffic (at 65536 bits it streams 61.5 KB a
-/// thread through DRAM, bench/RESULTS.md 2026-11-29).
+/// with two rows a pass the root function was bound by its local memory's traffic (at 65536
+/// bits DRAM 62% busy; 30% with the root's blocks, bench/RESULTS.md 2026-11-29).
 const LIMB_BLOCK_ROWS: &str = r#"  if (j >= {B1} && {m} >= {B} + 1) {
     const int b = j - {B1};
     // The window's top {B2} + 1 limbs and the divisor's top {B} + 1, in registers.
@@ -619,8 +619,8 @@ fn in_memory(na: usize, mb: usize, parts: Parts, warp: bool) -> (String, String)
 /// Rows a pass of the division in local memory ([`limb_rows`]'s `block`): none, so two.
 /// Blocks of 4 and 8 rows (the root's) made the whole division of a 2 BITS-bit dividend at 4096
 /// bits slower, 0.0594 and 0.0640 G/s against 0.0696 (NVIDIA H200, bench/RESULTS.md
-/// 2026-11-29, twenty-sixth session): that kernel holds the dividend in 255 registers, and the
-/// block's registers spill.
+/// 2026-11-29, twenty-sixth session). That kernel holds the dividend in 255 registers; its
+/// local memory stayed 5,696 bytes with the blocks, and why they lose there was not profiled.
 const DIVISION_ROWS_A_PASS: Option<usize> = None;
 
 /// [`in_memory`] with `block` rows a pass.

@@ -38,7 +38,8 @@ use crate::divide::root_width;
 /// (bench/RESULTS.md 2026-11-29, twenty-sixth session), the divisions alone in blocks, against
 /// two rows a pass (the twenty-fifth session's figures): 4 rows 1.09x / 1.18x / 1.00x, 8 rows
 /// 1.07x / 1.30x / 1.28x, 12 rows - / 1.01x / 1.11x, 16 rows - / 0.79x / 0.99x (64 registers a
-/// thread: bigger blocks spill). The squares in blocks of 8 too: 1.25x / 1.40x more at 16384 /
+/// thread; local memory at 16384 bits 15,536 / 15,712 / 15,984 bytes for 8 / 12 / 16 rows: the
+/// wider blocks spill). The squares in blocks of 8 too: 1.25x / 1.40x more at 16384 /
 /// 65536 bits.
 const ROOT_ROWS_A_PASS: usize = 8;
 
